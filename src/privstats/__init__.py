@@ -2,9 +2,53 @@
 
 One statistic, four trust models (``local``, ``shuffle``, ``secure``, ``central``):
 the public functions take the model as a parameter and return an :class:`Estimate`.
+
+>>> import privstats
+>>> privstats.Estimate.__name__
+'Estimate'
 """
+
+from __future__ import annotations
+
+import importlib
 
 from privstats.estimate import Estimate
 
 __version__ = "0.1.0"
-__all__ = ["Estimate", "__version__"]
+
+# Public statistics, imported on first use so that ``import privstats`` stays light
+# and optional extras are only needed by the functions that use them.
+_LAZY = {
+    # pairwise statistics (U-statistics)
+    "auc": "privstats.stats.pairwise",
+    "kendall_tau": "privstats.stats.pairwise",
+    "gini_mean_difference": "privstats.stats.pairwise",
+    "gini_coefficient": "privstats.stats.pairwise",
+    "collision_probability": "privstats.stats.pairwise",
+    "ustatistic": "privstats.stats.pairwise",
+    # distributions: ECDF, quantiles, ROC, calibration
+    "ecdf": "privstats.stats.distribution",
+    "quantiles": "privstats.stats.distribution",
+    "roc_curve": "privstats.stats.distribution",
+    "hosmer_lemeshow": "privstats.stats.distribution",
+    # frequencies, ranges, heavy hitters
+    "frequencies": "privstats.stats.frequency",
+    "range_counts": "privstats.stats.frequency",
+    "heavy_hitters": "privstats.stats.frequency",
+    # training-set summarization
+    "summarize": "privstats.stats.summarization",
+}
+
+__all__ = ["Estimate", "__version__", *_LAZY]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'privstats' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(__all__)

@@ -1,0 +1,97 @@
+"""k-ary randomized response (generalized randomized response, GRR) and binary RR.
+
+A user with value x reports x with probability p = e^ε / (e^ε + d − 1) and each other
+value with probability q = 1 / (e^ε + d − 1).  Equivalently: with probability
+r = d·q replace x by a uniform draw from the whole domain, which is how both the
+client and the simulation draw it.
+
+>>> from privstats.local import GRR
+>>> oracle = GRR(8, epsilon=1.0)
+>>> est = oracle.estimate(oracle.simulate([1] * 5000 + [2] * 5000, rng=0))
+>>> bool(abs(est.value[1] - 5000) < 6 * est.stderr[1])
+True
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from privstats.local.base import CountState, FrequencyOracle
+from privstats.privacy.randomness import RNGLike, as_generator, as_source
+from privstats.validation import as_domain_values
+
+__all__ = ["GRR", "BinaryRR"]
+
+
+class GRR(FrequencyOracle):
+    """Generalized (k-ary) randomized response over ``domain_size`` values."""
+
+    name = "grr"
+    report_fields = {"value": "int64"}
+
+    @property
+    def p(self) -> float:
+        """Probability of reporting the true value."""
+        return math.exp(self.epsilon) / (math.exp(self.epsilon) + self.domain_size - 1)
+
+    @property
+    def q(self) -> float:
+        """Probability of reporting one given other value."""
+        return 1.0 / (math.exp(self.epsilon) + self.domain_size - 1)
+
+    @property
+    def bits_per_user(self) -> float:
+        return self._bits(self.domain_size)
+
+    def encode_batch(self, values, rng: RNGLike = None) -> dict[str, np.ndarray]:
+        values = as_domain_values(values, self.domain_size)
+        src = as_source(rng)
+        resample = src.random(values.size) < self.domain_size * self.q
+        out = values.copy()
+        out[resample] = src.integers(self.domain_size, size=int(resample.sum()))
+        return {"value": out}
+
+    def output_probabilities(self, value: int) -> np.ndarray:
+        probs = np.full(self.domain_size, self.q)
+        probs[value] = self.p
+        return probs
+
+    def _accumulate(self, reports: dict[str, np.ndarray]) -> np.ndarray:
+        v = reports["value"]
+        if v.size and (v.dtype.kind not in "iu" or v.min() < 0 or v.max() >= self.domain_size):
+            raise ValueError(f"reports['value'] must be integers in [0, {self.domain_size})")
+        return np.bincount(v.astype(np.int64), minlength=self.domain_size)
+
+    def simulate_counts(self, true_counts, rng: RNGLike = None) -> CountState:
+        """Per value x, Binomial(n_x, r) users resample uniformly: one multinomial over d cells."""
+        c = self._check_true_counts(true_counts)
+        g = as_generator(rng)
+        resampled = g.binomial(c, self.domain_size * self.q)
+        counts = c - resampled + g.multinomial(int(resampled.sum()), np.full(self.domain_size, 1.0 / self.domain_size))
+        return CountState(self.name, self.params, int(c.sum()), counts.astype(np.int64))
+
+    def _debias(self, state: CountState) -> np.ndarray:
+        return (state.counts - state.n * self.q) / (self.p - self.q)
+
+    def variance(self, n: int, true_counts) -> np.ndarray:
+        c = np.asarray(true_counts, dtype=float)
+        p, q = self.p, self.q
+        return (c * p * (1 - p) + (n - c) * q * (1 - q)) / (p - q) ** 2
+
+
+class BinaryRR(GRR):
+    """Warner's randomized response for one bit: report the truth with probability e^ε/(e^ε+1)."""
+
+    name = "binary-rr"
+
+    def __init__(self, epsilon: float):
+        super().__init__(2, epsilon)
+
+    @property
+    def params(self) -> dict:
+        return {"domain_size": 2, "epsilon": self.epsilon}
+
+    def __repr__(self) -> str:
+        return f"BinaryRR(epsilon={self.epsilon!r})"

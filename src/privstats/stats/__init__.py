@@ -1,0 +1,1 @@
+"""Statistics layer: each statistic chooses a protocol per trust model."""
