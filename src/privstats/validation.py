@@ -47,8 +47,8 @@ def check_epsilon(epsilon: Any, name: str = "epsilon", *, allow_inf: bool = Fals
 
 def check_delta(delta: Any, name: str = "delta", *, allow_zero: bool = False) -> float:
     """δ in (0, 1), or [0, 1) with ``allow_zero``."""
-    lo_ok = (delta >= 0) if allow_zero else (delta > 0)
-    if not _is_number(delta) or math.isnan(delta) or not lo_ok or delta >= 1:
+    ok = _is_number(delta) and not math.isnan(delta) and (delta >= 0 if allow_zero else delta > 0) and delta < 1
+    if not ok:
         interval = "[0, 1)" if allow_zero else "(0, 1)"
         raise ValueError(f"{name} must be in {interval}, got {delta!r}")
     return float(delta)
