@@ -1,14 +1,34 @@
 """Composition of privacy guarantees.
 
-To be implemented (see the docstrings): every function computes the guarantee,
-it never asserts one.
+Every function computes the guarantee from the inputs, it never asserts one.
+
+* :func:`basic_composition` — ε and δ add (pure stays pure); ρ adds for zCDP.
+* :func:`advanced_composition` — Dwork–Rothblum–Vadhan 2010.
+* :func:`optimal_composition` — the exact optimum for k-fold homogeneous composition
+  (Kairouz–Oh–Viswanath 2015, Thm 3.3; Murtagh–Vadhan 2016, Thm 1.5), by bisection on
+  the exact δ(ε_total) computed as a log-space sum of binomial terms.
+* :func:`zcdp_composition`, :func:`pure_to_zcdp`, :func:`zcdp_to_approx` — zero-concentrated DP
+  (Bun–Steinke 2016; conversion of Canonne–Kamath–Steinke 2020).
+* :func:`parallel_composition` — mechanisms on disjoint users: the worst one.
+
+>>> round(optimal_composition(0.01, 1656, 0.01).epsilon, 3)
+0.698
+>>> round(advanced_composition(0.01, 1656, 0.01).epsilon, 3)
+1.401
+>>> basic_composition([PureDP(0.5), PureDP(0.25)])
+PureDP(epsilon=0.75)
 """
 
 from __future__ import annotations
 
+import math
 from typing import Iterable
 
+import numpy as np
+from scipy import optimize, special, stats
+
 from privstats.privacy.guarantees import ApproxDP, Guarantee, PureDP, ZCDP
+from privstats.validation import check_choice, check_delta, check_epsilon, check_positive_int
 
 __all__ = [
     "basic_composition",
@@ -22,50 +42,283 @@ __all__ = [
     "compose",
 ]
 
+_MIX_MSG = (
+    "cannot compose zCDP with (epsilon, delta) guarantees by {how}: use zcdp_composition "
+    "(pure epsilon counts as rho = epsilon**2/2) or convert the zCDP guarantees with .to_approx(delta) first"
+)
+
+
+def _as_list(guarantees: Iterable[Guarantee], name: str = "guarantees") -> list[Guarantee]:
+    if isinstance(guarantees, Guarantee):
+        raise TypeError(f"{name} must be an iterable of guarantees, not a single {type(guarantees).__name__}")
+    out = list(guarantees)
+    for g in out:
+        if not isinstance(g, Guarantee):
+            raise TypeError(f"{name} must contain PureDP, ApproxDP or ZCDP values, got {type(g).__name__}")
+    return out
+
+
+def _check_nonneg(x, name: str) -> float:
+    if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)) or not (x >= 0) or not math.isfinite(x):
+        raise ValueError(f"{name} must be a finite number >= 0, got {x!r}")
+    return float(x)
+
 
 def basic_composition(guarantees: Iterable[Guarantee]) -> Guarantee:
-    """Sum of ε and δ (pure stays pure); all-zCDP sums ρ. Mixing zCDP with (ε,δ) raises."""
-    raise NotImplementedError
+    """Sum of ε and δ (pure stays pure); all-zCDP sums ρ. Mixing zCDP with (ε,δ) raises.
+
+    An empty sequence composes to ``PureDP(0.0)``.
+
+    >>> basic_composition([PureDP(1.0), ApproxDP(0.5, 1e-6)])
+    ApproxDP(epsilon=1.5, delta=1e-06)
+    >>> basic_composition([ZCDP(0.1), ZCDP(0.2)]).rho
+    0.30000000000000004
+    """
+    gs = _as_list(guarantees)
+    if not gs:
+        return PureDP(0.0)
+    n_z = sum(isinstance(g, ZCDP) for g in gs)
+    if n_z == len(gs):
+        return ZCDP(math.fsum(g.rho for g in gs))
+    if n_z:
+        raise TypeError(_MIX_MSG.format(how="basic composition"))
+    eps = math.fsum(g.epsilon for g in gs)
+    if all(isinstance(g, PureDP) for g in gs):
+        return PureDP(eps)
+    delta = math.fsum(g.delta for g in gs)
+    if delta >= 1:
+        raise ValueError(f"the deltas sum to {delta} >= 1: the composed guarantee is vacuous")
+    return ApproxDP(eps, delta)
 
 
 def advanced_composition(epsilon: float, k: int, delta_prime: float, delta: float = 0.0) -> ApproxDP:
-    """Dwork–Rothblum–Vadhan: k-fold (ε, δ) is (ε√(2k ln(1/δ')) + kε(e^ε − 1), kδ + δ')."""
-    raise NotImplementedError
+    """Dwork–Rothblum–Vadhan: k-fold (ε, δ) is (ε√(2k ln(1/δ')) + kε(e^ε − 1), kδ + δ').
+
+    >>> round(advanced_composition(0.1, 100, 1e-6).epsilon, 4)
+    6.3082
+    """
+    epsilon = check_epsilon(epsilon)
+    k = check_positive_int(k, "k")
+    delta_prime = check_delta(delta_prime, "delta_prime")
+    delta = check_delta(delta, "delta", allow_zero=True)
+    total_delta = k * delta + delta_prime
+    if total_delta >= 1:
+        raise ValueError(f"k*delta + delta_prime = {total_delta} >= 1: the composed guarantee is vacuous")
+    eps = epsilon * math.sqrt(2 * k * math.log(1 / delta_prime)) + k * epsilon * math.expm1(epsilon)
+    return ApproxDP(eps, total_delta)
+
+
+def _log_delta_pure(epsilon: float, k: int, epsilon_total: float) -> float:
+    """log δ(ε_total) for k-fold ε-DP (−inf when δ = 0).
+
+    Murtagh–Vadhan Thm 1.5 (equivalently KOV Thm 3.3):
+    δ = (1+e^ε)^(−k) Σ_{l : (2l−k)ε > ε_total} C(k,l) (e^{lε} − e^{ε_total} e^{(k−l)ε})
+      = Σ_{l} Binom(k, p).pmf(l) · (1 − e^{ε_total − (2l−k)ε}),  p = e^ε/(1+e^ε).
+    """
+    l0 = math.floor((epsilon_total / epsilon + k) / 2) + 1     # smallest l with (2l−k)ε > ε_total
+    if l0 > k:
+        return -math.inf
+    l0 = max(l0, 0)
+    l = np.arange(l0, k + 1)
+    log_p = -math.log1p(math.exp(-epsilon))                    # log(e^ε/(1+e^ε))
+    log_q = -epsilon - math.log1p(math.exp(-epsilon))          # log(1/(1+e^ε))
+    logpmf = special.gammaln(k + 1) - special.gammaln(l + 1) - special.gammaln(k - l + 1) + l * log_p + (k - l) * log_q
+    x = epsilon_total - (2 * l - k) * epsilon                  # < 0 for every term
+    x = np.minimum(x, -1e-300)
+    terms = logpmf + np.log(-np.expm1(x))
+    return float(special.logsumexp(terms))
+
+
+def optimal_composition_delta(epsilon: float, k: int, epsilon_total: float) -> float:
+    """The exact δ of k-fold composition of ε-DP at total ε_total (KOV Theorem 3.3).
+
+    Valid for every ε_total >= 0 (Murtagh–Vadhan's form of the same bound); computed
+    as a log-space sum of binomial terms.
+
+    >>> optimal_composition_delta(1.0, 1, 1.0)
+    0.0
+    >>> round(optimal_composition_delta(0.01, 1656, 0.698), 4)
+    0.01
+    """
+    epsilon = check_epsilon(epsilon)
+    k = check_positive_int(k, "k")
+    epsilon_total = _check_nonneg(epsilon_total, "epsilon_total")
+    return min(1.0, math.exp(_log_delta_pure(epsilon, k, epsilon_total)))
 
 
 def optimal_composition(epsilon: float, k: int, delta: float, delta0: float = 0.0) -> ApproxDP:
     """Kairouz–Oh–Viswanath exact homogeneous composition: the smallest ε_total such that
-    k-fold composition of (ε, δ0)-DP mechanisms is (ε_total, 1 − (1 − δ0)^k (1 − delta))-DP."""
-    raise NotImplementedError
+    k-fold composition of (ε, δ0)-DP mechanisms is (ε_total, 1 − (1 − δ0)^k (1 − delta))-DP.
+
+    Found by bisection on the exact δ(ε_total) to a relative tolerance of 1e-12,
+    keeping the upper end of the bracket (so the answer is never too small).
+
+    >>> optimal_composition(0.5, 1, 1e-15).epsilon <= 0.5
+    True
+    """
+    epsilon = check_epsilon(epsilon)
+    k = check_positive_int(k, "k")
+    delta = check_delta(delta, "delta", allow_zero=True)
+    delta0 = check_delta(delta0, "delta0", allow_zero=True)
+    total_delta = -math.expm1(k * math.log1p(-delta0) + math.log1p(-delta))
+    if total_delta >= 1:
+        raise ValueError(f"the composed delta 1 - (1-delta0)^k (1-delta) rounds to 1: the guarantee is vacuous")
+    log_target = math.log(delta) if delta > 0 else -math.inf
+
+    def ok(eg: float) -> bool:
+        return _log_delta_pure(epsilon, k, eg) <= log_target
+
+    hi = k * epsilon                                            # δ(kε) = 0
+    lo = 0.0
+    if ok(lo):
+        return ApproxDP(0.0, total_delta)
+    if delta > 0:
+        # the composition is a sum of k bounded terms: start from the DRV-style bracket when it is inside
+        guess = min(hi, epsilon * math.sqrt(2 * k * math.log(1 / delta)) + k * epsilon * math.expm1(epsilon))
+        if ok(guess):
+            hi = guess
+        else:
+            lo = guess
+    while hi - lo > 1e-12 * max(hi, 1e-300):
+        mid = 0.5 * (lo + hi)
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return ApproxDP(hi, total_delta)
 
 
-def optimal_composition_delta(epsilon: float, k: int, epsilon_total: float) -> float:
-    """The exact δ of k-fold composition of ε-DP at total ε_total (KOV Theorem 3.3)."""
-    raise NotImplementedError
+def pure_to_zcdp(epsilon: float) -> ZCDP:
+    """ε-DP implies (ε²/2)-zCDP (Bun–Steinke 2016, Prop. 1.4).
+
+    >>> pure_to_zcdp(1.0)
+    ZCDP(rho=0.5)
+    """
+    epsilon = check_epsilon(epsilon)
+    return ZCDP(epsilon * epsilon / 2)
 
 
 def zcdp_composition(guarantees: Iterable[Guarantee]) -> ZCDP:
-    """Additive ρ; a pure ε-DP guarantee counts as ρ = ε²/2."""
-    raise NotImplementedError
+    """Additive ρ; a pure ε-DP guarantee counts as ρ = ε²/2.
+
+    (ε, δ) guarantees with δ > 0 have no zCDP form and raise ``TypeError``.
+
+    >>> zcdp_composition([ZCDP(0.1), PureDP(1.0)])
+    ZCDP(rho=0.6)
+    """
+    rhos = []
+    for g in _as_list(guarantees):
+        if isinstance(g, ZCDP):
+            rhos.append(g.rho)
+        elif g.delta == 0:
+            rhos.append(g.epsilon**2 / 2)
+        else:
+            raise TypeError(
+                f"an (epsilon, delta) guarantee with delta > 0 ({g}) has no zCDP equivalent: "
+                "compose it with basic composition after converting the zCDP part with .to_approx(delta)"
+            )
+    return ZCDP(math.fsum(rhos))
+
+
+def _zcdp_eps_bun_steinke(rho: float, delta: float) -> float:
+    return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
+
+
+def _zcdp_eps_cks(rho: float, delta: float, alpha: float) -> float:
+    """ε(α) = αρ + (ln(1/δ) + (α−1) ln(1 − 1/α) − ln α)/(α − 1), valid for every α > 1."""
+    am1 = alpha - 1.0
+    return alpha * rho + (math.log(1.0 / delta) + am1 * math.log1p(-1.0 / alpha) - math.log(alpha)) / am1
 
 
 def zcdp_to_approx(rho: float, delta: float) -> ApproxDP:
     """The tightest available (ε, δ) implied by ρ-zCDP (Canonne–Kamath–Steinke 2020, Prop. 2.3;
-    never worse than Bun–Steinke's ρ + 2√(ρ ln 1/δ))."""
-    raise NotImplementedError
+    never worse than Bun–Steinke's ρ + 2√(ρ ln 1/δ)).
 
+    CKS 2020 (Prop. 12 / Cor. 13 of the arXiv version; Asoodeh et al. 2020): ρ-zCDP
+    gives Rényi DP of order α with divergence αρ, hence (ε(α), δ)-DP with
+    ε(α) = αρ + (ln(1/δ) + (α−1) ln(1−1/α) − ln α)/(α−1) for every α > 1.  α is
+    optimised numerically; since every α gives a valid bound, the optimiser's
+    tolerance only affects tightness, never validity.
 
-def pure_to_zcdp(epsilon: float) -> ZCDP:
-    """ε-DP implies (ε²/2)-zCDP."""
-    raise NotImplementedError
+    >>> round(zcdp_to_approx(0.5, 1e-6).epsilon, 3)
+    5.222
+    """
+    rho = _check_nonneg(rho, "rho")
+    delta = check_delta(delta, "delta")
+    if rho == 0:
+        return ApproxDP(0.0, delta)
+    bs = _zcdp_eps_bun_steinke(rho, delta)
+    # optimise over u = log(α − 1); the bound is smooth and quasi-convex in α
+    f = lambda u: _zcdp_eps_cks(rho, delta, 1.0 + math.exp(u))
+    a_star = math.log1p(math.sqrt(math.log(1 / delta) / rho))   # α ≈ 1 + √(ln(1/δ)/ρ) is near-optimal
+    res = optimize.minimize_scalar(f, bracket=(a_star - 1.0, a_star + 1.0), tol=1e-12)
+    cands = [bs, f(a_star)]
+    if res.success and math.isfinite(res.fun):
+        cands.append(float(res.fun))
+    return ApproxDP(max(0.0, min(cands)), delta)
 
 
 def parallel_composition(guarantees: Iterable[Guarantee]) -> Guarantee:
-    """Mechanisms on disjoint sets of users: the worst single guarantee."""
-    raise NotImplementedError
+    """Mechanisms on disjoint sets of users: the worst single guarantee.
+
+    (ε, δ) guarantees are combined componentwise (max ε, max δ), which every
+    mechanism in the list satisfies.
+
+    >>> parallel_composition([PureDP(0.5), PureDP(1.0)])
+    PureDP(epsilon=1.0)
+    """
+    gs = _as_list(guarantees)
+    if not gs:
+        return PureDP(0.0)
+    n_z = sum(isinstance(g, ZCDP) for g in gs)
+    if n_z == len(gs):
+        return ZCDP(max(g.rho for g in gs))
+    if n_z:
+        raise TypeError(_MIX_MSG.format(how="parallel composition"))
+    eps = max(g.epsilon for g in gs)
+    if all(isinstance(g, PureDP) for g in gs):
+        return PureDP(eps)
+    return ApproxDP(eps, max(g.delta for g in gs))
 
 
 def compose(guarantees: Iterable[Guarantee], *, method: str = "basic", delta: float | None = None) -> Guarantee:
     """Compose a sequence of guarantees by ``method`` in {"basic", "advanced", "optimal", "zcdp"};
-    ``delta`` is the slack δ' for advanced/optimal and the target δ for zcdp."""
-    raise NotImplementedError
+    ``delta`` is the slack δ' for advanced/optimal and the target δ for zcdp.
+
+    "advanced" and "optimal" are homogeneous results: a heterogeneous list is
+    composed as k copies of its largest ε and δ (valid, possibly loose), and the
+    basic composition is returned instead whenever it is at least as good.
+    "zcdp" returns a :class:`ZCDP` when ``delta`` is None, else its (ε, δ) conversion.
+
+    >>> gs = [PureDP(0.01)] * 1656
+    >>> round(compose(gs, method="optimal", delta=0.01).epsilon, 3)
+    0.698
+    >>> compose([PureDP(1.0)] * 2, method="zcdp")
+    ZCDP(rho=1.0)
+    """
+    method = check_choice(method, "method", {"basic", "advanced", "optimal", "zcdp"})
+    gs = _as_list(guarantees)
+    if method == "basic":
+        return basic_composition(gs)
+    if method == "zcdp":
+        z = zcdp_composition(gs)
+        return z if delta is None else zcdp_to_approx(z.rho, delta)
+    if delta is None:
+        raise ValueError(f"delta (the slack delta') is required for method={method!r}")
+    delta = check_delta(delta, "delta")
+    if any(isinstance(g, ZCDP) for g in gs):
+        raise TypeError(_MIX_MSG.format(how=f"{method} composition"))
+    if not gs:
+        return PureDP(0.0)
+    basic = basic_composition(gs)
+    eps = max(g.epsilon for g in gs)
+    d0 = max(g.delta for g in gs)
+    if eps == 0:
+        return basic
+    if method == "advanced":
+        res = advanced_composition(eps, len(gs), delta, d0)
+    else:
+        res = optimal_composition(eps, len(gs), delta, d0)
+    if basic.epsilon <= res.epsilon and basic.delta <= res.delta:
+        return basic
+    return res
