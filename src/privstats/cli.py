@@ -1,0 +1,495 @@
+"""The ``privstats`` command line.
+
+Commands::
+
+    privstats demo [--size tiny|small|full] [--out DIR] [--json]
+    privstats estimate STATISTIC --input FILE --column COL [--label COL] --epsilon E
+                       [--model M] [--method X] [--bounds LO HI] [--json] ...
+    privstats experiment NAME [args...]      |   privstats experiment --list
+    privstats aggregate --protocol ... --input reports.parquet [...]
+
+Bad input (a missing column, a non-numeric column, missing public bounds, an invalid
+ε) exits with status 2 and a message naming the option.  Tables use rich on a
+terminal and plain text when piped.
+
+>>> main(["estimate", "--help"])  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import importlib.util
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+__all__ = ["main", "CLIError", "read_columns", "experiments_dir"]
+
+
+class CLIError(Exception):
+    """A user error: printed as ``privstats <command>: error: <message>`` with exit status 2."""
+
+
+# ----------------------------------------------------------------------------- argument parsing
+def _epsilon(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}") from None
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return v
+
+
+def _epsilon_list(text: str) -> tuple[float, ...]:
+    return tuple(_epsilon(t) for t in text.replace(" ", "").split(",") if t)
+
+
+def _delta(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number in [0, 1), got {text!r}") from None
+    if not (0 <= v < 1):
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text!r}")
+    return v
+
+
+STATISTICS = {
+    # name: (public function, needs bounds, needs a label column, number of value columns)
+    "frequencies": ("frequencies", False, False, 1),
+    "ecdf": ("ecdf", True, False, 1),
+    "quantiles": ("quantiles", True, False, 1),
+    "auc": ("auc", True, True, 1),
+    "roc": ("roc_curve", True, True, 1),
+    "kendall_tau": ("kendall_tau", True, False, 2),
+    "gini_mean_difference": ("gini_mean_difference", True, False, 1),
+    "gini_coefficient": ("gini_coefficient", True, False, 1),
+    "collision_probability": ("collision_probability", False, False, 1),
+}
+
+
+DEMO_SCENARIOS = ["oracles", "frequencies", "ecdf", "quantiles", "auc", "roc", "kendall", "gini", "summarization"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="privstats",
+        description="Differentially private statistics over distributed data: local, shuffle, secure "
+                    "and central trust models.",
+        epilog="Run 'privstats COMMAND --help' for the options of a command.")
+    from privstats import __version__
+
+    parser.add_argument("--version", action="version", version=f"privstats {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    demo = sub.add_parser("demo", help="run every statistic under every trust model and write a report",
+                          description="Run every statistic under every trust model on bundled or "
+                                      "generated data, print a table and write a Markdown+PNG report.")
+    demo.add_argument("--size", choices=["tiny", "small", "full"], default="full",
+                      help="problem size: full (default, < 1 min), small (tests), tiny (smoke)")
+    demo.add_argument("--out", metavar="DIR", help="report directory (default ./privstats-demo-report)")
+    demo.add_argument("--seed", type=int, default=2024, help="seed of the data and of the simulated noise")
+    demo.add_argument("--epsilons", type=_epsilon_list, metavar="E1,E2,...",
+                      help="privacy budgets to run (default depends on --size)")
+    demo.add_argument("--only", action="append", metavar="SCENARIO", choices=DEMO_SCENARIOS,
+                      help="run only this scenario (repeatable): " + ", ".join(DEMO_SCENARIOS))
+    demo.add_argument("--json", action="store_true", help="print the results as JSON instead of tables")
+
+    est = sub.add_parser("estimate", help="private estimate of one statistic on a CSV or Parquet file",
+                         description="Private estimate of one statistic on a CSV or Parquet file, with the "
+                                     "guarantee spent. Noise comes from the OS CSPRNG unless --seed is given.")
+    est.add_argument("statistic", choices=sorted(STATISTICS), metavar="STATISTIC",
+                     help="one of: " + ", ".join(sorted(STATISTICS)))
+    est.add_argument("--input", required=True, metavar="FILE", help="a .csv or .parquet file")
+    est.add_argument("--column", required=True, nargs="+", metavar="COL",
+                     help="the value column (two columns for kendall_tau)")
+    est.add_argument("--label", metavar="COL", help="binary label column (auc, roc)")
+    est.add_argument("--epsilon", required=True, type=_epsilon, help="privacy budget ε > 0")
+    est.add_argument("--delta", type=_delta, help="δ for (ε, δ) protocols (e.g. the shuffle model)")
+    est.add_argument("--model", choices=["local", "shuffle", "secure", "central"],
+                     help="trust model (default: the statistic's default)")
+    est.add_argument("--method", help="protocol / method name understood by the statistic")
+    est.add_argument("--bounds", nargs=2, type=float, metavar=("LO", "HI"),
+                     help="public bounds of the values (required for ranked and continuous statistics; "
+                          "never derived from the data, which would leak it)")
+    est.add_argument("--domain-size", type=int, metavar="D", help="frequencies: items are integers 0..D-1")
+    est.add_argument("--categories", metavar="A,B,...",
+                     help="frequencies of a text column: the public list of categories")
+    est.add_argument("--quantiles", type=float, nargs="+", default=[0.25, 0.5, 0.75], metavar="Q",
+                     help="quantile levels (quantiles; default 0.25 0.5 0.75)")
+    est.add_argument("--at", type=float, nargs="+", metavar="T", help="ecdf: points at which to evaluate F")
+    est.add_argument("--seed", type=int, help="seeded (reproducible, simulation-only) noise instead of the CSPRNG")
+    est.add_argument("--json", action="store_true", help="machine-readable output")
+
+    exp = sub.add_parser("experiment", help="run a paper reproduction from experiments/",
+                         description="Run a reproduction script from the repository's experiments/ "
+                                     "directory; arguments after NAME go to the script (try NAME --help).")
+    exp.add_argument("name", nargs="?", metavar="NAME", help="experiment name (see --list)")
+    exp.add_argument("--list", action="store_true", help="list the experiments")
+
+    sub.add_parser("aggregate", help="aggregate stored reports (privstats.engine); see 'aggregate --help'",
+                   add_help=False)
+    return parser
+
+
+# ----------------------------------------------------------------------------- input files
+def read_columns(path: str | Path, columns: Sequence[str]) -> dict[str, np.ndarray]:
+    """Named columns of a CSV or Parquet file as numpy arrays (strings kept as object arrays)."""
+    path = Path(path)
+    if not path.exists():
+        raise CLIError(f"--input: file not found: {path}")
+    suffix = path.suffix.lower()
+    if suffix in (".parquet", ".pq"):
+        try:
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise CLIError("--input: reading Parquet needs pyarrow (pip install 'privstats[arrow]')") from None
+        try:
+            schema = pq.read_schema(path)
+        except Exception as exc:
+            raise CLIError(f"--input: cannot read Parquet file {path}: {exc}") from None
+        _check_present(columns, schema.names, path)
+        table = pq.read_table(path, columns=list(dict.fromkeys(columns)))
+        out = {}
+        for name in columns:
+            col = table.column(name)
+            if col.null_count:
+                raise CLIError(f"--column/--label: column {name!r} has {col.null_count} missing values")
+            out[name] = col.to_numpy(zero_copy_only=False)
+        return out
+    if suffix not in (".csv", ".txt", ".tsv"):
+        raise CLIError(f"--input: unsupported file type {suffix!r} (use .csv or .parquet)")
+    with path.open(newline="", encoding="utf-8") as fh:
+        reader = csv.reader(fh, delimiter="\t" if suffix == ".tsv" else ",")
+        header = next(reader, None)
+        if header is None:
+            raise CLIError(f"--input: {path} is empty")
+        header = [h.strip() for h in header]
+        _check_present(columns, header, path)
+        idx = {name: header.index(name) for name in columns}
+        cells: dict[str, list[str]] = {name: [] for name in columns}
+        for lineno, row in enumerate(reader, start=2):
+            if not row:
+                continue
+            for name, i in idx.items():
+                value = row[i].strip() if i < len(row) else ""
+                if value == "":
+                    raise CLIError(f"--column/--label: column {name!r} has a missing value on line {lineno}")
+                cells[name].append(value)
+    if not any(cells.values()) or not cells[columns[0]]:
+        raise CLIError(f"--input: {path} has no data rows")
+    out = {}
+    for name, values in cells.items():
+        try:
+            out[name] = np.array([float(v) for v in values])
+        except ValueError:
+            out[name] = np.array(values, dtype=object)
+    return out
+
+
+def _check_present(columns, available, path) -> None:
+    missing = [c for c in columns if c not in available]
+    if missing:
+        raise CLIError(f"--column/--label: column(s) {missing} not in {Path(path).name} "
+                       f"(columns: {', '.join(map(str, available))})")
+
+
+def _numeric(values: np.ndarray, option: str, name: str) -> np.ndarray:
+    if values.dtype.kind in "iuf":
+        return values.astype(float)
+    if values.dtype.kind == "b":
+        return values.astype(float)
+    bad = next((v for v in values if not _is_float(v)), None)
+    raise CLIError(f"{option}: column {name!r} must be numeric, found {bad!r}")
+
+
+def _is_float(v) -> bool:
+    try:
+        float(v)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _labels(values: np.ndarray, name: str) -> np.ndarray:
+    if values.dtype.kind == "O" or values.dtype.kind in "SU":
+        lowered = np.array([str(v).strip().lower() for v in values])
+        mapping = {"true": 1, "false": 0, "yes": 1, "no": 0}
+        if set(lowered) <= set(mapping):
+            return np.array([mapping[v] for v in lowered])
+        raise CLIError(f"--label: column {name!r} must hold two classes coded 0/1, -1/1 or true/false, "
+                       f"got {sorted(set(lowered))[:5]}")
+    return values
+
+
+# ----------------------------------------------------------------------------- estimate
+def _estimate(args) -> int:
+    import privstats
+    from privstats.estimate import Estimate
+
+    fname, needs_bounds, needs_label, n_columns = STATISTICS[args.statistic]
+    if len(args.column) != n_columns:
+        raise CLIError(f"--column: {args.statistic} needs {n_columns} column name(s), got {len(args.column)}")
+    if needs_label and not args.label:
+        raise CLIError(f"--label: {args.statistic} needs a binary label column (--label COL)")
+    if needs_bounds and args.bounds is None:
+        raise CLIError(f"--bounds: {args.statistic} needs public bounds --bounds LO HI (known without looking "
+                       "at the data; deriving them from the data would leak it)")
+    if args.bounds is not None and not args.bounds[0] < args.bounds[1]:
+        raise CLIError(f"--bounds: LO must be < HI, got {args.bounds[0]} {args.bounds[1]}")
+    wanted = list(args.column) + ([args.label] if args.label else [])
+    data = read_columns(args.input, wanted)
+    try:
+        fn = getattr(privstats, fname)
+    except (ImportError, AttributeError) as exc:
+        raise CLIError(f"STATISTIC: privstats.{fname} is not available in this build ({exc})") from None
+
+    kw: dict = {"epsilon": args.epsilon, "rng": args.seed}
+    for key in ("delta", "model", "method"):
+        if getattr(args, key) is not None:
+            kw[key] = getattr(args, key)
+    if args.bounds is not None:
+        kw["bounds"] = tuple(args.bounds)
+    col = args.column[0]
+    categories = None
+    if args.statistic in ("frequencies", "collision_probability"):
+        values = data[col]
+        if values.dtype.kind == "O":
+            if not args.categories:
+                raise CLIError(f"--categories: column {col!r} holds text; pass the public list of categories "
+                               "(--categories A,B,...)")
+            categories = [c.strip() for c in args.categories.split(",")]
+            index = {c: i for i, c in enumerate(categories)}
+            unknown = sorted({v for v in values if v not in index})
+            if unknown:
+                raise CLIError(f"--categories: column {col!r} has values not in the list: {unknown[:5]}")
+            values = np.array([index[v] for v in values], dtype=np.int64)
+            domain = len(categories)
+        else:
+            if args.domain_size is None:
+                raise CLIError(f"--domain-size: {args.statistic} of an integer column needs the public domain "
+                               "size (items 0..D-1), or --categories for a text column")
+            if np.any(values != np.round(values)):
+                raise CLIError(f"--column: column {col!r} must hold integers 0..{args.domain_size - 1}")
+            values = values.astype(np.int64)
+            domain = args.domain_size
+        kw.update(domain=domain, domain_size=domain)
+        call = lambda: _call(fn, values, **kw)  # noqa: E731
+    elif args.statistic == "quantiles":
+        x = _numeric(data[col], "--column", col)
+        call = lambda: _call(fn, x, list(args.quantiles), **kw)  # noqa: E731
+    elif args.statistic in ("auc", "roc"):
+        y = _labels(data[args.label], args.label)
+        s = _numeric(data[col], "--column", col)
+        call = lambda: _call(fn, y, s, **kw)  # noqa: E731
+    elif args.statistic == "kendall_tau":
+        a = _numeric(data[args.column[0]], "--column", args.column[0])
+        b = _numeric(data[args.column[1]], "--column", args.column[1])
+        call = lambda: _call(fn, a, b, **kw)  # noqa: E731
+    else:
+        x = _numeric(data[col], "--column", col)
+        call = lambda: _call(fn, x, **kw)  # noqa: E731
+
+    t0 = time.perf_counter()
+    try:
+        out = call()
+    except (ValueError, TypeError) as exc:
+        raise CLIError(f"invalid input for {args.statistic}: {exc}") from None
+    elapsed = time.perf_counter() - t0
+
+    from privstats.demo import _estimate_of, _jsonable, _roc_parts
+
+    est = _estimate_of(out)
+    record: dict = {"statistic": args.statistic, "input": str(args.input), "columns": args.column,
+                    "label": args.label, "time_s": elapsed}
+    if est is not None:
+        record.update(est.to_dict())
+    if args.statistic == "ecdf":
+        lo, hi = args.bounds
+        at = np.asarray(args.at if args.at else np.linspace(lo, hi, 11), dtype=float)
+        record["at"] = at.tolist()
+        record["cdf"] = np.asarray(out.evaluate(at), dtype=float).tolist()
+    elif args.statistic == "roc":
+        fpr, tpr = _roc_parts(out)
+        record.update(fpr=fpr.tolist(), tpr=tpr.tolist(), auc_of_curve=float(np.trapezoid(tpr, fpr)))
+        if isinstance(out, tuple) and len(out) > 2:
+            record["thresholds"] = np.asarray(out[2], dtype=float).tolist()
+    elif est is None:
+        record["value"] = out
+    if args.statistic == "quantiles":
+        record["levels"] = list(args.quantiles)
+    if categories is not None:
+        record["categories"] = categories
+    if est is not None and est.stderr is not None:
+        try:
+            lo_ci, hi_ci = est.ci(0.95)
+            record["ci95"] = [np.asarray(lo_ci).tolist(), np.asarray(hi_ci).tolist()]
+        except ValueError:
+            pass
+    record = _jsonable(record)
+    if args.json:
+        print(json.dumps(record, allow_nan=False, default=str))
+        return 0
+    _print_estimate(record, est)
+    return 0
+
+
+def _call(fn, *args, **kwargs):
+    from privstats.demo import _call as call
+
+    return call(fn, *args, **kwargs)
+
+
+def _print_estimate(record: dict, est) -> None:
+    from privstats.report import fmt
+
+    def short(v):
+        if isinstance(v, list):
+            items = [fmt(float(x)) if isinstance(x, (int, float)) else str(x) for x in v[:12]]
+            return "[" + ", ".join(items) + (", ...]" if len(v) > 12 else "]")
+        return fmt(v)
+
+    lines = [("statistic", record["statistic"])]
+    if est is not None:
+        g = est.guarantee
+        lines += [("trust model", est.model), ("protocol", est.protocol or "-"),
+                  ("guarantee", str(g) if g is not None else "-"), ("neighbours", est.neighbours),
+                  ("n", est.n), ("bits per user", est.bits_per_user)]
+        if est.params:
+            lines.append(("parameters", ", ".join(f"{k}={fmt(v)}" for k, v in est.params.items()
+                                                    if not isinstance(v, (list, dict)))))
+    for key in ("categories", "levels", "at", "cdf", "auc_of_curve", "value", "stderr", "ci95"):
+        if key in record and record[key] is not None:
+            value = record[key]
+            if key == "ci95":
+                value = f"{short(value[0])} .. {short(value[1])}"
+            lines.append((key, short(value) if key != "ci95" else value))
+    lines.append(("time (s)", fmt(record["time_s"])))
+    width = max(len(k) for k, _ in lines)
+    for k, v in lines:
+        print(f"{k.ljust(width)}  {v}")
+
+
+# ----------------------------------------------------------------------------- experiments
+def experiments_dir() -> Path:
+    """The repository's ``experiments/`` directory (next to ``src/`` in an editable install)."""
+    import privstats
+
+    path = Path(privstats.__file__).resolve().parents[2] / "experiments"
+    if not path.is_dir():
+        raise CLIError(f"NAME: the experiments/ directory was not found at {path}; experiments run from a "
+                       "source checkout (git clone, then pip install -e .)")
+    return path
+
+
+def _experiments() -> dict[str, Path]:
+    return {p.stem: p for p in sorted(experiments_dir().glob("*.py")) if not p.stem.startswith("_")}
+
+
+def _first_doc_line(path: Path) -> str:
+    import ast
+
+    try:
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
+    except (SyntaxError, UnicodeDecodeError):
+        return ""
+    return (doc or "").strip().splitlines()[0] if doc else ""
+
+
+def _experiment(args, forwarded: list[str]) -> int:
+    found = _experiments()
+    if args.list or not args.name:
+        if not found:
+            print(f"No experiments in {experiments_dir()}")
+            return 0 if args.list else 2
+        width = max(map(len, found))
+        for name, path in found.items():
+            print(f"{name.ljust(width)}  {_first_doc_line(path)}")
+        if not args.list:
+            print("\nprivstats experiment: error: NAME is required (one of the above)", file=sys.stderr)
+            return 2
+        return 0
+    if args.name not in found:
+        raise CLIError(f"NAME: no experiment {args.name!r} in {experiments_dir()} "
+                       f"(available: {', '.join(found) or 'none'})")
+    path = found[args.name]
+    spec = importlib.util.spec_from_file_location(f"privstats_experiment_{args.name}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec.loader.exec_module(module)
+        if not hasattr(module, "main"):
+            raise CLIError(f"NAME: experiment {args.name!r} has no main(argv) function")
+        return _with_spinner(f"experiment {args.name}", lambda: module.main(forwarded))
+    finally:
+        sys.path.remove(str(path.parent))
+
+
+def _with_spinner(label: str, run) -> int:
+    """Run ``run()`` under a spinner with elapsed time on a terminal; a start/finish line otherwise."""
+    from privstats.report import use_rich
+
+    t0 = time.perf_counter()
+    if use_rich(sys.stderr):
+        from rich.console import Console
+
+        with Console(stderr=True).status(f"running {label} ...", spinner="dots"):
+            code = run()
+    else:
+        print(f"running {label} ...", file=sys.stderr, flush=True)
+        code = run()
+    code = 0 if code is None else int(code)
+    print(f"{label} finished in {time.perf_counter() - t0:.1f} s (exit {code})", file=sys.stderr)
+    return code
+
+
+def _aggregate(forwarded: list[str]) -> int:
+    try:
+        from privstats.engine.cli import cli_aggregate
+    except ImportError as exc:
+        raise CLIError(f"aggregate: privstats.engine is not available in this build ({exc})") from None
+    return int(cli_aggregate(forwarded) or 0)
+
+
+# ----------------------------------------------------------------------------- entry point
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``privstats`` console script; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    command = argv[0] if argv else None
+    try:
+        if command == "aggregate":
+            return _aggregate(argv[1:])
+        if command == "experiment":
+            # everything after NAME belongs to the experiment script (including --help)
+            rest = argv[1:]
+            split = next((i for i, a in enumerate(rest) if not a.startswith("-")), len(rest))
+            args = parser.parse_args(["experiment", *rest[: split + 1]])
+            return _experiment(args, rest[split + 1:])
+        args = parser.parse_args(argv)
+        if args.command == "demo":
+            from privstats.demo import run_demo
+
+            return run_demo(args.size, out=args.out, seed=args.seed, epsilons=args.epsilons,
+                            scenarios=args.only, as_json=args.json)
+        if args.command == "estimate":
+            return _estimate(args)
+    except CLIError as exc:
+        print(f"privstats {command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    parser.print_help()
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+"""Figures for the demo report (matplotlib, the optional ``plot`` extra; Agg backend).
+
+Each function takes plain arrays, writes one PNG and returns its path, so they
+work with any protocol's output.
+
+>>> import numpy as np, tempfile, pathlib
+>>> t = np.linspace(0, 1, 11)
+>>> p = plot_ecdf(pathlib.Path(tempfile.mkdtemp()) / "ecdf.png", t, exact=t, private={"central": t})
+>>> p.suffix
+'.png'
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+__all__ = ["matplotlib_available", "plot_ecdf", "plot_roc", "plot_error_vs_epsilon"]
+
+_MODEL_STYLE = {"local": ("tab:red", "o"), "shuffle": ("tab:orange", "s"), "secure": ("tab:green", "^"),
+                "central": ("tab:blue", "D")}
+
+
+def matplotlib_available() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path: Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    _pyplot().close(fig)
+    return path
+
+
+def plot_ecdf(path: Path, grid, *, exact, private: Mapping[str, Sequence[float]],
+              bands: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
+              title: str = "ECDF: private vs exact", xlabel: str = "x") -> Path:
+    """Exact ECDF (step) and each model's private ECDF on ``grid``, with its confidence band."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    grid = np.asarray(grid, dtype=float)
+    ax.step(grid, np.asarray(exact, dtype=float), where="post", color="black", lw=1.5, label="exact")
+    for model, values in private.items():
+        color = _MODEL_STYLE.get(model, ("tab:purple", "x"))[0]
+        ax.plot(grid, np.asarray(values, dtype=float), color=color, lw=1.2, label=f"private ({model})")
+        if bands and model in bands:
+            lo, hi = (np.asarray(b, dtype=float) for b in bands[model])
+            ax.fill_between(grid, lo, hi, color=color, alpha=0.2, lw=0, label=f"95% band ({model})")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("F(x)")
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_title(title)
+    ax.legend(loc="lower right", fontsize=8)
+    return _save(fig, path)
+
+
+def plot_roc(path: Path, *, exact: tuple[Sequence[float], Sequence[float]],
+             private: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+             title: str = "ROC: private vs exact") -> Path:
+    """Exact ROC curve ``(fpr, tpr)`` and each model's private curve."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(5.2, 5.0))
+    ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls=":")
+    ax.plot(*exact, color="black", lw=1.5, drawstyle="steps-post", label="exact (scikit-learn)")
+    for model, (fpr, tpr) in private.items():
+        color = _MODEL_STYLE.get(model, ("tab:purple", "x"))[0]
+        ax.plot(fpr, tpr, color=color, lw=1.2, label=f"private ({model})")
+    ax.set_xlabel("false positive rate")
+    ax.set_ylabel("true positive rate")
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title(title)
+    ax.legend(loc="lower right", fontsize=8)
+    return _save(fig, path)
+
+
+def plot_error_vs_epsilon(path: Path, rows: Sequence[Mapping], *,
+                          title: str = "absolute error vs ε per trust model") -> Path:
+    """One panel per statistic: |error| (markers) and standard error (lines) against ε, per model.
+
+    ``rows`` are demo rows with keys ``statistic``, ``model``, ``epsilon``, ``abs_error``, ``stderr``.
+    """
+    plt = _pyplot()
+    stats = list(dict.fromkeys(r["statistic"] for r in rows))
+    ncols = min(3, max(1, len(stats)))
+    nrows = max(1, -(-len(stats) // ncols))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.3 * nrows), squeeze=False)
+    for ax, stat in zip(axes.ravel(), stats):
+        sub = [r for r in rows if r["statistic"] == stat]
+        for model in dict.fromkeys(r["model"] for r in sub):
+            pts = sorted((r for r in sub if r["model"] == model), key=lambda r: r["epsilon"])
+            color, marker = _MODEL_STYLE.get(model, ("tab:purple", "x"))
+            eps = [r["epsilon"] for r in pts]
+            err = [max(r["abs_error"], 1e-12) for r in pts]
+            ax.plot(eps, err, ls="none", marker=marker, color=color, label=f"{model} |error|")
+            se = [(r["epsilon"], r["stderr"]) for r in pts if r.get("stderr")]
+            if se:
+                ax.plot(*zip(*se), color=color, lw=1, ls="--", label=f"{model} std. error")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(stat, fontsize=9)
+        ax.set_xlabel("ε")
+        ax.legend(fontsize=6)
+    for ax in axes.ravel()[len(stats):]:
+        ax.set_visible(False)
+    fig.suptitle(title, fontsize=10)
+    return _save(fig, path)
