@@ -16,11 +16,13 @@ Rounding (documented, conservative): a parameter whose exact rational form has a
 numerator or denominator too large for the int64 path is rounded *up* (more noise):
 
 * :func:`discrete_laplace`: ``scale`` = t/s is rounded up to a rational with
-  denominator at most ``2**50 // ceil(scale)`` (relative change ≤ 2⁻⁵⁰·ceil(scale)/scale);
-  ``scale`` must be below 2⁵⁰.
+  denominator at most ``min(2**50, 2**50 // ceil(scale))`` (absolute change at most
+  2⁻⁵⁰·ceil(scale), e.g. below 10⁻¹⁵ for ``scale=0.1``); ``scale`` must be below 2⁵⁰.
 * :func:`discrete_gaussian`: σ² is rounded up to a rational with denominator at most
-  ``max(1, 2**22 // ceil(σ²))`` (relative change below 2⁻²²).  Floats such as
-  ``sigma=3.7`` therefore give σ² slightly above 13.69.
+  ``max(1, floor(2**22 / σ²))`` (relative change at most 2⁻²²).  Floats such as
+  ``sigma=3.7`` therefore give σ² slightly above 13.69.  Very small σ (below about
+  2⁻⁹) or very large σ (above about 2¹²) make the rejection step use Python integers
+  for some or all candidates: still exact, but slower.
 * :func:`bernoulli_exp` is always exact (γ is not rounded).
 
 >>> int(discrete_laplace(10, size=5, rng=1).size)
@@ -298,7 +300,7 @@ def _sigma2_rational(sigma) -> Fraction:
     if s >= (1 << 40):
         raise ValueError(f"sigma must be < 2**40, got {sigma!r}")
     s2 = s * s
-    return _round_up(s2, max(1, (1 << _GAUSS_DEN_BITS) // math.ceil(s2)))
+    return _round_up(s2, max(1, math.floor((1 << _GAUSS_DEN_BITS) / s2)))
 
 
 def discrete_gaussian(sigma, size=None, rng: RNGLike = None):
