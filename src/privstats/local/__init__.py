@@ -2,5 +2,11 @@
 
 from privstats.local.base import CountState, FrequencyOracle
 from privstats.local.grr import GRR, BinaryRR
+from privstats.local.unary import OUE
+from privstats.local.olh import OLH
+from privstats.local.hadamard import HadamardResponse
+from privstats.local.choose import best_oracle, linear_variance
+from privstats.local.hierarchy import HierarchicalHistogram, HierarchyState
 
-__all__ = ["CountState", "FrequencyOracle", "GRR", "BinaryRR"]
+__all__ = ["CountState", "FrequencyOracle", "GRR", "BinaryRR", "OUE", "OLH", "HadamardResponse", "best_oracle",
+           "linear_variance", "HierarchicalHistogram", "HierarchyState"]
