@@ -1,0 +1,94 @@
+"""Protocol registry: rebuild a frequency oracle from the name and params in a report file.
+
+Each entry maps a protocol ``name`` (the oracle's ``name`` attribute, written in the
+report metadata) to a factory ``params -> oracle``.  A factory may be given as a
+``"module:Class"`` string, imported on first use and called as ``Class(**params)``.
+To add a protocol, add a line to ``_FACTORIES`` below or call :func:`register_protocol`.
+
+>>> oracle = build_oracle("grr", {"domain_size": 8, "epsilon": 1.0})
+>>> oracle
+GRR(domain_size=8, epsilon=1.0)
+>>> "grr" in available_protocols()
+True
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from typing import Any, Callable, Mapping
+
+__all__ = ["register_protocol", "build_oracle", "available_protocols", "registered_protocols"]
+
+Factory = Callable[[Mapping[str, Any]], Any]
+
+
+def _binary_rr(params: Mapping[str, Any]):
+    from privstats.local.grr import BinaryRR
+
+    extra = set(params) - {"domain_size", "epsilon"}
+    if extra or params.get("domain_size", 2) != 2:
+        raise ValueError(f"binary-rr takes only epsilon (and domain_size=2), got {dict(params)}")
+    return BinaryRR(params["epsilon"])
+
+
+# name -> factory or "module:Class" (called with **params).  Other engineers: add entries here.
+_FACTORIES: dict[str, Factory | str] = {
+    "grr": "privstats.local.grr:GRR",
+    "binary-rr": _binary_rr,
+}
+
+
+def register_protocol(name: str, factory: Factory | str, *, replace: bool = False) -> None:
+    """Register ``factory`` (``params -> oracle`` or ``"module:Class"``) under ``name``."""
+    if not isinstance(name, str) or not name:
+        raise ValueError("name must be a non-empty string")
+    if name in _FACTORIES and not replace:
+        raise ValueError(f"protocol {name!r} is already registered (pass replace=True to override)")
+    if not (callable(factory) or (isinstance(factory, str) and ":" in factory)):
+        raise ValueError("factory must be a callable or a 'module:Class' string")
+    _FACTORIES[name] = factory
+
+
+def _resolve(name: str) -> Factory:
+    factory = _FACTORIES[name]
+    if callable(factory):
+        return factory
+    module, attr = factory.split(":")
+    cls = getattr(importlib.import_module(module), attr)
+    return lambda params: cls(**params)
+
+
+def registered_protocols() -> list[str]:
+    """All registered names (some may need a module that is not importable)."""
+    return sorted(_FACTORIES)
+
+
+def available_protocols() -> list[str]:
+    """Registered names whose implementation imports."""
+    out = []
+    for name in sorted(_FACTORIES):
+        try:
+            _resolve(name)
+        except (ImportError, AttributeError):
+            continue
+        out.append(name)
+    return out
+
+
+def build_oracle(protocol: str, params: Mapping[str, Any]):
+    """The oracle of ``protocol`` with ``params``; checks it reproduces exactly those params."""
+    if protocol not in _FACTORIES:
+        raise ValueError(f"unknown protocol {protocol!r}; registered: {', '.join(registered_protocols())}")
+    try:
+        factory = _resolve(protocol)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"protocol {protocol!r} is registered but its implementation is unavailable: {exc}") from None
+    try:
+        oracle = factory(dict(params))
+    except TypeError as exc:
+        raise ValueError(f"cannot build {protocol!r} from params {dict(params)}: {exc}") from None
+    canonical = json.loads(json.dumps(dict(oracle.params), sort_keys=True))
+    if oracle.name != protocol or canonical != json.loads(json.dumps(dict(params), sort_keys=True)):
+        raise ValueError(f"registry entry {protocol!r} built {oracle!r}, which does not have params {dict(params)}")
+    return oracle
