@@ -148,38 +148,41 @@ def _file_partitions(path, oracle, rows_per_partition: int):
 
 def _aggregate_file_part(oracle, path: str, row_groups: list[int], expected_rows: int, chunk_size: int,
                          on_rows=None):
-    """State of some row groups of one report file; checks the row count against the footer."""
+    """State of some row groups of one report file; checks the rows read against the footer."""
     import pyarrow as pa
 
     pf, meta = open_report_file(path, oracle)
     specs = meta["columns"]
-    state = oracle.new_state()
+    state, rows = oracle.new_state(), 0
     if row_groups:
         try:
             for batch in pf.iter_batches(batch_size=chunk_size, row_groups=row_groups, columns=list(specs),
                                          use_threads=False):
                 reports = record_batch_to_reports(batch, specs, where=path)
                 state = _fold(oracle, state, reports, path)
+                rows += batch.num_rows
                 if on_rows is not None:
                     on_rows(batch.num_rows)
         except (pa.ArrowException, OSError) as exc:
             raise ReportFormatError(f"{path}: corrupted report file ({exc})") from None
-    _check_partition(state, oracle, expected_rows, path)
+    _check_partition(state, oracle, rows, expected_rows, path)
     return state
 
 
 def _aggregate_batch(oracle, reports: Mapping[str, np.ndarray], where: str):
     state = _fold(oracle, oracle.new_state(), reports, where)
-    _check_partition(state, oracle, _num_rows(reports), where)
+    rows = _num_rows(reports)
+    _check_partition(state, oracle, rows, rows, where)
     return state
 
 
-def _check_partition(state, oracle, expected_rows: int, where: str) -> None:
-    n = getattr(state, "n", None)
-    if n is not None and n != expected_rows:
-        raise ReportFormatError(f"{where}: read {n} reports but the file says {expected_rows}")
-    if getattr(state, "protocol", oracle.name) != oracle.name:
-        raise ReportFormatError(f"{where}: partition state is not a {oracle.name} state")
+def _check_partition(state, oracle, rows: int, expected_rows: int, where: str) -> None:
+    """A partition's state is whole before it is merged: all its rows read, the right protocol."""
+    if rows != expected_rows:
+        raise ReportFormatError(f"{where}: read {rows} reports but the file says {expected_rows}")
+    if getattr(state, "protocol", oracle.name) != oracle.name or getattr(state, "params", oracle.params) != \
+            oracle.params:
+        raise ReportFormatError(f"{where}: partition state is not a {oracle.name} state with {oracle.params}")
 
 
 def _merge_states(*states):

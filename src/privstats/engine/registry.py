@@ -32,10 +32,21 @@ def _binary_rr(params: Mapping[str, Any]):
     return BinaryRR(params["epsilon"])
 
 
+def _hierarchical_histogram(params: Mapping[str, Any]):
+    from privstats.local.hierarchy import HierarchicalHistogram
+
+    # level_oracles is derived (what "auto" chose); build_oracle checks it is reproduced
+    return HierarchicalHistogram(**{k: v for k, v in params.items() if k != "level_oracles"})
+
+
 # name -> factory or "module:Class" (called with **params).  Other engineers: add entries here.
 _FACTORIES: dict[str, Factory | str] = {
     "grr": "privstats.local.grr:GRR",
     "binary-rr": _binary_rr,
+    "oue": "privstats.local.unary:OUE",
+    "olh": "privstats.local.olh:OLH",
+    "hr": "privstats.local.hadamard:HadamardResponse",
+    "hierarchical-histogram": _hierarchical_histogram,
 }
 
 
