@@ -1,0 +1,16 @@
+"""DP distributed data summarization (Sarpatwar et al. 2019): roles, messages, h1/h2, auction.
+
+The public entry point is :func:`privstats.summarize`.
+"""
+
+from privstats.summarization.budget import PrivateParams, plan_private, sketch_accounting
+from privstats.summarization.features import RandomFourierFeatures, marginal_gains, mmd2, objective, rbf_kernel
+from privstats.summarization.protocol import SummaryResult, json_transport, run_greedy, run_private, run_uniform
+from privstats.summarization.roles import Consumer, Curator, DataOwner, ProtocolError
+
+__all__ = [
+    "PrivateParams", "plan_private", "sketch_accounting",
+    "RandomFourierFeatures", "marginal_gains", "mmd2", "objective", "rbf_kernel",
+    "SummaryResult", "json_transport", "run_greedy", "run_private", "run_uniform",
+    "Consumer", "Curator", "DataOwner", "ProtocolError",
+]

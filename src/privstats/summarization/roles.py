@@ -1,0 +1,286 @@
+"""The three roles of the protocol.  Each keeps its own data private and talks only in
+:mod:`~privstats.summarization.messages`.
+
+* :class:`DataOwner` — holds ``D_i``; bids its best unsent point each round with the
+  corrected marginal-gain score (research note E1/E2)
+  ``g̃ᵀh1(x) − (s/(s+1))·g_ℓᵀh1(x) − ‖h1(x)‖²/(2(s+1))``, ``s = |D_s|`` before adding
+  (the last term is the exact self-similarity; it is the constant 1/(2(s+1)) for the
+  exact RBF kernel).  The printed bid swaps g̃ and g_ℓ and would pick points *away*
+  from the target.  Handles are keyed hashes of row numbers, so the curator can count
+  repeated bids (τ rule) without learning which rows they are.
+* :class:`Consumer` — holds the target ``D_v``; sends it to the trusted curator and
+  receives the summary.
+* :class:`Curator` — trusted: builds the sketches (MWEM or exact), runs the auction,
+  keeps the pool of received points and selects the pool's best point each round,
+  re-scored at the current broadcast (consistent with the owners' bids, which keeps
+  the selection equal to greedy on the released sketches).
+
+>>> import numpy as np
+>>> owner = DataOwner(np.zeros((3, 2)), owner_id=0)
+>>> owner.n_points
+3
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import secrets
+import time
+
+import numpy as np
+
+from privstats.privacy.randomness import RNGLike, as_source
+from privstats.summarization.auction import PrivateAuction
+from privstats.summarization.budget import PrivateParams
+from privstats.summarization.features import RandomFourierFeatures
+from privstats.summarization.messages import (
+    Bid,
+    FetchRequest,
+    PointTransfer,
+    RoundBroadcast,
+    Setup,
+    SummaryDelivery,
+    TargetData,
+)
+from privstats.summarization.mwem import MWEMSketch, quantize
+
+__all__ = ["DataOwner", "Consumer", "Curator", "ProtocolError"]
+
+
+class ProtocolError(RuntimeError):
+    """A message that breaks the protocol (unknown handle, re-offered point, bid that does not verify)."""
+
+
+def _score(H, target_sketch, summary_sketch, s: int):
+    c = s / (s + 1.0)
+    return H @ target_sketch - c * (H @ summary_sketch) - (H * H).sum(-1) / (2.0 * (s + 1))
+
+
+class DataOwner:
+    """Owner ``owner_id`` of the rows of ``data`` (never modified, never sent except on request)."""
+
+    def __init__(self, data, owner_id: int):
+        self._data = np.asarray(data, dtype=np.float64)
+        self.owner_id = int(owner_id)
+        self._key = secrets.token_bytes(16)
+        self._sent = np.zeros(self._data.shape[0], dtype=bool)
+        self._handles: dict[str, int] = {}
+        self._H = None
+
+    @property
+    def n_points(self) -> int:
+        return self._data.shape[0]
+
+    @property
+    def n_inputs(self) -> int:
+        return self._data.shape[1]
+
+    def _handle(self, row: int) -> str:
+        return hashlib.blake2b(row.to_bytes(8, "little"), key=self._key, digest_size=12).hexdigest()
+
+    def receive_setup(self, msg: Setup) -> None:
+        h1 = RandomFourierFeatures(msg.n_inputs, msg.n_features, msg.gamma, msg.feature_seed)
+        self._H = h1.transform(self._data)
+        self._base = self._H @ np.asarray(msg.target_sketch, dtype=np.float64)
+        self._self = (self._H * self._H).sum(1)
+        self._last_g = np.zeros(msg.n_features)
+        self._last_prod = np.zeros(self.n_points)
+
+    def _product(self, g: np.ndarray) -> np.ndarray:
+        """H @ g, updated on the coordinates that changed (MWEM changes few per round)."""
+        diff = g - self._last_g
+        nz = np.flatnonzero(diff)
+        if nz.size == 0:
+            return self._last_prod
+        if nz.size <= g.size // 8:
+            self._last_prod = self._last_prod + self._H[:, nz] @ diff[nz]
+        else:
+            self._last_prod = self._H @ g
+        self._last_g = g.copy()
+        return self._last_prod
+
+    def bid(self, msg: RoundBroadcast) -> Bid:
+        """The best unsent point's score and handle (value None when nothing is left)."""
+        if self._H is None:
+            raise ProtocolError("bid before setup")
+        if self._sent.all():
+            return Bid(self.owner_id, msg.round, None, None)
+        s = int(msg.summary_size)
+        g = np.asarray(msg.summary_sketch, dtype=np.float64)
+        scores = self._base - (s / (s + 1.0)) * self._product(g) - self._self / (2.0 * (s + 1))
+        scores[self._sent] = -np.inf
+        row = int(np.argmax(scores))
+        handle = self._handle(row)
+        self._handles[handle] = row
+        return Bid(self.owner_id, msg.round, float(scores[row]), handle)
+
+    def send(self, req: FetchRequest) -> PointTransfer:
+        """Send the requested point; it is never offered again."""
+        row = self._handles.get(req.handle)
+        if row is None or req.owner != self.owner_id:
+            raise ProtocolError(f"owner {self.owner_id}: unknown handle {req.handle!r}")
+        if self._sent[row]:
+            raise ProtocolError(f"owner {self.owner_id}: point already sent")
+        self._sent[row] = True
+        return PointTransfer(self.owner_id, req.round, req.handle, row, self._data[row].copy())
+
+    def send_rows(self, rows, round: int) -> list[PointTransfer]:
+        """Send rows chosen independently of the data (the uniform baseline)."""
+        out = []
+        for row in np.asarray(rows, dtype=np.int64).tolist():
+            if self._sent[row]:
+                raise ProtocolError(f"owner {self.owner_id}: point already sent")
+            self._sent[row] = True
+            out.append(PointTransfer(self.owner_id, round, self._handle(row), row, self._data[row].copy()))
+        return out
+
+
+class Consumer:
+    """Holds the target set D_v and receives the summary."""
+
+    def __init__(self, target):
+        self._target = np.asarray(target, dtype=np.float64)
+        self.summary: SummaryDelivery | None = None
+
+    def send_target(self) -> TargetData:
+        return TargetData(self._target.copy())
+
+    def receive(self, delivery: SummaryDelivery) -> None:
+        self.summary = delivery
+
+
+class Curator:
+    """The trusted aggregator.
+
+    ``sketch`` is ``"mwem"`` (private h2) or ``"exact"`` (non-private means);
+    ``params`` holds the per-mechanism privacy parameters (required for ``"mwem"``;
+    ``epsilon_auc``/``tau`` of the auction, where ``epsilon_auc=inf`` asks only the winner).
+    ``seed_set`` is public: it is in the summary during selection but not in the output.
+    """
+
+    def __init__(self, *, size: int, n_features: int, gamma: float, feature_seed: int,
+                 sketch: str = "mwem", params: PrivateParams | None = None, grid: int = 64,
+                 sensitivity: int = 2, seed_set=None, rng: RNGLike = None, verify: bool = True):
+        if sketch not in ("mwem", "exact"):
+            raise ValueError(f"sketch must be 'mwem' or 'exact', got {sketch!r}")
+        if sketch == "mwem" and params is None:
+            raise ValueError("params are required for the private (mwem) sketch")
+        self.size, self.n_features, self.gamma, self.feature_seed = int(size), int(n_features), float(gamma), int(feature_seed)
+        self.sketch, self.params, self.grid, self.sensitivity = sketch, params, int(grid), int(sensitivity)
+        self._src = as_source(rng)
+        self.verify = verify
+        self._seed = None if seed_set is None else np.asarray(seed_set, dtype=np.float64)
+        eps_auc = params.epsilon_auc if params is not None else math.inf
+        tau = params.tau if params is not None and math.isfinite(eps_auc) else None
+        self.auction = PrivateAuction(eps_auc, tau, rng=self._src)
+        self.round = 0
+        self.accessed = 0
+        self.accessed_target = 0
+        self.mwem_seconds = 0.0
+        self.selected: list[tuple[int, int, np.ndarray]] = []     # (owner, row, point)
+        self._pool: list[PointTransfer] = []
+        self._pool_h: list[np.ndarray] = []
+        self.pool_sizes: list[int] = []
+        self.sketch_errors: list[float] = []
+
+    # ---------------------------------------------------------------- setup
+    def receive_target(self, msg: TargetData) -> None:
+        self._target = np.asarray(msg.points, dtype=np.float64)
+        self.accessed_target = self._target.shape[0]
+
+    def setup(self) -> Setup:
+        """Build h1, sketch the target (g̃, computed once) and open the summary's sketch state."""
+        n_inputs = self._target.shape[1]
+        self.h1 = RandomFourierFeatures(n_inputs, self.n_features, self.gamma, self.feature_seed)
+        b = self.h1.bound
+        Hv = self.h1.transform(self._target)
+        if self.sketch == "exact":
+            self.target_sketch = Hv.mean(0)
+        else:
+            t0 = time.perf_counter()
+            U = quantize(Hv, b, self.grid, rng=self._src).sum(0)
+            state = MWEMSketch(self.n_features, self.grid, self.sensitivity)
+            self.target_sketch = b * state.release(U, Hv.shape[0], self.params.t_init,
+                                                   self.params.epsilon_target_iter, rng=self._src)
+            self.mwem_seconds += time.perf_counter() - t0
+        self.target_sketch_error = float(np.abs(self.target_sketch - Hv.mean(0)).max())
+        # the summary: public seed rows plus the selected rows
+        self._sum_h = np.zeros(self.n_features)
+        self._sum_q = np.zeros(self.n_features, dtype=np.int64)
+        self._s = 0
+        self._state = MWEMSketch(self.n_features, self.grid, self.sensitivity) if self.sketch == "mwem" else None
+        if self._seed is not None and self._seed.shape[0]:
+            Hs = self.h1.transform(self._seed)
+            self._add_rows(Hs)
+            if self._state is not None:
+                self._state.init_from_means(Hs.mean(0) / b)
+        return Setup(n_inputs, self.n_features, self.gamma, self.feature_seed, self.target_sketch.copy())
+
+    def _add_rows(self, H: np.ndarray) -> None:
+        self._sum_h += H.sum(0)
+        if self._state is not None:
+            self._sum_q += quantize(H, self.h1.bound, self.grid, rng=self._src).sum(0)
+        self._s += H.shape[0]
+
+    # ---------------------------------------------------------------- rounds
+    def broadcast(self) -> RoundBroadcast:
+        """g_ℓ for the current summary: exact for a public (seed-only) or empty summary, else the sketch."""
+        self.round += 1
+        s = self._s
+        exact = self._sum_h / s if s else np.zeros(self.n_features)
+        if self.sketch == "exact" or not self.selected:
+            g = exact
+        else:
+            t0 = time.perf_counter()
+            g = self.h1.bound * self._state.release(self._sum_q, s, self.params.t_sub,
+                                                    self.params.epsilon_summary_iter, rng=self._src)
+            self.mwem_seconds += time.perf_counter() - t0
+        self.sketch_errors.append(float(np.abs(g - exact).max()))
+        self._g = g
+        return RoundBroadcast(self.round, s, g.copy())
+
+    def requests(self, bids: list[Bid]) -> list[FetchRequest]:
+        """Run the auction on this round's bids."""
+        self._bids = {(b.owner, b.handle): b.value for b in bids if b.value is not None}
+        return self.auction.requests(bids, self.round)
+
+    def receive_points(self, transfers: list[PointTransfer]) -> None:
+        """Add fetched points to the pool, verifying this round's bids against the raw points."""
+        if not transfers:
+            return
+        H = self.h1.transform(np.stack([t.point for t in transfers]))
+        for t, h in zip(transfers, H):
+            self.accessed += 1
+            bid = self._bids.get((t.owner, t.handle)) if t.round == self.round else None
+            if self.verify and bid is not None:
+                check = float(_score(h, self.target_sketch, self._g, self._s))
+                if abs(check - bid) > 1e-8 * (1.0 + abs(bid)):
+                    raise ProtocolError(f"owner {t.owner}: bid {bid} does not match its point ({check})")
+            self._pool.append(t)
+            self._pool_h.append(h)
+
+    def select(self) -> None:
+        """Move the pool's best point (scored at the current broadcast) into the summary."""
+        if not self._pool:
+            raise ProtocolError("empty pool: no owner has points left")
+        P = np.stack(self._pool_h)
+        scores = _score(P, self.target_sketch, self._g, self._s)
+        best = np.flatnonzero(scores == scores.max())
+        j = int(best[0]) if best.size == 1 else int(best[self._src.integers(best.size)])
+        t = self._pool.pop(j)
+        h = self._pool_h.pop(j)
+        self.selected.append((t.owner, t.row, t.point))
+        self._add_rows(h[None, :])
+        self.pool_sizes.append(len(self._pool))
+
+    def add_uniform(self, transfers: list[PointTransfer]) -> None:
+        """The uniform baseline: take the transferred points as they are."""
+        for t in transfers:
+            self.accessed += 1
+            self.selected.append((t.owner, t.row, t.point))
+
+    def deliver(self) -> SummaryDelivery:
+        pts = np.stack([p for _, _, p in self.selected]) if self.selected else np.zeros((0, 0))
+        return SummaryDelivery(pts, np.array([o for o, _, _ in self.selected], dtype=np.int64),
+                               np.array([r for _, r, _ in self.selected], dtype=np.int64))
