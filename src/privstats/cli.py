@@ -246,10 +246,6 @@ def _estimate(args) -> int:
         raise CLIError(f"--bounds: LO must be < HI, got {args.bounds[0]} {args.bounds[1]}")
     wanted = list(args.column) + ([args.label] if args.label else [])
     data = read_columns(args.input, wanted)
-    try:
-        fn = getattr(privstats, fname)
-    except (ImportError, AttributeError) as exc:
-        raise CLIError(f"STATISTIC: privstats.{fname} is not available in this build ({exc})") from None
 
     kw: dict = {"epsilon": args.epsilon, "rng": args.seed}
     for key in ("delta", "model", "method"):
@@ -297,6 +293,10 @@ def _estimate(args) -> int:
         x = _numeric(data[col], "--column", col)
         call = lambda: _call(fn, x, **kw)  # noqa: E731
 
+    try:
+        fn = getattr(privstats, fname)
+    except (ImportError, AttributeError) as exc:
+        raise CLIError(f"STATISTIC: privstats.{fname} is not available in this build ({exc})") from None
     t0 = time.perf_counter()
     try:
         out = call()
@@ -379,10 +379,17 @@ def _print_estimate(record: dict, est) -> None:
 
 # ----------------------------------------------------------------------------- experiments
 def experiments_dir() -> Path:
-    """The repository's ``experiments/`` directory (next to ``src/`` in an editable install)."""
+    """The repository's ``experiments/`` directory (next to ``src/`` in an editable install).
+
+    The environment variable ``PRIVSTATS_EXPERIMENTS_DIR`` overrides it (e.g. for a copy of
+    the scripts next to a wheel install).
+    """
+    import os
+
     import privstats
 
-    path = Path(privstats.__file__).resolve().parents[2] / "experiments"
+    override = os.environ.get("PRIVSTATS_EXPERIMENTS_DIR")
+    path = Path(override) if override else Path(privstats.__file__).resolve().parents[2] / "experiments"
     if not path.is_dir():
         raise CLIError(f"NAME: the experiments/ directory was not found at {path}; experiments run from a "
                        "source checkout (git clone, then pip install -e .)")

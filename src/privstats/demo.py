@@ -53,7 +53,7 @@ class DemoSize:
 SIZES = {
     "tiny": DemoSize(n_freq=5_000, domain=16, n_cont=1_000, n_pairs=1_000, summary_size=10, epsilons=(1.0,)),
     "small": DemoSize(n_freq=20_000, domain=64, n_cont=4_000, n_pairs=4_000, summary_size=20, epsilons=(1.0, 4.0)),
-    "full": DemoSize(n_freq=200_000, domain=1024, n_cont=50_000, n_pairs=20_000, summary_size=50,
+    "full": DemoSize(n_freq=1_000_000, domain=1024, n_cont=50_000, n_pairs=20_000, summary_size=50,
                      epsilons=(0.5, 1.0, 2.0)),
 }
 
@@ -155,6 +155,11 @@ def exact_values(size: str = "full", seed: int = 2024) -> dict[str, float]:
 
 
 # ----------------------------------------------------------------------------- running
+def scenario_seed(seed: int, *key) -> int:
+    """The simulation seed of one private computation (stable across runs and scenario order)."""
+    return (seed * 1_000_003 + zlib.crc32("|".join(map(str, key)).encode())) % 2**32
+
+
 class _Unsupported(Exception):
     """The statistic does not offer this trust model (or its function has not landed)."""
 
@@ -240,7 +245,7 @@ class _Context:
         return self._data[name]
 
     def rng_seed(self, *key) -> int:
-        return (self.seed * 1_000_003 + zlib.crc32("|".join(map(str, key)).encode())) % 2**32
+        return scenario_seed(self.seed, *key)
 
     def note(self, text: str) -> None:
         self.result.notes.append(text)

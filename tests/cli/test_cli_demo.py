@@ -1,0 +1,182 @@
+"""``privstats demo`` run as a subprocess: tables, JSON, report figures, and exact values."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy import stats
+from scipy.spatial.distance import pdist
+
+from privstats import demo
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+SEED = 7
+
+
+def run_cli(*args, timeout=240):
+    return subprocess.run([sys.executable, "-m", "privstats", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def small_demo(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo-small")
+    proc = run_cli("demo", "--size", "small", "--seed", str(SEED), "--json", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout), out, proc.stderr
+
+
+def _available(name: str) -> bool:
+    import privstats
+
+    try:
+        getattr(privstats, name)
+    except (ImportError, AttributeError):
+        return False
+    return True
+
+
+def test_demo_json_has_oracle_table(small_demo):
+    result, _, _ = small_demo
+    rows = result["oracles"]
+    names = {r["oracle"] for r in rows}
+    assert "GRR" in names and "BinaryRR (item 0 vs rest)" in names
+    assert {r["epsilon"] for r in rows} == set(demo.SIZES["small"].epsilons)
+    from privstats import local
+
+    for name in ("OUE", "OLH", "HadamardResponse"):
+        if hasattr(local, name):
+            assert name in names, f"{name} is importable but missing from the demo's oracle table"
+    if hasattr(local, "best_oracle"):
+        assert any(n.startswith("best_oracle") for n in names)
+    for r in rows:
+        assert r["mean_abs_error"] <= r["max_abs_error"]
+        # a single run's max error over d items stays within a generous multiple of the exact std
+        assert r["max_abs_error"] < 6 * r["exact_std"] * math.sqrt(2 * math.log(2 * r["domain"])) + 1e-12
+
+
+def test_demo_runs_every_available_statistic(small_demo):
+    result, _, _ = small_demo
+    labels = {r["statistic"] for r in result["rows"]}
+    expected = {"frequencies": "frequency of item 0", "ecdf": "ECDF F(40)", "quantiles": "median",
+                "auc": "AUC", "roc_curve": "ROC curve AUC", "kendall_tau": "Kendall's tau-b",
+                "gini_mean_difference": "Gini mean difference", "summarize": "summary MMD² (vs greedy)"}
+    for public, label in expected.items():
+        if _available(public):
+            assert label in labels, f"privstats.{public} is importable but the demo has no {label!r} row"
+        else:
+            assert any(public in u for u in result["unavailable"]), f"missing note for {public}"
+    for r in result["rows"]:
+        assert r["model"] in ("local", "shuffle", "secure", "central")
+        if r["estimate"] is not None:
+            assert r["abs_error"] == pytest.approx(abs(r["estimate"] - r["exact"]))
+
+
+def _exact_reference(label: str, seed: int):
+    """Non-private values computed here independently of the demo's own exact code."""
+    if label == "frequency of item 0":
+        return np.mean(demo.demo_data("zipf", "small", seed) == 0)
+    if label == "ECDF F(40)":
+        return np.mean(demo.demo_data("incomes", "small", seed) <= 40.0)
+    if label == "median":
+        x = np.sort(demo.demo_data("incomes", "small", seed))
+        return x[math.ceil(0.5 * x.size) - 1]
+    if label == "Gini mean difference":
+        return pdist(demo.demo_data("incomes", "small", seed)[:, None], "cityblock").mean()
+    if label == "Kendall's tau-b":
+        return stats.kendalltau(*demo.demo_data("ordinal", "small", seed)).statistic
+    if label in ("AUC", "ROC curve AUC"):
+        from sklearn.metrics import roc_auc_score
+
+        return roc_auc_score(*demo.demo_data("breast_cancer", "small", seed))
+    if label.startswith("summary"):
+        import privstats
+
+        owners, target = demo.demo_data("digits", "small", seed)
+        res = demo._call(privstats.summarize, owners, target, size=demo.SIZES["small"].summary_size,
+                         method="greedy", rng=demo.scenario_seed(seed, "greedy"))
+        return res.mmd2
+    raise AssertionError(f"no reference for {label!r}")
+
+
+def test_demo_exact_values_equal_nonprivate_computations(small_demo):
+    result, _, _ = small_demo
+    for r in result["rows"]:
+        assert r["exact"] == pytest.approx(_exact_reference(r["statistic"], SEED), rel=1e-12, abs=1e-12), r
+
+
+def test_exact_reference_catches_a_wrong_value():
+    # the comparison above can fail: a shifted exact value is rejected
+    ref = _exact_reference("Kendall's tau-b", SEED)
+    assert ref + 1e-6 != pytest.approx(ref, rel=1e-12, abs=1e-12)
+    assert demo.gini_mean_difference_exact([1.0, 2.0, 4.0]) == pytest.approx((1 + 3 + 2) / 3)
+
+
+def test_demo_report_and_png_figures(small_demo):
+    result, out, _ = small_demo
+    import matplotlib.image as mpimg
+
+    report = out / "report.md"
+    assert result["report"] == str(report) and report.exists()
+    text = report.read_text(encoding="utf-8")
+    assert "Frequency oracles" in text and "Statistics under each trust model" in text
+    figures = result["figures"]
+    assert any(f.endswith("oracles_error_vs_epsilon.png") for f in figures)
+    if _available("ecdf"):
+        assert any(f.endswith("ecdf.png") for f in figures)
+    if _available("roc_curve"):
+        assert any(f.endswith("roc.png") for f in figures)
+    if result["rows"]:
+        assert any(f.endswith("error_vs_epsilon.png") for f in figures)
+    for f in figures:
+        data = open(f, "rb").read()
+        assert data[:8] == PNG_SIGNATURE, f
+        img = mpimg.imread(f)
+        assert img.ndim == 3 and img.shape[0] > 100 and img.shape[1] > 100
+        assert img.std() > 0.01, f"{f} is blank"
+        name = f.rsplit("/", 1)[-1]
+        assert f"]({name})" in text
+
+
+def test_demo_plain_text_table_and_report_path(tmp_path):
+    out = tmp_path / "rep"
+    proc = run_cli("demo", "--size", "tiny", "--only", "oracles", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b[" not in proc.stdout            # no terminal escapes when piped
+    assert "oracle" in proc.stdout and "GRR" in proc.stdout and "max abs error" in proc.stdout
+    assert proc.stdout.strip().splitlines()[-1] == f"Report: {out / 'report.md'}"
+    assert (out / "report.md").exists()
+
+
+@pytest.mark.skipif(shutil.which("privstats") is None, reason="console script not on PATH")
+def test_console_script_matches_python_m():
+    a = subprocess.run(["privstats", "--help"], capture_output=True, text=True, timeout=60)
+    b = run_cli("--help")
+    assert a.returncode == b.returncode == 0
+    assert a.stdout == b.stdout and "demo" in a.stdout and "estimate" in a.stdout
+
+
+def test_demo_help_and_bad_size():
+    h = run_cli("demo", "--help")
+    assert h.returncode == 0 and "--size" in h.stdout
+    bad = run_cli("demo", "--size", "huge")
+    assert bad.returncode == 2 and "--size" in bad.stderr
+
+
+def test_unimportable_scenario_is_skipped_with_a_note(monkeypatch):
+    import privstats
+
+    monkeypatch.setattr(privstats, "_LAZY", {**privstats._LAZY, "kendall_tau": "privstats.no_such_module"})
+    monkeypatch.delitem(privstats.__dict__, "kendall_tau", raising=False)
+    notes = []
+    result = demo.collect("tiny", scenarios=["kendall"], log=notes.append)
+    assert result.rows == []
+    assert any("kendall" in u for u in result.unavailable) and any("kendall" in n for n in notes)
+    importlib.import_module("privstats")
