@@ -9,7 +9,7 @@ ledger (:mod:`privstats.privacy.ledger`) compute with them.
 >>> ApproxDP(0.5, 1e-6) <= ApproxDP(1.0, 1e-5)
 True
 >>> round(ZCDP(0.5).to_approx(1e-6).epsilon, 3)
-5.757
+5.222
 """
 
 from __future__ import annotations
@@ -93,12 +93,13 @@ class ZCDP(Guarantee):
         _check_eps(self.rho, "rho")
 
     def to_approx(self, delta: float | None = None) -> ApproxDP:
-        """ρ-zCDP implies (ρ + 2√(ρ ln(1/δ)), δ)-DP (Bun–Steinke 2016, Prop. 1.3)."""
+        """The (ε, δ)-DP implied by ρ-zCDP: the tighter of Bun–Steinke 2016 (ρ + 2√(ρ ln 1/δ))
+        and Canonne–Kamath–Steinke 2020 (see :func:`privstats.privacy.composition.zcdp_to_approx`)."""
         if delta is None:
             raise ValueError("delta is required to convert zCDP to (epsilon, delta)-DP")
-        if not (0 < delta < 1):
-            raise ValueError(f"delta must be in (0, 1), got {delta!r}")
-        return ApproxDP(self.rho + 2.0 * math.sqrt(self.rho * math.log(1.0 / delta)), delta)
+        from privstats.privacy.composition import zcdp_to_approx
+
+        return zcdp_to_approx(self.rho, delta)
 
     def __str__(self) -> str:
         return f"ρ={self.rho:.4g} (zCDP)"
