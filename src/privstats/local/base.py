@@ -15,7 +15,7 @@ A frequency oracle over the domain ``{0, ..., d-1}`` has the roles of DESIGN.md:
 >>> from privstats.local import GRR
 >>> oracle = GRR(4, epsilon=2.0)
 >>> state = oracle.aggregate(oracle.encode_batch([0, 1, 1, 3], rng=1))
->>> state.n, state.counts.sum()
+>>> state.n, int(state.counts.sum())
 (4, 4)
 """
 
