@@ -242,6 +242,9 @@ class HierarchicalHistogram:
         new_levels = []
         for l, (oracle, old) in enumerate(zip(self.oracles, state.levels), start=1):
             rows = level == l
+            for key in set(cols) - set(oracle.report_fields) - {"level"}:
+                if np.any(cols[key][rows]):
+                    raise ValueError(f"reports['{key}'] must be zero in rows of level {l} (its oracle does not use it)")
             sub = {}
             for key in oracle.report_fields:
                 col = cols[key][rows]
