@@ -1,0 +1,576 @@
+"""Pairwise statistics (degree-2 U-statistics) under local DP, pairwise 2PC, or a trusted curator.
+
+``model`` picks the trust model and ``method`` the protocol (Bell et al. 2020):
+
+=========  =====================  ==============================================================
+model      method                 protocol
+=========  =====================  ==============================================================
+local      ``tree`` (AUC only)    B: hierarchical histograms with the Hadamard level oracle
+local      ``quantized``          A: quantise, one oracle report per user (k-RR / OUE / HR)
+secure     ``pairs``              C: P random permutations, pairs of users add noise in 2PC
+secure     ``all-pairs``          every pair, advanced composition (simulated baseline)
+central    ``exact``              exact statistic + discrete Laplace (replace-one sensitivity)
+=========  =====================  ==============================================================
+
+``method="auto"`` picks the most accurate valid protocol for the inputs (for AUC in
+the local model Protocol B, unless the domain is not a power of two).  ``rng=None``
+runs the deployment path (client encoding and pair noise from the OS CSPRNG with
+exact samplers); a seed or Generator runs the vectorized simulation, which has the
+same distribution.  Every result is an :class:`~privstats.Estimate` whose ``params``
+show the chosen bins / depth / threshold / P.
+
+>>> import numpy as np, privstats
+>>> g = np.random.default_rng(0)
+>>> y = np.r_[np.ones(50000), np.zeros(50000)]
+>>> s = np.r_[g.beta(3, 2, 50000), g.beta(2, 3, 50000)]
+>>> est = privstats.auc(y, s, epsilon=1.0, rng=1)
+>>> est.protocol, bool(abs(est.value - 0.69) < 0.1)
+('ustat-tree', True)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+
+from privstats.estimate import Estimate
+from privstats.local import BinaryRR
+from privstats.privacy.guarantees import ApproxDP, PureDP
+from privstats.privacy.randomness import RNGLike, as_generator
+from privstats.ustat import central as C
+from privstats.ustat import kernels as K
+from privstats.ustat.pairs import PairsProtocol, all_pairs_epsilon
+from privstats.ustat.params import _oue_variance_bound, choose_bins, choose_depth, choose_P, grr_variance_bound
+from privstats.ustat.quantized import ORACLES, QuantizedUStat
+from privstats.ustat.tree import DISCARDS, SPLITTINGS, TreeAUC
+from privstats.validation import (as_binary_labels, as_domain_values, as_float_array, check_bounds, check_choice,
+                                  check_delta, check_epsilon, check_positive_int, check_power_of_two,
+                                  check_same_length)
+
+__all__ = ["auc", "kendall_tau", "gini_mean_difference", "gini_coefficient", "collision_probability", "ustatistic"]
+
+MODELS = ("local", "secure", "central")
+METHODS = {"local": ("auto", "tree", "quantized"), "secure": ("auto", "pairs", "all-pairs"),
+           "central": ("auto", "exact")}
+
+
+# ---------------------------------------------------------------------------------------------
+# shared plumbing
+# ---------------------------------------------------------------------------------------------
+def _common(epsilon, delta, model, method):
+    epsilon = check_epsilon(epsilon)
+    delta = check_delta(delta, allow_zero=True)
+    check_choice(model, "model", MODELS)
+    check_choice(method, "method", METHODS[model])
+    return epsilon, delta
+
+
+def _simulating(rng) -> bool:
+    return rng is not None
+
+
+def _guarantee(epsilon, delta):
+    return ApproxDP(epsilon, delta) if delta > 0 else PureDP(epsilon)
+
+
+def _estimate(value, var, *, epsilon, delta=0.0, model, protocol, params, n, messages=1.0, bits=None,
+              details=None) -> Estimate:
+    stderr = None if var is None else math.sqrt(max(float(var), 0.0))
+    return Estimate(value=float(value), stderr=stderr, guarantee=_guarantee(epsilon, delta), model=model,
+                    protocol=protocol, params=params, n=n, messages_per_user=messages, bits_per_user=bits,
+                    neighbours="replace", details=details or {})
+
+
+def _pick_oracle(oracle, n, epsilon, k):
+    if oracle == "auto":
+        return "grr" if grr_variance_bound(max(n, 2), epsilon, k) <= _oue_variance_bound(max(n, 2), epsilon, k) else "oue"
+    return check_choice(oracle, "oracle", ORACLES)
+
+
+def _collect(proto, bins, rng, g=None):
+    """Oracle state of one population: client encoding (CSPRNG) or vectorized simulation."""
+    if _simulating(rng):
+        return proto.simulate(bins, g)
+    return proto.aggregate(proto.encode_batch(bins, rng=None))
+
+
+def _run_quantized(A, bins, epsilon, oracle, rng, extra_matrices=()):
+    g = as_generator(rng) if _simulating(rng) else None
+    proto = QuantizedUStat(A, epsilon, oracle)
+    state = _collect(proto, bins, rng, g)
+    value, var, _ = proto.estimate(state)
+    extras = [proto.estimate(state, B)[:2] for B in extra_matrices]
+    return proto, value, var, extras
+
+
+def _run_pairs(kernel, x, epsilon, P, kernel_range, mechanism, rng):
+    proto = PairsProtocol(kernel, epsilon=epsilon, P=P, kernel_range=kernel_range, mechanism=mechanism)
+    g = as_generator(rng) if _simulating(rng) else None
+    pairs = proto.make_pairs(len(x), g)
+    outputs = proto.backend.compute(x[pairs[:, 0]], x[pairs[:, 1]], g)
+    value, var, info = proto.estimate(outputs, pairs, n=len(x))
+    return proto, value, var, info
+
+
+def _all_pairs_noise(width, epsilon, delta, n_users_per_pair_count, n_pairs, rng):
+    """Gaussian (CLT) draw of the mean of n_pairs Laplace(width/ε₀) noises; ε₀ from advanced composition."""
+    if delta <= 0:
+        raise ValueError("method='all-pairs' uses advanced composition and needs delta > 0")
+    eps0 = all_pairs_epsilon(epsilon, n_users_per_pair_count + 1, delta)
+    std = math.sqrt(2 * (width / eps0) ** 2 / n_pairs)
+    return float(as_generator(rng).normal(0.0, std)), std, eps0
+
+
+def _resolve_P(P, epsilon, n, kernel_range, mechanism, zeta):
+    if P is None:
+        z1, z2 = (None, None) if zeta is None else zeta
+        return choose_P(epsilon, n=n, kernel_range=kernel_range, zeta1=z1, zeta2=z2, mechanism=mechanism)
+    return check_positive_int(P, "P")
+
+
+def _quantization(quantization):
+    return check_choice(quantization, "quantization", K.QUANTISATIONS)
+
+
+# ---------------------------------------------------------------------------------------------
+# AUC
+# ---------------------------------------------------------------------------------------------
+def auc(y_true, y_score, *, epsilon: float, delta: float = 0.0, model: str = "local", method: str = "auto",
+        bounds=(0.0, 1.0), domain_size: int | None = None, ties: str | None = None, splitting: str = "users",
+        discard: str = "half", a: float | None = None, oracle: str = "auto", P: int | None = None,
+        zeta=None, rng: RNGLike = None) -> Estimate:
+    """Private AUC (Wilcoxon–Mann–Whitney) with public labels and private scores in public ``bounds``.
+
+    ``ties``: ``"half"`` (default, as scikit-learn) or ``"zero"`` (strict, as the paper's tree).  ``domain_size``: bins d (a power of two for ``tree``;
+    chosen from the corrected bounds when omitted).  ``splitting``/``discard``/``a``: Protocol B
+    options; ``oracle``: Protocol A's frequency oracle; ``P``/``zeta``: Protocol C's permutations.
+    ``delta > 0`` is needed for ``splitting="advanced"`` and ``method="all-pairs"``.
+
+    >>> import privstats
+    >>> est = privstats.auc([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8], epsilon=1.0, model="central", rng=0)
+    >>> est.model, est.params["sensitivity"]
+    ('central', 0.5)
+    """
+    epsilon, delta = _common(epsilon, delta, model, method)
+    labels = as_binary_labels(y_true, "y_true")
+    lo, hi = check_bounds(bounds)
+    scores = as_float_array(y_score, "y_score", bounds=(lo, hi))
+    check_same_length(y_true=labels, y_score=scores)
+    pos, neg = scores[labels], scores[~labels]
+    n_pos, n_neg, n = pos.size, neg.size, scores.size
+    if ties is not None:
+        check_choice(ties, "ties", ("half", "zero"))
+    check_choice(splitting, "splitting", SPLITTINGS)
+    check_choice(discard, "discard", DISCARDS)
+    if domain_size is not None:
+        check_positive_int(domain_size, "domain_size", minimum=2)
+
+    if model == "central":
+        t = ties or "half"
+        sens = 1.0 / min(n_pos, n_neg)
+        value, std = C.central_release(C.exact_auc(pos, neg, t), epsilon=epsilon, sensitivity=sens, rng=rng)
+        return _estimate(value, std**2, epsilon=epsilon, model=model, protocol="central-exact",
+                         params={"ties": t, "sensitivity": sens}, n=n, messages=0.0, bits=0.0)
+
+    if model == "secure":
+        t = ties or "half"
+        width = 1.0
+        if method == "all-pairs":
+            noise, std, eps0 = _all_pairs_noise(width, epsilon, delta, max(n_pos, n_neg) - 1, n_pos * n_neg, rng)
+            return _estimate(C.exact_auc(pos, neg, t) + noise, std**2, epsilon=epsilon, delta=delta, model=model,
+                             protocol="ustat-all-pairs", params={"ties": t, "pair_epsilon": eps0}, n=n,
+                             messages=float(max(n_pos, n_neg)), details={"simulated_noise": "normal (CLT)"})
+        mech = "rr" if t == "zero" else "laplace"
+        P = _resolve_P(P, epsilon, min(n_pos, n_neg) * 2, (0.0, 1.0), mech, zeta)
+        kernel = (lambda a_, b_: (a_ > b_) + 0.5 * (a_ == b_)) if t == "half" else (lambda a_, b_: (a_ > b_) * 1.0)
+        proto = PairsProtocol(kernel, epsilon=epsilon, P=P, kernel_range=(0.0, 1.0), mechanism=mech)
+        g = as_generator(rng) if _simulating(rng) else None
+        pairs = proto.make_bipartite_pairs(n_pos, n_neg, g)
+        outputs = proto.backend.compute(pos[pairs[:, 0]], neg[pairs[:, 1]], g)
+        value, var, info = proto.estimate_two_sample(outputs, pairs, n_pos=n_pos, n_neg=n_neg)
+        return _estimate(value, var, epsilon=epsilon, model=model, protocol="ustat-pairs",
+                         params={"ties": t, **proto.params}, n=n, messages=float(P), details=info)
+
+    # local model
+    if method == "auto":
+        method = _auto_local_auc(n_pos, n_neg, epsilon, delta, domain_size, splitting, ties)
+    if method == "tree":
+        t = ties or "half"
+        if splitting == "advanced":
+            check_delta(delta)
+        depth = (int(round(math.log2(check_power_of_two(domain_size, "domain_size")))) if domain_size
+                 else choose_depth(n_pos, n_neg, epsilon, splitting=splitting, delta=delta))
+        if splitting == "users" and min(n_pos, n_neg) < depth:
+            raise ValueError(f"each class needs at least depth={depth} users for splitting='users'")
+        proto = TreeAUC(depth, epsilon, delta=delta, splitting=splitting, discard=discard, a=a, ties=t)
+        bins_p, bins_n = K.quantize(pos, (lo, hi), 2**depth), K.quantize(neg, (lo, hi), 2**depth)
+        if _simulating(rng):
+            g = as_generator(rng)
+            sp, sn = proto.simulate(bins_p, g), proto.simulate(bins_n, g)
+        else:
+            sp = proto.aggregate(proto.encode_batch(bins_p, proto.assign_levels(n_pos) if splitting == "users" else None))
+            sn = proto.aggregate(proto.encode_batch(bins_n, proto.assign_levels(n_neg) if splitting == "users" else None))
+        value, var, det = proto.estimate(sp, sn)
+        d_eff = delta if splitting == "advanced" else 0.0
+        return _estimate(value, var, epsilon=epsilon, delta=d_eff, model="local", protocol="ustat-tree",
+                         params={"domain_size": 2**depth, "depth": depth, "splitting": splitting, "discard": discard,
+                                 "a": det["a"], "ties": t},
+                         n=n, messages=float(proto.messages_per_user), bits=proto.bits_per_user,
+                         details={**det, "stderr_note": "plug-in, ignores the data-dependent pruning"})
+    t = ties or "half"
+    k = domain_size or choose_bins(min(n_pos, n_neg), epsilon, assumption="density")
+    orc = _pick_oracle(oracle, min(n_pos, n_neg), epsilon, k)
+    proto = QuantizedUStat(K.auc_matrix(k, t), epsilon, orc)
+    bins_p, bins_n = K.quantize(pos, (lo, hi), k), K.quantize(neg, (lo, hi), k)
+    g = as_generator(rng) if _simulating(rng) else None
+    sp, sn = _collect(proto, bins_p, rng, g), _collect(proto, bins_n, rng, g)
+    value, var = proto.estimate_two_sample(sp, sn)
+    return _estimate(value, var, epsilon=epsilon, model="local", protocol="ustat-quantized",
+                     params={"domain_size": k, "oracle": orc, "ties": t}, n=n, bits=proto.bits_per_user)
+
+
+def _auto_local_auc(n_pos, n_neg, epsilon, delta, domain_size, splitting, ties):
+    """Protocol B unless it cannot run: its error grows like log²d where Protocol A's grows like d²
+    (the Corollary 4 bound is loose by a constant, so the bounds are not compared)."""
+    if domain_size is not None and domain_size & (domain_size - 1):
+        return "quantized"
+    depth = (int(round(math.log2(domain_size))) if domain_size
+             else choose_depth(n_pos, n_neg, epsilon, splitting=splitting, delta=delta))
+    if splitting == "users" and min(n_pos, n_neg) < depth:
+        return "quantized"
+    return "tree"
+
+
+# ---------------------------------------------------------------------------------------------
+# Kendall's tau
+# ---------------------------------------------------------------------------------------------
+def _pair_bounds(bounds):
+    if bounds is None:
+        check_bounds(None)
+    b = list(bounds)
+    if len(b) == 2 and all(isinstance(v, (tuple, list, np.ndarray)) for v in b):
+        return check_bounds(b[0], "bounds[0]"), check_bounds(b[1], "bounds[1]")
+    one = check_bounds(b)
+    return one, one
+
+
+def kendall_tau(x, y, *, epsilon: float, delta: float = 0.0, model: str = "local", method: str = "auto",
+                bounds=None, bins: int | None = None, variant: str = "b", oracle: str = "auto",
+                P: int | None = None, zeta=None, rng: RNGLike = None) -> Estimate:
+    """Private Kendall's tau of paired values (tau-b by default, as SciPy; ``variant="a"``: (C−D)/C(n,2)).
+
+    ``bounds``: public ``(lo, hi)`` for both, or ``((lo_x, hi_x), (lo_y, hi_y))``.  Local: k-RR/OUE on
+    the ``bins × bins`` product grid (discrete ratings 0..5: ``bounds=(0, 6), bins=6``).  Tau-b divides
+    by the non-tie fractions, estimated from the same reports (local) or with a third of the budget
+    each (secure, central).
+
+    >>> import privstats
+    >>> est = privstats.kendall_tau([1, 2, 3, 4], [1, 3, 2, 4], epsilon=1.0, bounds=(0, 5), model="central", rng=0)
+    >>> est.params["variant"]
+    'b'
+    """
+    epsilon, delta = _common(epsilon, delta, model, method)
+    check_choice(variant, "variant", ("a", "b"))
+    bx, by = _pair_bounds(bounds)
+    xs = as_float_array(x, "x", bounds=bx)
+    ys = as_float_array(y, "y", bounds=by)
+    n = check_same_length(x=xs, y=ys)
+    if n < 2:
+        raise ValueError("x must hold at least two users")
+
+    if model == "central":
+        ex = C.exact_kendall(xs, ys)
+        if variant == "a":
+            value, std = C.central_release(ex["tau_a"], epsilon=epsilon, sensitivity=4.0 / n, rng=rng)
+            return _estimate(value, std**2, epsilon=epsilon, model=model, protocol="central-exact",
+                             params={"variant": "a", "sensitivity": 4.0 / n}, n=n, messages=0.0, bits=0.0)
+        ta, sa = C.central_release(ex["tau_a"], epsilon=epsilon / 3, sensitivity=4.0 / n, rng=rng)
+        ny, _ = C.central_release(ex["nontie_y"], epsilon=epsilon / 3, sensitivity=2.0 / n, rng=rng)
+        nz, _ = C.central_release(ex["nontie_z"], epsilon=epsilon / 3, sensitivity=2.0 / n, rng=rng)
+        value, std = _tau_b(ta, sa, ny, nz)
+        return _estimate(value, std**2, epsilon=epsilon, model=model, protocol="central-exact",
+                         params={"variant": "b", "budget_split": [1 / 3] * 3}, n=n, messages=0.0, bits=0.0)
+
+    if model == "secure":
+        if method == "all-pairs":
+            ex = C.exact_kendall(xs, ys)
+            pairs = n * (n - 1) / 2
+            if variant == "a":
+                noise, std, eps0 = _all_pairs_noise(2.0, epsilon, delta, n - 1, pairs, rng)
+                return _estimate(ex["tau_a"] + noise, std**2, epsilon=epsilon, delta=delta, model=model,
+                                 protocol="ustat-all-pairs", params={"variant": "a", "pair_epsilon": eps0}, n=n,
+                                 messages=float(n - 1), details={"simulated_noise": "normal (CLT)"})
+            g = as_generator(rng)
+            na, sa, eps0 = _all_pairs_noise(2.0, epsilon / 3, delta / 3, n - 1, pairs, g)
+            ny_, _, _ = _all_pairs_noise(1.0, epsilon / 3, delta / 3, n - 1, pairs, g)
+            nz_, _, _ = _all_pairs_noise(1.0, epsilon / 3, delta / 3, n - 1, pairs, g)
+            value, std = _tau_b(ex["tau_a"] + na, sa, ex["nontie_y"] + ny_, ex["nontie_z"] + nz_)
+            return _estimate(value, std**2, epsilon=epsilon, delta=delta, model=model, protocol="ustat-all-pairs",
+                             params={"variant": "b", "pair_epsilon": eps0}, n=n, messages=float(n - 1),
+                             details={"simulated_noise": "normal (CLT)"})
+        xy = np.stack([xs, ys], axis=1)
+        sign = lambda u, v: np.sign(u[..., 0] - v[..., 0]) * np.sign(u[..., 1] - v[..., 1])  # noqa: E731
+        if variant == "a":
+            P = _resolve_P(P, epsilon, n, (-1.0, 1.0), "laplace", zeta)
+            proto, value, var, info = _run_pairs(sign, xy, epsilon, P, (-1.0, 1.0), "laplace", rng)
+            return _estimate(value, var, epsilon=epsilon, model=model, protocol="ustat-pairs",
+                             params={"variant": "a", **proto.params}, n=n, messages=float(P), details=info)
+        P = _resolve_P(P, epsilon / 2, n, (-1.0, 1.0), "laplace", zeta)
+        g = as_generator(rng) if _simulating(rng) else None
+        proto = PairsProtocol(sign, epsilon=epsilon / 2, P=P, kernel_range=(-1.0, 1.0))
+        ties_y = PairsProtocol(lambda u, v: (u[..., 0] != v[..., 0]) * 1.0, epsilon=epsilon / 4, P=P,
+                               kernel_range=(0.0, 1.0), mechanism="rr")
+        ties_z = PairsProtocol(lambda u, v: (u[..., 1] != v[..., 1]) * 1.0, epsilon=epsilon / 4, P=P,
+                               kernel_range=(0.0, 1.0), mechanism="rr")
+        pairs = proto.make_pairs(n, g)
+        left, right = xy[pairs[:, 0]], xy[pairs[:, 1]]
+        ta, va, info = proto.estimate(proto.backend.compute(left, right, g), pairs, n=n)
+        ny = ties_y.estimate(ties_y.backend.compute(left, right, g), pairs, n=n)[0]
+        nz = ties_z.estimate(ties_z.backend.compute(left, right, g), pairs, n=n)[0]
+        value, std = _tau_b(ta, math.sqrt(va), ny, nz)
+        return _estimate(value, std**2, epsilon=epsilon, model=model, protocol="ustat-pairs",
+                         params={"variant": "b", **proto.params, "budget_split": [0.5, 0.25, 0.25]}, n=n,
+                         messages=float(P), details=info)
+
+    k = bins or _kendall_bins(n, epsilon)
+    check_positive_int(k, "bins", minimum=2)
+    cat = K.quantize(xs, bx, k) * k + K.quantize(ys, by, k)
+    orc = _pick_oracle(oracle, n, epsilon, k * k)
+    extra = K.kendall_tie_matrices(k, k) if variant == "b" else ()
+    proto, ta, va, extras = _run_quantized(K.kendall_matrix(k, k), cat, epsilon, orc, rng, extra)
+    params = {"bins": k, "categories": k * k, "oracle": orc, "variant": variant}
+    if variant == "a":
+        return _estimate(ta, va, epsilon=epsilon, model="local", protocol="ustat-quantized", params=params, n=n,
+                         bits=proto.bits_per_user)
+    value, std = _tau_b(ta, math.sqrt(va), extras[0][0], extras[1][0])
+    return _estimate(value, std**2, epsilon=epsilon, model="local", protocol="ustat-quantized", params=params, n=n,
+                     bits=proto.bits_per_user, details={"tau_a": ta, "nontie_x": extras[0][0], "nontie_y": extras[1][0]})
+
+
+def _kendall_bins(n, epsilon):
+    ks = np.arange(2, 65)
+    score = [4 * grr_variance_bound(n, epsilon, int(k * k)) + 1.0 / k**2 for k in ks]
+    return int(ks[int(np.argmin(score))])
+
+
+def _tau_b(tau_a, se_a, nontie_y, nontie_z):
+    """tau-b = tau-a / √(nontie_y · nontie_z) (denominators floored at 1e-3); stderr ignores their noise."""
+    den = math.sqrt(max(nontie_y, 1e-3) * max(nontie_z, 1e-3))
+    return tau_a / den, se_a / den
+
+
+# ---------------------------------------------------------------------------------------------
+# Gini mean difference / coefficient, collision probability, any kernel
+# ---------------------------------------------------------------------------------------------
+def gini_mean_difference(x, *, epsilon: float, bounds, delta: float = 0.0, model: str = "local",
+                         method: str = "auto", bins: int | None = None, quantization: str = "avg",
+                         oracle: str = "auto", P: int | None = None, zeta=None, rng: RNGLike = None) -> Estimate:
+    """Private Gini mean difference Σ_{i<j}|x_i − x_j| / C(n, 2) of values in public ``bounds``.
+
+    >>> import numpy as np, privstats
+    >>> x = np.random.default_rng(0).random(200000)
+    >>> est = privstats.gini_mean_difference(x, epsilon=1.0, bounds=(0, 1), rng=1)
+    >>> bool(abs(est.value - 1 / 3) < 5 * est.stderr + 0.01)
+    True
+    """
+    epsilon, delta = _common(epsilon, delta, model, method)
+    lo, hi = check_bounds(bounds)
+    xs = as_float_array(x, "x", bounds=(lo, hi))
+    n, w = xs.size, hi - lo
+    if n < 2:
+        raise ValueError("x must hold at least two users")
+    if model == "central":
+        sens = 2 * w / n
+        value, std = C.central_release(C.exact_gini_mean_difference(xs), epsilon=epsilon, sensitivity=sens, rng=rng)
+        return _estimate(value, std**2, epsilon=epsilon, model=model, protocol="central-exact",
+                         params={"sensitivity": sens}, n=n, messages=0.0, bits=0.0)
+    u = (xs - lo) / w
+    if model == "secure":
+        if method == "all-pairs":
+            noise, std, eps0 = _all_pairs_noise(1.0, epsilon, delta, n - 1, n * (n - 1) / 2, rng)
+            return _estimate(C.exact_gini_mean_difference(xs) + w * noise, (w * std) ** 2, epsilon=epsilon,
+                             delta=delta, model=model, protocol="ustat-all-pairs", params={"pair_epsilon": eps0}, n=n,
+                             messages=float(n - 1), details={"simulated_noise": "normal (CLT)"})
+        P = _resolve_P(P, epsilon, n, (0.0, 1.0), "laplace", zeta)
+        proto, value, var, info = _run_pairs(lambda a_, b_: np.abs(a_ - b_), u, epsilon, P, (0.0, 1.0), "laplace", rng)
+        return _estimate(w * value, w * w * var, epsilon=epsilon, model=model, protocol="ustat-pairs",
+                         params=proto.params, n=n, messages=float(P), details=info)
+    k = bins or choose_bins(n, epsilon, lipschitz=1.0, assumption="kernel")
+    check_positive_int(k, "bins", minimum=2)
+    orc = _pick_oracle(oracle, n, epsilon, k)
+    proto, value, var, _ = _run_quantized(K.gini_matrix(k, _quantization(quantization)), K.quantize(u, (0, 1), k),
+                                          epsilon, orc, rng)
+    return _estimate(w * value, w * w * var, epsilon=epsilon, model="local", protocol="ustat-quantized",
+                     params={"bins": k, "oracle": orc, "quantization": quantization}, n=n, bits=proto.bits_per_user)
+
+
+def gini_coefficient(x, *, epsilon: float, bounds, mean_fraction: float = 0.5, model: str = "local",
+                     method: str = "auto", rng: RNGLike = None, **kwargs) -> Estimate:
+    """Private Gini coefficient GMD·(n−1)/(2n·mean) of non-negative values; ``mean_fraction`` of ε
+    pays for the mean (local/secure: one randomized-rounding bit per user with binary RR; central:
+    discrete Laplace).  The ratio is slightly biased; the stderr is the delta method.
+
+    >>> import numpy as np, privstats
+    >>> x = np.random.default_rng(0).exponential(1.0, 100000).clip(0, 10)
+    >>> est = privstats.gini_coefficient(x, epsilon=2.0, bounds=(0, 10), model="central", rng=1)
+    >>> bool(abs(est.value - 0.5) < 0.02)
+    True
+    """
+    epsilon = check_epsilon(epsilon)
+    lo, hi = check_bounds(bounds)
+    if lo < 0:
+        raise ValueError(f"bounds must be non-negative for the Gini coefficient, got {bounds!r}")
+    if not (isinstance(mean_fraction, (int, float)) and 0 < mean_fraction < 1):
+        raise ValueError(f"mean_fraction must be in (0, 1), got {mean_fraction!r}")
+    xs = as_float_array(x, "x", bounds=(lo, hi))
+    n, w = xs.size, hi - lo
+    eps_mean, eps_gmd = epsilon * mean_fraction, epsilon * (1 - mean_fraction)
+    g = as_generator(rng) if _simulating(rng) else None
+    gmd = gini_mean_difference(xs, epsilon=eps_gmd, bounds=(lo, hi), model=model, method=method, rng=g, **kwargs)
+    if model == "central":
+        mean, std = C.central_release(float(xs.mean()), epsilon=eps_mean, sensitivity=w / n, rng=g)
+        var_mean = std**2
+    else:
+        mean, var_mean = _local_mean(xs, lo, hi, eps_mean, rng, g)
+    mean_c = max(mean, w * 1e-6)
+    value = gmd.value * (n - 1) / (2 * n * mean_c)
+    var = value**2 * ((gmd.stderr or 0) ** 2 / max(gmd.value, 1e-12) ** 2 + var_mean / mean_c**2)
+    return _estimate(value, var, epsilon=epsilon, model=model, protocol=gmd.protocol + "+mean",
+                     params={**gmd.params, "mean_fraction": mean_fraction}, n=n,
+                     messages=(gmd.messages_per_user or 0) + (0 if model == "central" else 1),
+                     bits=None if gmd.bits_per_user is None else gmd.bits_per_user + (0 if model == "central" else 1),
+                     details={"gini_mean_difference": gmd.value, "mean": mean})
+
+
+def _local_mean(xs, lo, hi, epsilon, rng, g):
+    """Unbiased LDP mean: randomized rounding to {lo, hi}, then binary randomized response."""
+    u = (xs - lo) / (hi - lo)
+    rr = BinaryRR(epsilon)
+    if _simulating(rng):
+        bits = (g.random(u.size) < u).astype(np.int64)
+        state = rr.simulate(bits, g)
+    else:
+        from privstats.privacy.randomness import as_source
+
+        bits = (as_source(None).random(u.size) < u).astype(np.int64)
+        state = rr.aggregate(rr.encode_batch(bits))
+    est = rr.estimate(state)
+    n = xs.size
+    frac = float(est.value[1]) / n
+    return lo + (hi - lo) * frac, ((hi - lo) * float(est.stderr[1]) / n) ** 2
+
+
+def collision_probability(x, *, epsilon: float, domain_size: int, delta: float = 0.0, model: str = "local",
+                          method: str = "auto", oracle: str = "auto", P: int | None = None, zeta=None,
+                          rng: RNGLike = None) -> Estimate:
+    """Private collision probability Σ_{i<j} I[x_i = x_j]/C(n, 2) of values in ``[0, domain_size)``;
+    ``details["renyi2_entropy"]`` is −ln of the estimate clipped into (0, 1].
+
+    >>> import numpy as np, privstats
+    >>> x = np.random.default_rng(0).integers(0, 4, 100000)
+    >>> est = privstats.collision_probability(x, epsilon=2.0, domain_size=4, rng=1)
+    >>> bool(abs(est.value - 0.25) < 5 * est.stderr)
+    True
+    """
+    epsilon, delta = _common(epsilon, delta, model, method)
+    d = check_positive_int(domain_size, "domain_size", minimum=2)
+    xs = as_domain_values(x, d, "x")
+    n = xs.size
+    if n < 2:
+        raise ValueError("x must hold at least two users")
+    if model == "central":
+        sens = 2.0 / n
+        value, std = C.central_release(C.exact_collision(xs), epsilon=epsilon, sensitivity=sens, rng=rng)
+        est = (value, std**2, "central-exact", {"sensitivity": sens}, 0.0, 0.0, {})
+    elif model == "secure" and method == "all-pairs":
+        noise, std, eps0 = _all_pairs_noise(1.0, epsilon, delta, n - 1, n * (n - 1) / 2, rng)
+        est = (C.exact_collision(xs) + noise, std**2, "ustat-all-pairs", {"pair_epsilon": eps0}, float(n - 1), None,
+               {"simulated_noise": "normal (CLT)"})
+    elif model == "secure":
+        P = _resolve_P(P, epsilon, n, (0.0, 1.0), "rr", zeta)
+        proto, value, var, info = _run_pairs(lambda a_, b_: (a_ == b_) * 1.0, xs, epsilon, P, (0.0, 1.0), "rr", rng)
+        est = (value, var, "ustat-pairs", proto.params, float(P), None, info)
+    else:
+        orc = _pick_oracle(oracle, n, epsilon, d)
+        proto, value, var, _ = _run_quantized(K.collision_matrix(d), xs, epsilon, orc, rng)
+        est = (value, var, "ustat-quantized", {"domain_size": d, "oracle": orc}, 1.0, proto.bits_per_user, {})
+    value, var, protocol, params, msgs, bits, details = est
+    details = {**details, "renyi2_entropy": -math.log(min(max(value, 1e-12), 1.0))}
+    return _estimate(value, var, epsilon=epsilon, delta=delta if "all-pairs" in protocol else 0.0, model=model,
+                     protocol=protocol, params=params, n=n, messages=msgs, bits=bits, details=details)
+
+
+def ustatistic(x, kernel, *, epsilon: float, bounds=None, kernel_range=None, delta: float = 0.0,
+               model: str = "local", method: str = "auto", bins: int | None = None, quantization: str = "avg",
+               lipschitz: float = 1.0, oracle: str = "auto", P: int | None = None, zeta=None,
+               rng: RNGLike = None) -> Estimate:
+    """Private U-statistic Σ_{i<j} f(x_i, x_j)/C(n, 2) of a symmetric kernel.
+
+    ``kernel``: a vectorized callable ``f(x, y)`` on the original values (needs public ``bounds``;
+    ``kernel_range`` (lo, hi) for the secure and central models), or a k×k matrix on integer values
+    in ``[0, k)`` (its range is taken from the matrix).  The local model quantises a callable into
+    ``bins`` bins with the ``quantization`` ("avg", "mid", "center") matrix; ``lipschitz`` (on
+    [0, 1]) drives the default number of bins.
+
+    >>> import numpy as np, privstats
+    >>> x = np.random.default_rng(0).random(100000)
+    >>> est = privstats.ustatistic(x, lambda a, b: (a - b) ** 2 / 2, epsilon=1.0, bounds=(0, 1),
+    ...                            kernel_range=(0, 0.5), model="secure", rng=1)
+    >>> bool(abs(est.value - 1 / 12) < 5 * est.stderr)
+    True
+    """
+    epsilon, delta = _common(epsilon, delta, model, method)
+    if callable(kernel):
+        lo, hi = check_bounds(bounds)
+        xs = as_float_array(x, "x", bounds=(lo, hi))
+        f: Callable = kernel
+        A = None
+        if kernel_range is not None:
+            kr = check_bounds(kernel_range, "kernel_range")
+        elif model == "local":
+            kr = None
+        else:
+            raise ValueError("kernel_range (lo, hi) is required for a callable kernel in the secure and central models")
+    else:
+        A = K.check_kernel_matrix(kernel)
+        xs = as_domain_values(x, A.shape[0], "x")
+        kr = (float(A.min()), float(A.max())) if A.max() > A.min() else (float(A.min()), float(A.min()) + 1.0)
+        f = lambda a_, b_: A[a_.astype(np.int64), b_.astype(np.int64)]  # noqa: E731
+    n = xs.size
+    if n < 2:
+        raise ValueError("x must hold at least two users")
+    width = None if kr is None else kr[1] - kr[0]
+
+    if model == "central":
+        exact = C.exact_matrix_ustat(xs, A) if A is not None else C.exact_callable(xs, f)
+        exact = float(np.clip(exact, *kr))
+        sens = 2 * width / n
+        value, std = C.central_release(exact, epsilon=epsilon, sensitivity=sens, rng=rng)
+        return _estimate(value, std**2, epsilon=epsilon, model=model, protocol="central-exact",
+                         params={"sensitivity": sens, "kernel_range": list(kr)}, n=n, messages=0.0, bits=0.0)
+    if model == "secure":
+        if method == "all-pairs":
+            exact = C.exact_matrix_ustat(xs, A) if A is not None else C.exact_callable(xs, f)
+            noise, std, eps0 = _all_pairs_noise(width, epsilon, delta, n - 1, n * (n - 1) / 2, rng)
+            return _estimate(exact + noise, std**2, epsilon=epsilon, delta=delta, model=model,
+                             protocol="ustat-all-pairs", params={"pair_epsilon": eps0}, n=n, messages=float(n - 1),
+                             details={"simulated_noise": "normal (CLT)"})
+        P = _resolve_P(P, epsilon, n, kr, "laplace", zeta)
+        proto, value, var, info = _run_pairs(f, xs, epsilon, P, kr, "laplace", rng)
+        return _estimate(value, var, epsilon=epsilon, model=model, protocol="ustat-pairs", params=proto.params, n=n,
+                         messages=float(P), details=info)
+    if A is None:
+        k = bins or choose_bins(n, epsilon, lipschitz=lipschitz, assumption="kernel")
+        check_positive_int(k, "bins", minimum=2)
+        how = _quantization(quantization)
+        A = K.matrix_from_callable(lambda u, v: f(lo + u * (hi - lo), lo + v * (hi - lo)), k, how)
+        cells = K.quantize(xs, (lo, hi), k)
+        params = {"bins": k, "quantization": how}
+    else:
+        cells, params = xs, {"bins": A.shape[0]}
+    orc = _pick_oracle(oracle, n, epsilon, A.shape[0])
+    proto, value, var, _ = _run_quantized(A, cells, epsilon, orc, rng)
+    return _estimate(value, var, epsilon=epsilon, model="local", protocol="ustat-quantized",
+                     params={**params, "oracle": orc}, n=n, bits=proto.bits_per_user)
