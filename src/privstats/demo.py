@@ -261,10 +261,10 @@ class _Context:
         except _Unsupported:
             raise
         except NotImplementedError as exc:
-            raise _Unsupported(f"{statistic}[{model}]: not implemented ({exc})") from None
+            raise _Unsupported(f"not implemented ({exc})") from None
         except ValueError as exc:
             if "model" in str(exc):
-                raise _Unsupported(f"{statistic}[{model}]: {exc}") from None
+                raise _Unsupported(str(exc)) from None
             self.note(f"{statistic} [{model}, ε={epsilon:g}] failed: ValueError: {exc}")
             return None
         except Exception as exc:  # a bug in a landing protocol must not kill the demo
@@ -587,20 +587,29 @@ def scenario_summarization(ctx: _Context) -> None:
     except Exception as exc:
         raise _Unsupported(f"summarize(method='greedy') failed: {type(exc).__name__}: {exc}") from None
     exact = float(greedy.mmd2)
+    uniform = _call(fn, owners, target, size=size, method="uniform", rng=ctx.rng_seed("uniform"))
 
     def read(res):
         return float(res.mmd2), None
 
+    def extra(res):
+        g = (getattr(res, "privacy", None) or {}).get("target")
+        out = {"protocol": "private auction + MWEM", "accessed": int(res.accessed),
+               "note": (f"digits, 5 owners, {size} points; exact = non-private greedy; "
+                        f"uniform sampling {uniform.mmd2:.3g}; curator saw {int(res.accessed)} raw points")}
+        if g is not None:
+            eps_spent, delta = float(g.epsilon), float(getattr(g, "delta", 0.0))
+            out.update(epsilon_spent=eps_spent, delta=delta,
+                       privacy=f"{eps_spent:g}" + (f" ({delta:.0e})" if delta else "") + " per party")
+        return out
+
     def body(model, eps):
-        if model != "secure":
-            raise _Unsupported("summarization runs between data owners and a curator (listed as 'secure')")
         ctx.measure("summary MMD² (vs greedy)", model, eps,
                     lambda seed: _call(fn, owners, target, size=size, epsilon=eps, delta=SHUFFLE_DELTA,
                                        method="private", rng=seed),
-                    read, exact, note=f"digits, 5 owners, {size} points; exact = non-private greedy",
-                    extra=lambda res: {"protocol": "private auction + MWEM",
-                                       "accessed": _float(np.sum(getattr(res, "accessed", np.nan)))})
+                    read, exact, extra=extra)
 
+    # data owners, a curator and a consumer, none trusted with another's data: listed as "secure"
     ctx.each_model("summarize", ["secure"], body)
 
 
