@@ -1,0 +1,1 @@
+"""DP empirical CDFs (Barczewski, Mawass, Ramon): tree mechanisms, smoothing, quantiles, ROC, calibration."""
