@@ -1,0 +1,81 @@
+"""``privstats experiment`` and ``privstats aggregate`` run as subprocesses."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import privstats
+
+
+def run_cli(*args, env=None, timeout=120):
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "privstats", *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, env=full_env)
+
+
+@pytest.fixture()
+def fake_experiments(tmp_path):
+    d = tmp_path / "experiments"
+    d.mkdir()
+    (d / "echo_args.py").write_text(
+        '"""Echo the arguments (a test experiment)."""\n'
+        "import argparse, pathlib\n"
+        "def main(argv=None):\n"
+        "    p = argparse.ArgumentParser(prog='echo_args')\n"
+        "    p.add_argument('--smoke', action='store_true')\n"
+        "    p.add_argument('--out', required=True)\n"
+        "    a = p.parse_args(argv)\n"
+        "    pathlib.Path(a.out).write_text(f'smoke={a.smoke}')\n"
+        "    return 0\n")
+    (d / "fails.py").write_text('"""Always fails."""\ndef main(argv=None):\n    return 3\n')
+    (d / "_helper.py").write_text("X = 1\n")
+    return d
+
+
+def test_list_and_run_with_forwarded_arguments(fake_experiments, tmp_path):
+    env = {"PRIVSTATS_EXPERIMENTS_DIR": str(fake_experiments)}
+    listing = run_cli("experiment", "--list", env=env)
+    assert listing.returncode == 0
+    assert "echo_args" in listing.stdout and "Echo the arguments" in listing.stdout
+    assert "_helper" not in listing.stdout
+    out = tmp_path / "result.txt"
+    proc = run_cli("experiment", "echo_args", "--smoke", "--out", out, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text() == "smoke=True"
+    assert "finished" in proc.stderr
+    # the script's own --help, not ours
+    helped = run_cli("experiment", "echo_args", "--help", env=env)
+    assert helped.returncode == 0 and "usage: echo_args" in helped.stdout
+
+
+def test_exit_code_and_unknown_name(fake_experiments):
+    env = {"PRIVSTATS_EXPERIMENTS_DIR": str(fake_experiments)}
+    assert run_cli("experiment", "fails", env=env).returncode == 3
+    proc = run_cli("experiment", "nope", env=env)
+    assert proc.returncode == 2 and "NAME" in proc.stderr and "echo_args" in proc.stderr
+
+
+def test_missing_experiments_directory(tmp_path):
+    proc = run_cli("experiment", "--list", env={"PRIVSTATS_EXPERIMENTS_DIR": str(tmp_path / "absent")})
+    assert proc.returncode == 2 and "experiments/ directory was not found" in proc.stderr
+
+
+def test_default_directory_is_next_to_the_source_tree():
+    from privstats.cli import experiments_dir
+
+    expected = Path(privstats.__file__).resolve().parents[2] / "experiments"
+    if not expected.is_dir():
+        pytest.skip("not a source checkout")
+    os.environ.pop("PRIVSTATS_EXPERIMENTS_DIR", None)
+    assert experiments_dir() == expected
+
+
+def test_aggregate_is_wired_to_the_engine():
+    pytest.importorskip("privstats.engine.cli")
+    proc = run_cli("aggregate", "--help")
+    assert proc.returncode == 0 and "--input" in proc.stdout and "privstats aggregate" in proc.stdout
