@@ -117,6 +117,13 @@ class MWEMSketch:
         p = np.exp(z - z.max(1, keepdims=True))
         return (p @ self.values) / p.sum(1)
 
+    def update(self, i: int, mu: float, q: int) -> None:
+        """Multiplicative weights on marginal i: log P(s) += s·(μ − q c_i)/(2q) (Lemma 1, product form)."""
+        row = self.logw[i] + self.values * ((mu - q * self.means[i]) / (2.0 * q))
+        row -= _logsumexp(row[None, :])[0]
+        self.logw[i] = row
+        self.means[i] = float(np.exp(row) @ self.values)
+
     def release(self, column_sums, q: int, iterations: int, epsilon: float, rng: RNGLike = None) -> np.ndarray:
         """Run ``iterations`` MWEM steps against integer ``column_sums`` of q rows; return P_avg's means in [−1, 1]."""
         src: RandomSource = as_source(rng)
@@ -127,20 +134,22 @@ class MWEMSketch:
         L, delta_sens = self.grid, self.sensitivity
         target = U / L                                         # w(D_Q, i), count units
         acc = self.means * T                                   # Σ_t c_t, corrected lazily below
+        touched = np.zeros(self.n_features, dtype=bool)
         em_scale = epsilon / (2.0 * delta_sens)
+        # the T Laplace draws do not depend on the chosen coordinates: draw them in one batch
+        noise = add_count_noise(np.zeros(T, dtype=np.int64), epsilon, sensitivity=delta_sens * L, rng=src)
         for t in range(1, T + 1):
             psi = np.abs(q * self.means - target)
             i = exponential_mechanism(em_scale * psi, rng=src)
-            noisy = add_count_noise(U[i:i + 1], epsilon, sensitivity=delta_sens * L, rng=src)[0]
-            mu = min(max(noisy / L, -q), q)                    # clipping is post-processing
-            row = self.logw[i] + self.values * ((mu - q * self.means[i]) / (2.0 * q))
-            row -= _logsumexp(row[None, :])[0]
-            self.logw[i] = row
-            new = float(np.exp(row) @ self.values)
-            acc[i] += (new - self.means[i]) * (T - t + 1)
-            self.means[i] = new
+            mu = min(max((U[i] + noise[t - 1]) / L, -q), q)     # clipping is post-processing
+            old = self.means[i]
+            self.update(i, mu, q)
+            acc[i] += (self.means[i] - old) * (T - t + 1)
+            touched[i] = True
         self.iterations_run += T
-        return acc / T
+        out = self.means.copy()                                # untouched coordinates: exactly unchanged
+        out[touched] = acc[touched] / T
+        return out
 
 
 def _logsumexp(z: np.ndarray) -> np.ndarray:

@@ -81,7 +81,7 @@ class DataOwner:
 
     def receive_setup(self, msg: Setup) -> None:
         h1 = RandomFourierFeatures(msg.n_inputs, msg.n_features, msg.gamma, msg.feature_seed)
-        self._H = h1.transform(self._data)
+        self._H = np.asfortranarray(h1.transform(self._data))   # column access for sparse updates
         self._base = self._H @ np.asarray(msg.target_sketch, dtype=np.float64)
         self._self = (self._H * self._H).sum(1)
         self._last_g = np.zeros(msg.n_features)
@@ -179,8 +179,11 @@ class Curator:
         self.accessed_target = 0
         self.mwem_seconds = 0.0
         self.selected: list[tuple[int, int, np.ndarray]] = []     # (owner, row, point)
-        self._pool: list[PointTransfer] = []
-        self._pool_h: list[np.ndarray] = []
+        self._pool: list[PointTransfer | None] = []        # received, not yet selected (None once selected)
+        self._pool_H = np.zeros((0, n_features))
+        self._pool_base = np.zeros(0)
+        self._pool_self = np.zeros(0)
+        self._n_rows = 0
         self.pool_sizes: list[int] = []
         self.sketch_errors: list[float] = []
 
@@ -258,21 +261,36 @@ class Curator:
                 if abs(check - bid) > 1e-8 * (1.0 + abs(bid)):
                     raise ProtocolError(f"owner {t.owner}: bid {bid} does not match its point ({check})")
             self._pool.append(t)
-            self._pool_h.append(h)
+        n_old, n_new = self._n_rows, self._n_rows + H.shape[0]
+        if n_new > self._pool_H.shape[0]:                  # grow the buffers geometrically
+            cap = max(2 * self._pool_H.shape[0], n_new, 64)
+            self._pool_H = np.resize(self._pool_H, (cap, self.n_features))
+            self._pool_base = np.resize(self._pool_base, cap)
+            self._pool_self = np.resize(self._pool_self, cap)
+        self._pool_H[n_old:n_new] = H
+        self._pool_base[n_old:n_new] = H @ self.target_sketch
+        self._pool_self[n_old:n_new] = (H * H).sum(1)
+        self._n_rows = n_new
 
     def select(self) -> None:
         """Move the pool's best point (scored at the current broadcast) into the summary."""
-        if not self._pool:
+        if self._n_pooled() == 0:
             raise ProtocolError("empty pool: no owner has points left")
-        P = np.stack(self._pool_h)
-        scores = _score(P, self.target_sketch, self._g, self._s)
+        s = self._s
+        n = self._n_rows
+        scores = (self._pool_base[:n] - (s / (s + 1.0)) * (self._pool_H[:n] @ self._g)
+                  - self._pool_self[:n] / (2.0 * (s + 1)))
         best = np.flatnonzero(scores == scores.max())
         j = int(best[0]) if best.size == 1 else int(best[self._src.integers(best.size)])
-        t = self._pool.pop(j)
-        h = self._pool_h.pop(j)
+        t = self._pool[j]
+        self._pool[j] = None
+        self._pool_base[j] = -np.inf                      # never selected again
         self.selected.append((t.owner, t.row, t.point))
-        self._add_rows(h[None, :])
-        self.pool_sizes.append(len(self._pool))
+        self._add_rows(self._pool_H[j][None, :])
+        self.pool_sizes.append(self._n_pooled())
+
+    def _n_pooled(self) -> int:
+        return len(self._pool) - len(self.selected)
 
     def add_uniform(self, transfers: list[PointTransfer]) -> None:
         """The uniform baseline: take the transferred points as they are."""
