@@ -10,8 +10,8 @@ Example::
 
     privstats aggregate --protocol grr --input reports.parquet --engine dask --json
 
-Exit status: 0 on success, 1 when the input cannot be aggregated (the message
-names the file), 2 on bad arguments.
+Exit status: 0 on success; 2 on bad arguments or input that cannot be aggregated
+(as the rest of the ``privstats`` CLI), with a message naming the file.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def cli_aggregate(args_list: list[str]) -> int:
                 fh.write(state.to_bytes())
     except (ValueError, OSError, TypeError) as exc:
         print(f"privstats aggregate: error: {exc}", file=sys.stderr)
-        return 1
+        return 2
 
     if args.json:
         out = {"input": str(args.input), "files": meta["files"], "engine": engine,

@@ -73,7 +73,10 @@ def _to_reports(item, oracle, where: str) -> dict[str, np.ndarray]:
     if _is_arrow(item):
         return record_batch_to_reports(item, column_specs(oracle), where=where)
     if isinstance(item, Mapping):
-        return {k: np.asarray(v) for k, v in item.items()}
+        missing = [k for k in oracle.report_fields if k not in item]
+        if missing:
+            raise ValueError(f"{where}: missing report column(s) {missing} for {oracle.name}")
+        return {k: np.asarray(item[k]) for k in oracle.report_fields}
     fields = list(oracle.report_fields)
     if len(fields) == 1 and isinstance(item, (np.ndarray, list, tuple)):
         return {fields[0]: np.asarray(item)}
@@ -239,8 +242,10 @@ def _aggregate_dask(oracle, source, chunk_size: int, client, scheduler, n_worker
                 client = Client(scheduler)
                 owned.append(client)
             else:
+                # no dashboard; the scheduler's small HTTP server on a free port, not 8787
                 cluster = LocalCluster(n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1,
-                                       processes=True, dashboard_address=None)
+                                       processes=True, dashboard_address=None,
+                                       scheduler_kwargs={"dashboard_address": ":0"})
                 owned.append(cluster)
                 client = Client(cluster)
                 owned.insert(0, client)

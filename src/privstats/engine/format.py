@@ -172,7 +172,7 @@ def reports_to_record_batch(reports: Mapping[str, np.ndarray], schema, specs: di
         if not shape:
             arrays.append(pa.array(col, type=pa.from_numpy_dtype(dtype)))
             continue
-        flat = np.ascontiguousarray(col).reshape(n, -1)
+        flat = np.ascontiguousarray(col).reshape(n, int(np.prod(shape)))
         width = flat.shape[1]
         if dtype == np.uint8:
             arrays.append(pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), n, [None, pa.py_buffer(flat)]))

@@ -3,7 +3,8 @@
 Each entry maps a protocol ``name`` (the oracle's ``name`` attribute, written in the
 report metadata) to a factory ``params -> oracle``.  A factory may be given as a
 ``"module:Class"`` string, imported on first use and called as ``Class(**params)``.
-To add a protocol, add a line to ``_FACTORIES`` below or call :func:`register_protocol`.
+To add a protocol, add a line to ``_FACTORIES`` below (and small example params to
+``_EXAMPLES``, which the engine tests iterate) or call :func:`register_protocol`.
 
 >>> oracle = build_oracle("grr", {"domain_size": 8, "epsilon": 1.0})
 >>> oracle
@@ -18,7 +19,7 @@ import importlib
 import json
 from typing import Any, Callable, Mapping
 
-__all__ = ["register_protocol", "build_oracle", "available_protocols", "registered_protocols"]
+__all__ = ["register_protocol", "build_oracle", "available_protocols", "registered_protocols", "example_params"]
 
 Factory = Callable[[Mapping[str, Any]], Any]
 
@@ -49,9 +50,24 @@ _FACTORIES: dict[str, Factory | str] = {
     "hierarchical-histogram": _hierarchical_histogram,
 }
 
+# name -> small params for tests and docs (every registered protocol should have one)
+_EXAMPLES: dict[str, dict] = {
+    "grr": {"domain_size": 10, "epsilon": 1.0},
+    "binary-rr": {"domain_size": 2, "epsilon": 0.5},
+    "oue": {"domain_size": 13, "epsilon": 1.0},
+    "olh": {"domain_size": 20, "epsilon": 2.0, "g": 8},
+    "hr": {"domain_size": 9, "epsilon": 1.0},
+    "hierarchical-histogram": {"domain_size": 40, "epsilon": 2.0, "branching": 4, "oracle": "auto",
+                               "split": "budget", "level_oracles": ["grr", "oue", "oue"]},
+}
 
-def register_protocol(name: str, factory: Factory | str, *, replace: bool = False) -> None:
-    """Register ``factory`` (``params -> oracle`` or ``"module:Class"``) under ``name``."""
+
+def register_protocol(name: str, factory: Factory | str, *, example: dict | None = None,
+                      replace: bool = False) -> None:
+    """Register ``factory`` (``params -> oracle`` or ``"module:Class"``) under ``name``.
+
+    ``example`` is small params the engine tests use to check the protocol end to end.
+    """
     if not isinstance(name, str) or not name:
         raise ValueError("name must be a non-empty string")
     if name in _FACTORIES and not replace:
@@ -59,6 +75,15 @@ def register_protocol(name: str, factory: Factory | str, *, replace: bool = Fals
     if not (callable(factory) or (isinstance(factory, str) and ":" in factory)):
         raise ValueError("factory must be a callable or a 'module:Class' string")
     _FACTORIES[name] = factory
+    if example is not None:
+        _EXAMPLES[name] = dict(example)
+
+
+def example_params(name: str) -> dict:
+    """Small example params of a registered protocol (KeyError if it has none)."""
+    if name not in _EXAMPLES:
+        raise KeyError(f"protocol {name!r} has no example params; add them to _EXAMPLES in {__name__}")
+    return dict(_EXAMPLES[name])
 
 
 def _resolve(name: str) -> Factory:
