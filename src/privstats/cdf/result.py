@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from privstats.ecdf.quantiles import inverse_ecdf
+from privstats.cdf.quantiles import inverse_ecdf
 
 __all__ = ["PrivateECDF", "ConfidenceInterval"]
 
