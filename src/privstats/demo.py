@@ -600,7 +600,7 @@ def scenario_summarization(ctx: _Context) -> None:
         if g is not None:
             eps_spent, delta = float(g.epsilon), float(getattr(g, "delta", 0.0))
             out.update(epsilon_spent=eps_spent, delta=delta,
-                       privacy=f"{eps_spent:g}" + (f" ({delta:.0e})" if delta else "") + " per party")
+                       privacy=f"{eps_spent:g}" + (f" ({delta:.0e})" if delta else "") + "/party")
         return out
 
     def body(model, eps):
@@ -718,7 +718,7 @@ def write_report(result: DemoResult, out_dir: Path) -> Path:
     cfg = SIZES[result.size]
     sections = [
         ("Run", f"size `{result.size}`, seed {result.seed}, ε ∈ {list(result.epsilons)}, "
-                f"wall time {result.wall_time_s:.1f} s. Shuffle-model rows use δ = {SHUFFLE_DELTA:g}.\n\n"
+                f"statistics computed in {result.wall_time_s:.1f} s. Shuffle-model rows use δ = {SHUFFLE_DELTA:g}.\n\n"
                 "Data (all generated or bundled, nothing downloaded): "
                 f"Zipf(1.1) over d = {cfg.domain} items for n = {cfg.n_freq} users; "
                 f"log-normal incomes for n = {cfg.n_cont}, public bounds {INCOME_BOUNDS}; "
@@ -770,12 +770,14 @@ def run_demo(size: str = "full", *, out: str | Path | None = None, seed: int = 2
     def log(text: str) -> None:
         print(text, file=err, flush=True)
 
+    t0 = time.perf_counter()
     result = collect(size, seed=seed, epsilons=epsilons, scenarios=scenarios, log=log,
                      progress=use_rich(err) and not as_json)
     out_dir = Path(out) if out is not None else Path.cwd() / "privstats-demo-report"
     write_report(result, out_dir)
+    total = time.perf_counter() - t0
     if as_json:
-        json.dump(_jsonable(result.to_dict()), stream, indent=1)
+        json.dump(_jsonable({**result.to_dict(), "total_time_s": total}), stream, indent=1)
         print(file=stream)
         return 0
     if result.oracle_rows:
@@ -790,6 +792,7 @@ def run_demo(size: str = "full", *, out: str | Path | None = None, seed: int = 2
         print("\nNot available in this build:", file=stream)
         for u in result.unavailable:
             print(f"  - {u}", file=stream)
-    print(f"\nDemo finished in {result.wall_time_s:.1f} s.", file=stream)
+    print(f"\nDemo finished in {total:.1f} s (statistics {result.wall_time_s:.1f} s, report and figures "
+          f"{total - result.wall_time_s:.1f} s).", file=stream)
     print(f"Report: {result.report}", file=stream)
     return 0

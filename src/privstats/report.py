@@ -75,10 +75,12 @@ def print_table(title: str, rows: list[dict], columns: Columns, stream: TextIO |
         from rich.console import Console
         from rich.table import Table
 
-        table = Table(title=title, title_justify="left")
-        for key, header in columns:
+        from rich import box
+
+        table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1))
+        for i, (key, header) in enumerate(columns):
             numeric = any(isinstance(r.get(key), (int, float)) and not isinstance(r.get(key), bool) for r in rows)
-            table.add_column(header, justify="right" if numeric else "left")
+            table.add_column(header, justify="right" if numeric else "left", no_wrap=i == 0)
         for r in rows:
             table.add_row(*(fmt(r.get(k)) for k, _ in columns))
         Console(file=stream).print(table)

@@ -140,18 +140,12 @@ ERRORS = [
 
 
 @pytest.mark.parametrize("args, option, words", ERRORS, ids=[f"{e[0][0]}-{e[1]}-{e[2]}" for e in ERRORS])
-def test_error_paths_exit_2_naming_the_option(csv_file, args, option, words, capsys):
+def test_error_paths_exit_2_naming_the_option(csv_file, args, option, words):
     # in-process (the same main() the console script runs) to keep the suite fast
-    from privstats.cli import main
-
-    try:
-        code = main(["estimate", *args[:1], "--input", str(csv_file), *args[1:]])
-    except SystemExit as exc:          # argparse's own errors
-        code = exc.code
-    captured = capsys.readouterr()
-    assert code == 2, (captured.out, captured.err)
-    assert option in captured.err and words in captured.err, captured.err
-    assert captured.out == ""
+    code, out, err = run_main("estimate", *args[:1], "--input", csv_file, *args[1:])
+    assert code == 2, (out, err)
+    assert option in err and words in err, err
+    assert out == ""
 
 
 @pytest.mark.parametrize("index", [0, 1, 2])
@@ -163,14 +157,30 @@ def test_error_paths_as_subprocess(csv_file, index):
     assert proc.stdout == "" and "Traceback" not in proc.stderr
 
 
+def run_main(*args):
+    """In-process run of the CLI's main(); returns (exit code, stdout, stderr)."""
+    import contextlib
+    import io
+
+    from privstats.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as exc:
+            code = exc.code
+    return code, out.getvalue(), err.getvalue()
+
+
 def test_missing_file_and_parquet_missing_column(parquet_file, tmp_path):
-    proc = run_cli("estimate", "ecdf", "--input", tmp_path / "absent.csv", "--column", "x", "--bounds", 0, 1,
-                   "--epsilon", 1)
-    assert proc.returncode == 2 and "--input" in proc.stderr and "not found" in proc.stderr
-    proc = run_cli("estimate", "ecdf", "--input", parquet_file, "--column", "incme", "--bounds", 0, 100,
-                   "--epsilon", 1)
-    assert proc.returncode == 2 and "--column" in proc.stderr and "incme" in proc.stderr
-    assert "income" in proc.stderr          # the available columns are listed
+    code, _, err = run_main("estimate", "ecdf", "--input", tmp_path / "absent.csv", "--column", "x",
+                            "--bounds", 0, 1, "--epsilon", 1)
+    assert code == 2 and "--input" in err and "not found" in err
+    code, _, err = run_main("estimate", "ecdf", "--input", parquet_file, "--column", "incme", "--bounds", 0, 100,
+                            "--epsilon", 1)
+    assert code == 2 and "--column" in err and "incme" in err
+    assert "income" in err          # the available columns are listed
 
 
 def test_read_columns_in_process(csv_file, table, tmp_path):
@@ -193,6 +203,6 @@ def test_library_errors_are_reported_not_raised(csv_file):
     # income is in [0, 100]; bounds that exclude values must fail cleanly (library ValueError → exit 2)
     if not _available("gini_mean_difference"):
         pytest.skip("privstats.gini_mean_difference has not landed")
-    proc = run_cli("estimate", "gini_mean_difference", "--input", csv_file, "--column", "income",
-                   "--bounds", 0, 10, "--epsilon", 1, "--model", "central")
-    assert proc.returncode == 2 and "invalid input" in proc.stderr and "Traceback" not in proc.stderr
+    code, out, err = run_main("estimate", "gini_mean_difference", "--input", csv_file, "--column", "income",
+                              "--bounds", 0, 10, "--epsilon", 1, "--model", "central")
+    assert code == 2 and "invalid input" in err and out == ""

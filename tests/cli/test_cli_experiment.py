@@ -48,21 +48,27 @@ def test_list_and_run_with_forwarded_arguments(fake_experiments, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert out.read_text() == "smoke=True"
     assert "finished" in proc.stderr
-    # the script's own --help, not ours
-    helped = run_cli("experiment", "echo_args", "--help", env=env)
-    assert helped.returncode == 0 and "usage: echo_args" in helped.stdout
 
 
-def test_exit_code_and_unknown_name(fake_experiments):
-    env = {"PRIVSTATS_EXPERIMENTS_DIR": str(fake_experiments)}
-    assert run_cli("experiment", "fails", env=env).returncode == 3
-    proc = run_cli("experiment", "nope", env=env)
-    assert proc.returncode == 2 and "NAME" in proc.stderr and "echo_args" in proc.stderr
+def test_forwarded_help_exit_code_and_unknown_name(fake_experiments, monkeypatch, capsys):
+    from privstats.cli import main
+
+    monkeypatch.setenv("PRIVSTATS_EXPERIMENTS_DIR", str(fake_experiments))
+    with pytest.raises(SystemExit) as exc:      # the script's own --help, not ours
+        main(["experiment", "echo_args", "--help"])
+    assert exc.value.code == 0 and "usage: echo_args" in capsys.readouterr().out
+    assert main(["experiment", "fails"]) == 3
+    assert main(["experiment", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "NAME" in err and "echo_args" in err
 
 
-def test_missing_experiments_directory(tmp_path):
-    proc = run_cli("experiment", "--list", env={"PRIVSTATS_EXPERIMENTS_DIR": str(tmp_path / "absent")})
-    assert proc.returncode == 2 and "experiments/ directory was not found" in proc.stderr
+def test_missing_experiments_directory(tmp_path, monkeypatch, capsys):
+    from privstats.cli import main
+
+    monkeypatch.setenv("PRIVSTATS_EXPERIMENTS_DIR", str(tmp_path / "absent"))
+    assert main(["experiment", "--list"]) == 2
+    assert "experiments/ directory was not found" in capsys.readouterr().err
 
 
 def test_default_directory_is_next_to_the_source_tree():
@@ -71,7 +77,7 @@ def test_default_directory_is_next_to_the_source_tree():
     expected = Path(privstats.__file__).resolve().parents[2] / "experiments"
     if not expected.is_dir():
         pytest.skip("not a source checkout")
-    os.environ.pop("PRIVSTATS_EXPERIMENTS_DIR", None)
+    assert os.environ.get("PRIVSTATS_EXPERIMENTS_DIR") is None
     assert experiments_dir() == expected
 
 
