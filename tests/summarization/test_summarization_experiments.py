@@ -1,0 +1,21 @@
+"""Each summarization experiment runs with --smoke and writes its figure and tables."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("sklearn")
+pytest.importorskip("matplotlib")
+
+EXP = Path(__file__).resolve().parents[2] / "experiments"
+
+
+@pytest.mark.parametrize("name", ["summarization_digits", "summarization_covariate_shift"])
+def test_experiment_smoke(name, tmp_path):
+    spec = importlib.util.spec_from_file_location(name, EXP / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--smoke", "--out", str(tmp_path)]) == 0
+    for suffix in (".png", "_table.csv", "_table.md", "_runs.csv"):
+        assert (tmp_path / f"{name}{suffix}").stat().st_size > 0
