@@ -75,7 +75,8 @@ STATISTICS = {
 }
 
 
-DEMO_SCENARIOS = ["oracles", "frequencies", "ecdf", "quantiles", "auc", "roc", "kendall", "gini", "summarization"]
+DEMO_SCENARIOS = ["oracles", "frequencies", "ecdf", "quantiles", "auc", "roc", "kendall", "gini", "gini_coefficient",
+                  "collision", "summarization"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -119,7 +120,10 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument("--bounds", nargs=2, type=float, metavar=("LO", "HI"),
                      help="public bounds of the values (required for ranked and continuous statistics; "
                           "never derived from the data, which would leak it)")
-    est.add_argument("--domain-size", type=int, metavar="D", help="frequencies: items are integers 0..D-1")
+    est.add_argument("--domain-size", type=int, metavar="D",
+                     help="frequencies, collision_probability: items are integers 0..D-1; auc: bins")
+    est.add_argument("--bins", type=int, metavar="K", help="quantisation bins (kendall_tau, gini_mean_difference)")
+    est.add_argument("--grid", type=int, metavar="N", help="ecdf, quantiles, roc: grid size")
     est.add_argument("--categories", metavar="A,B,...",
                      help="frequencies of a text column: the public list of categories")
     est.add_argument("--quantiles", type=float, nargs="+", default=[0.25, 0.5, 0.75], metavar="Q",
@@ -253,6 +257,11 @@ def _estimate(args) -> int:
             kw[key] = getattr(args, key)
     if args.bounds is not None:
         kw["bounds"] = tuple(args.bounds)
+    for key in ("bins", "grid"):
+        if getattr(args, key) is not None:
+            kw[key] = getattr(args, key)
+    if args.domain_size is not None:
+        kw["domain_size"] = args.domain_size
     col = args.column[0]
     categories = None
     if args.statistic in ("frequencies", "collision_probability"):

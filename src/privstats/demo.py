@@ -59,7 +59,7 @@ SIZES = {
 
 HEADLINE_EPSILON = 1.0
 SHUFFLE_DELTA = 1e-6
-INCOME_BOUNDS = (0.0, 200.0)      # public bounds (thousands), known without looking at the data
+INCOME_BOUNDS = (0.0, 256.0)      # public bounds (thousands); 40 lies on the default 1024-point grid
 INCOME_THRESHOLD = 40.0           # public point at which the ECDF row evaluates F
 QUANTILE_LEVELS = (0.25, 0.5, 0.75)
 ORDINAL_LEVELS = 6
@@ -142,6 +142,8 @@ def exact_values(size: str = "full", seed: int = 2024) -> dict[str, float]:
     out[f"ECDF F({INCOME_THRESHOLD:g})"] = float(stats.ecdf(x).cdf.evaluate(INCOME_THRESHOLD))
     out["median"] = float(np.quantile(x, 0.5, method="inverted_cdf"))
     out["Gini mean difference"] = gini_mean_difference_exact(x)
+    out["Gini coefficient"] = gini_coefficient_exact(x)
+    out["collision probability"] = collision_probability_exact(z, SIZES[size].domain)
     a, b = demo_data("ordinal", size, seed)
     out["Kendall's tau-b"] = float(stats.kendalltau(a, b).statistic)
     try:
@@ -552,12 +554,12 @@ def scenario_kendall(ctx: _Context) -> None:
 
     a, b = ctx.data("ordinal")
     exact = float(stats.kendalltau(a, b).statistic)
-    bounds = (0.0, float(ORDINAL_LEVELS - 1))
+    bounds = (0.0, float(ORDINAL_LEVELS))       # ratings 0..5, one bin per rating
 
     def body(model, eps):
         ctx.measure("Kendall's tau-b", model, eps,
                     lambda seed: _call(fn, a, b, epsilon=eps, model=model, bounds=bounds,
-                                       domain_size=ORDINAL_LEVELS, rng=seed),
+                                       bins=ORDINAL_LEVELS, rng=seed),
                     _scalar_reader, exact, note=f"ordinal {ORDINAL_LEVELS}x{ORDINAL_LEVELS}")
 
     ctx.each_model("kendall_tau", TRUST_MODELS, body)
@@ -575,6 +577,48 @@ def scenario_gini(ctx: _Context) -> None:
                     _scalar_reader, exact, note="incomes")
 
     ctx.each_model("gini_mean_difference", TRUST_MODELS, body)
+
+
+def gini_coefficient_exact(x) -> float:
+    """Σ_{i,j}|x_i − x_j| / (2 n² mean) = GMD·(n − 1)/(2n·mean)."""
+    x = np.asarray(x, dtype=float)
+    return gini_mean_difference_exact(x) * (x.size - 1) / (2 * x.size * x.mean())
+
+
+def scenario_gini_coefficient(ctx: _Context) -> None:
+    """``privstats.gini_coefficient`` of incomes (part of ε pays for the mean)."""
+    fn = _public("gini_coefficient")
+    x = ctx.data("incomes")
+    exact = gini_coefficient_exact(x)
+
+    def body(model, eps):
+        ctx.measure("Gini coefficient", model, eps,
+                    lambda seed: _call(fn, x, epsilon=eps, model=model, bounds=INCOME_BOUNDS, rng=seed),
+                    _scalar_reader, exact, note="incomes")
+
+    ctx.each_model("gini_coefficient", TRUST_MODELS, body)
+
+
+def collision_probability_exact(values, d: int) -> float:
+    """Σ_{i<j} I[x_i = x_j] / C(n, 2) from the histogram."""
+    c = np.bincount(values, minlength=d).astype(float)
+    n = c.sum()
+    return float(np.sum(c * (c - 1)) / (n * (n - 1)))
+
+
+def scenario_collision(ctx: _Context) -> None:
+    """``privstats.collision_probability`` (Rényi-2) of the Zipf sample."""
+    fn = _public("collision_probability")
+    values = ctx.data("zipf")
+    d = ctx.cfg.domain
+    exact = collision_probability_exact(values, d)
+
+    def body(model, eps):
+        ctx.measure("collision probability", model, eps,
+                    lambda seed: _call(fn, values, epsilon=eps, model=model, domain_size=d, rng=seed),
+                    _scalar_reader, exact, note=f"Zipf, d={d}")
+
+    ctx.each_model("collision_probability", TRUST_MODELS, body)
 
 
 def scenario_summarization(ctx: _Context) -> None:
@@ -622,6 +666,8 @@ SCENARIOS: dict[str, Callable[[_Context], None]] = {
     "roc": scenario_roc,
     "kendall": scenario_kendall,
     "gini": scenario_gini,
+    "gini_coefficient": scenario_gini_coefficient,
+    "collision": scenario_collision,
     "summarization": scenario_summarization,
 }
 

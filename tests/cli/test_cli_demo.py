@@ -67,7 +67,8 @@ def test_demo_runs_every_available_statistic(small_demo):
     labels = {r["statistic"] for r in result["rows"]}
     expected = {"frequencies": "frequency of item 0", "ecdf": "ECDF F(40)", "quantiles": "median",
                 "auc": "AUC", "roc_curve": "ROC curve AUC", "kendall_tau": "Kendall's tau-b",
-                "gini_mean_difference": "Gini mean difference", "summarize": "summary MMD² (vs greedy)"}
+                "gini_mean_difference": "Gini mean difference", "summarize": "summary MMD² (vs greedy)",
+                "gini_coefficient": "Gini coefficient", "collision_probability": "collision probability"}
     for public, label in expected.items():
         if _available(public):
             assert label in labels, f"privstats.{public} is importable but the demo has no {label!r} row"
@@ -90,6 +91,14 @@ def _exact_reference(label: str, seed: int):
         return x[math.ceil(0.5 * x.size) - 1]
     if label == "Gini mean difference":
         return pdist(demo.demo_data("incomes", "small", seed)[:, None], "cityblock").mean()
+    if label == "Gini coefficient":
+        x = demo.demo_data("incomes", "small", seed)
+        return pdist(x[:, None], "cityblock").sum() / (x.size**2 * x.mean())
+    if label == "collision probability":
+        from scipy.special import comb
+
+        _, counts = np.unique(demo.demo_data("zipf", "small", seed), return_counts=True)
+        return comb(counts, 2).sum() / comb(counts.sum(), 2)
     if label == "Kendall's tau-b":
         return stats.kendalltau(*demo.demo_data("ordinal", "small", seed)).statistic
     if label in ("AUC", "ROC curve AUC"):
