@@ -433,6 +433,7 @@ def signed_block_decomposition(first: int, last: int, L: int) -> dict[int, int]:
     left part as a suffix and the right part as a prefix of the two children, each
     by Lemma 1 (non-adjacent form).  Returns {node id: +-1}.
     """
+    first, last, L = int(first), int(last), int(L)
     if not (0 <= first <= last < (1 << L)):
         raise ValueError("need 0 <= first <= last < 2^L")
     m = (first ^ last).bit_length()          # level of the lowest common ancestor
