@@ -52,22 +52,33 @@ def _save(fig, path: Path) -> Path:
 def plot_ecdf(path: Path, grid, *, exact, private: Mapping[str, Sequence[float]],
               bands: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
               title: str = "ECDF: private vs exact", xlabel: str = "x") -> Path:
-    """Exact ECDF (step) and each model's private ECDF on ``grid``, with its confidence band."""
+    """Exact ECDF (step) and each model's private ECDF on ``grid`` with its confidence band (left),
+    and the difference private − exact with the band around it (right), where the band is visible."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    fig, (ax, dx) = plt.subplots(1, 2, figsize=(11, 4.2))
     grid = np.asarray(grid, dtype=float)
-    ax.step(grid, np.asarray(exact, dtype=float), where="post", color="black", lw=1.5, label="exact")
+    exact = np.asarray(exact, dtype=float)
+    ax.step(grid, exact, where="post", color="black", lw=1.5, label="exact")
+    dx.axhline(0.0, color="black", lw=1.0)
     for model, values in private.items():
         color = _MODEL_STYLE.get(model, ("tab:purple", "x"))[0]
-        ax.plot(grid, np.asarray(values, dtype=float), color=color, lw=1.2, label=f"private ({model})")
+        values = np.asarray(values, dtype=float)
+        ax.plot(grid, values, color=color, lw=1.2, label=f"private ({model})")
+        dx.plot(grid, values - exact, color=color, lw=1.0, label=f"private − exact ({model})")
         if bands and model in bands:
             lo, hi = (np.asarray(b, dtype=float) for b in bands[model])
             ax.fill_between(grid, lo, hi, color=color, alpha=0.2, lw=0, label=f"95% band ({model})")
+            dx.fill_between(grid, lo - exact, hi - exact, color=color, alpha=0.2, lw=0,
+                            label=f"95% band ({model})")
     ax.set_xlabel(xlabel)
     ax.set_ylabel("F(x)")
     ax.set_ylim(-0.05, 1.05)
     ax.set_title(title)
     ax.legend(loc="lower right", fontsize=8)
+    dx.set_xlabel(xlabel)
+    dx.set_ylabel("private − exact")
+    dx.set_title("error and 95% confidence band")
+    dx.legend(loc="upper right", fontsize=7)
     return _save(fig, path)
 
 
