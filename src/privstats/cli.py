@@ -325,6 +325,12 @@ def _estimate(args) -> int:
         at = np.asarray(args.at if args.at else np.linspace(lo, hi, 11), dtype=float)
         record["at"] = at.tolist()
         record["cdf"] = np.asarray(out.evaluate(at), dtype=float).tolist()
+        grid = getattr(out, "quantiles", None)
+        if grid is not None:
+            record["grid"] = np.asarray(grid, dtype=float).tolist()     # thresholds of value/stderr
+        if getattr(out, "stderr", None) is not None and grid is not None:
+            idx = np.clip(np.searchsorted(np.asarray(grid), at, side="right") - 1, 0, None)
+            record["cdf_stderr"] = np.where(at >= np.asarray(grid)[0], np.asarray(out.stderr)[idx], 0.0).tolist()
     elif args.statistic == "roc":
         fpr, tpr = _roc_parts(out)
         record.update(fpr=fpr.tolist(), tpr=tpr.tolist(), auc_of_curve=float(np.trapezoid(tpr, fpr)))
@@ -374,7 +380,9 @@ def _print_estimate(record: dict, est) -> None:
         if est.params:
             lines.append(("parameters", ", ".join(f"{k}={fmt(v)}" for k, v in est.params.items()
                                                     if not isinstance(v, (list, dict)))))
-    for key in ("categories", "levels", "at", "cdf", "auc_of_curve", "value", "stderr", "ci95"):
+    keys = ("at", "cdf", "cdf_stderr") if record["statistic"] == "ecdf" else (
+        "categories", "levels", "auc_of_curve", "value", "stderr", "ci95")
+    for key in keys:
         if key in record and record[key] is not None:
             value = record[key]
             if key == "ci95":
@@ -383,7 +391,7 @@ def _print_estimate(record: dict, est) -> None:
     lines.append(("time (s)", fmt(record["time_s"])))
     width = max(len(k) for k, _ in lines)
     for k, v in lines:
-        print(f"{k.ljust(width)}  {v}")
+        print(f"{k.ljust(width)}  {v if isinstance(v, str) else fmt(v)}")
 
 
 # ----------------------------------------------------------------------------- experiments
@@ -503,6 +511,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:          # e.g. `privstats experiment --list | head -1`
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     parser.print_help()
     return 2
 
