@@ -100,3 +100,19 @@ def test_aggregation_is_mergeable_and_order_free():
     a = proto.aggregate({"value": reports["value"][:400]})
     b = proto.aggregate({"value": reports["value"][400:]})
     assert proto.estimate(a.merge(b))[0] == proto.estimate(whole)[0]
+
+
+def test_generic_report_histogram_path_agrees_with_grr_closed_forms():
+    """The path other report-histogram oracles (Hadamard response) take gives k-RR's closed forms."""
+    from privstats.ustat.quantized import _VectorModel
+
+    proto = QuantizedUStat(gini_matrix(5), 1.0, "grr")
+    generic = QuantizedUStat(gini_matrix(5), 1.0, "grr")
+    generic.oracle.name = "grr-as-generic"
+    generic.model = _VectorModel(generic.oracle)
+    assert generic.model.kind == "histogram" and proto.model.kind == "grr"
+    h = np.array([50, 0, 20, 10, 120])
+    assert generic.conditional_variance(h) == pytest.approx(proto.conditional_variance(h), rel=1e-9)
+    assert generic.population_variance(h / h.sum(), 200) == pytest.approx(proto.population_variance(h / h.sum(), 200))
+    state = proto.simulate(np.repeat(np.arange(5), h), 0)
+    assert generic.estimate(state)[0] == pytest.approx(proto.estimate(state)[0], rel=1e-9)

@@ -12,7 +12,7 @@ computed in O(n + k²) from the aggregated reports, never over pairs (P-A3):
 * report-histogram oracles (k-RR, Hadamard response): ``S = Σ_r N_r û(r)`` and the
   realized diagonal ``Σ_r N_r û(r)ᵀAû(r)`` is subtracted exactly (paper §A.1, corrected
   k-RR probabilities P-A1);
-* independent-coordinate oracles (OUE): the diagonal's conditional expectation
+* unary encoding (OUE, independent bits): the diagonal's conditional expectation
   ``Σ_x ĥ_x (A_xx + tr(A Cov(û|x)))`` is subtracted instead (also unbiased).
 
 For two samples with public labels (AUC) no diagonal exists: ``Û = Ŝ⁺ᵀ A Ŝ⁻/(n⁺n⁻)``.
@@ -60,53 +60,105 @@ def make_oracle(name: str, k: int, epsilon: float) -> FrequencyOracle:
 
 
 class _VectorModel:
-    """Per-user unbiased vector estimates of an oracle and their covariance given the value."""
+    """Per-user unbiased vector estimates ``û`` of an oracle and their covariance given the value.
+
+    Closed forms in O(k²) for k-RR (``û(r) = (e_r − q)/(p − q)``) and unary encoding (independent
+    bits with two variance levels); a generic path for other report-histogram oracles (O(k·R²)).
+    """
 
     def __init__(self, oracle: FrequencyOracle):
         self.oracle = oracle
         k = oracle.domain_size
-        unary = "bits" in oracle.report_fields  # OUE: independent bits, outputs not enumerable
-        probs0 = None if unary else np.asarray(oracle.output_probabilities(0), dtype=np.float64)
-        if not unary and probs0.size == oracle.state_size and abs(probs0.sum() - 1) < 1e-9:
+        if oracle.name == "grr":
+            self.kind, self.p, self.q = "grr", oracle.p, oracle.q
+            self.s = self.p - self.q
+        elif "bits" in oracle.report_fields and oracle.state_size == k:  # OUE: outputs not enumerable
+            self.kind = "unary"
+            v = np.asarray(oracle.variance(1, np.eye(k, dtype=np.int64)[0]), dtype=np.float64)
+            self.c1, self.c0 = float(v[0]), float(v[1] if k > 1 else v[0])
+        else:
+            probs0 = np.asarray(oracle.output_probabilities(0), dtype=np.float64)
+            if probs0.size != oracle.state_size or abs(probs0.sum() - 1) > 1e-9:
+                raise ValueError(f"oracle {oracle.name} is neither a report histogram nor unary encoding")
             self.kind = "histogram"
             self.Pi = np.stack([np.asarray(oracle.output_probabilities(x), dtype=np.float64) for x in range(k)])
             R = oracle.state_size
-            # û(r): the (affine) debiasing applied to a single report r
-            self.U = np.empty((R, k))
+            self.U = np.empty((R, k))  # û(r): the (affine) debiasing applied to a single report r
             for r in range(R):
                 counts = np.zeros(R, dtype=np.int64)
                 counts[r] = 1
                 self.U[r] = oracle._debias(CountState(oracle.name, oracle.params, 1, counts))
-        elif unary and oracle.state_size == k:
-            self.kind = "independent"
-            self.c = np.stack([np.asarray(oracle.variance(1, np.eye(k, dtype=np.int64)[x]), dtype=np.float64)
-                               for x in range(k)])
-        else:
-            raise ValueError(f"oracle {oracle.name} is neither a report histogram nor independent coordinates")
 
-    # T = Σ_x h_x Cov(û | x)
     def cov_sum(self, h: np.ndarray) -> np.ndarray:
-        if self.kind == "histogram":
-            mix = h @ self.Pi
-            P = np.diag(mix) - self.Pi.T @ (h[:, None] * self.Pi)
-            return self.U.T @ P @ self.U
-        return np.diag(h @ self.c)
+        """T = Σ_x h_x Cov(û | x)."""
+        if self.kind == "grr":
+            p, q, s, n = self.p, self.q, self.s, h.sum()
+            T = -(n * q * q) - q * s * (h[:, None] + h[None, :])
+            T[np.diag_indices_from(T)] += n * q + s * h - s * s * h
+            return T / s**2
+        if self.kind == "unary":
+            return np.diag(self.c0 * h.sum() + (self.c1 - self.c0) * h)
+        mix = h @ self.Pi
+        P = np.diag(mix) - self.Pi.T @ (h[:, None] * self.Pi)
+        return self.U.T @ P @ self.U
 
-    # (w_x^T Cov(û|x) w_x)_x for rows w_x of W
+    def times_cov(self, A: np.ndarray, h: np.ndarray) -> np.ndarray:
+        """A @ T(h) in O(k²) for the closed-form oracles (T = Σ_x h_x Cov(û|x))."""
+        if self.kind == "grr":
+            q, s, n = self.q, self.s, h.sum()
+            a1, ah = A.sum(axis=1), A @ h
+            out = A * ((n * q + s * h - s * s * h) / s**2)[None, :]
+            out -= (n * q * q / s**2) * a1[:, None]
+            out -= (q / s) * (ah[:, None] + np.outer(a1, h))
+            return out
+        if self.kind == "unary":
+            return A * (self.c0 * h.sum() + (self.c1 - self.c0) * h)[None, :]
+        return A @ self.cov_sum(h)
+
     def quad(self, W: np.ndarray) -> np.ndarray:
-        if self.kind == "histogram":
-            Z = W @ self.U.T
-            return np.sum(self.Pi * Z * Z, axis=1) - np.sum(self.Pi * Z, axis=1) ** 2
-        return np.sum(self.c * W * W, axis=1)
+        """(w_xᵀ Cov(û|x) w_x)_x for the rows w_x of W."""
+        diag = W[np.arange(W.shape[0]), np.arange(W.shape[0])]
+        if self.kind == "grr":
+            q, s = self.q, self.s
+            sq = q * np.sum(W * W, axis=1) + s * diag**2
+            lin = q * W.sum(axis=1) + s * diag
+            return (sq - lin**2) / s**2
+        if self.kind == "unary":
+            return self.c0 * np.sum(W * W, axis=1) + (self.c1 - self.c0) * diag**2
+        Z = W @ self.U.T
+        return np.sum(self.Pi * Z * Z, axis=1) - np.sum(self.Pi * Z, axis=1) ** 2
 
-    # (tr(A C_x A C_x))_x
     def trace_sq(self, A: np.ndarray) -> np.ndarray:
-        if self.kind == "histogram":
-            At = self.U @ A @ self.U.T
-            V = self.Pi @ At
-            return (np.sum((self.Pi @ (At * At)) * self.Pi, axis=1) - 2 * np.sum(self.Pi * V * V, axis=1)
-                    + np.sum(self.Pi * V, axis=1) ** 2)
-        return np.einsum("xj,jl,xl->x", self.c, A * A, self.c)
+        """(tr(A C_x A C_x))_x for symmetric A."""
+        A2 = A * A
+        dA, dA2, row2 = np.diag(A), np.diag(A2), A2.sum(axis=1)
+        if self.kind == "grr":
+            q, s = self.q, self.s
+            t1 = q * q * A2.sum() + 2 * q * s * row2 + s * s * dA2  # tr(A D A D), D = diag(π_x)
+            V = q * A.sum(axis=1)[None, :] + s * A  # rows: (Aπ_x)ᵀ
+            vx = q * A.sum(axis=1) + s * dA
+            t2 = q * np.sum(V * V, axis=1) + s * vx**2  # π_xᵀ A D A π_x
+            t3 = q * V.sum(axis=1) + s * vx  # π_xᵀ A π_x
+            return (t1 - 2 * t2 + t3**2) / s**4
+        if self.kind == "unary":
+            c0, dc = self.c0, self.c1 - self.c0
+            return c0 * c0 * A2.sum() + 2 * c0 * dc * row2 + dc * dc * dA2
+        At = self.U @ A @ self.U.T
+        V = self.Pi @ At
+        return (np.sum((self.Pi @ (At * At)) * self.Pi, axis=1) - 2 * np.sum(self.Pi * V * V, axis=1)
+                + np.sum(self.Pi * V, axis=1) ** 2)
+
+    def diagonal(self, state: CountState, S: np.ndarray, A: np.ndarray) -> float:
+        """Σ_i û_iᵀAû_i (report-histogram oracles, exact) or its unbiased conditional expectation (unary)."""
+        if self.kind == "grr":
+            q, s = self.q, self.s
+            per_report = (np.diag(A) - q * A.sum(axis=1) - q * A.sum(axis=0) + q * q * A.sum()) / s**2
+            return float(state.counts @ per_report)
+        if self.kind == "unary":
+            g = np.diag(A) + self.c0 * np.trace(A) + (self.c1 - self.c0) * np.diag(A)
+            return float(g @ S)
+        per_report = np.einsum("rk,kl,rl->r", self.U, A, self.U)
+        return float(state.counts @ per_report)
 
     def debias(self, state: CountState) -> np.ndarray:
         return np.asarray(self.oracle._debias(state), dtype=np.float64)
@@ -141,14 +193,6 @@ class QuantizedUStat:
         return self.oracle.simulate_counts(true_counts, rng)
 
     # ---- analyst ---------------------------------------------------------------------------
-    def _diagonal(self, state: CountState, S: np.ndarray, A: np.ndarray) -> float:
-        m = self.model
-        if m.kind == "histogram":
-            q = np.einsum("rk,kl,rl->r", m.U, A, m.U)
-            return float(state.counts @ q)
-        g = np.diag(A) + m.c @ np.diag(A)
-        return float(g @ S)
-
     def estimate(self, state: CountState, A: np.ndarray | None = None) -> tuple[float, float, np.ndarray]:
         """One-sample estimate, its plug-in variance and the debiased histogram ``Ŝ``."""
         A = self.A if A is None else A
@@ -156,7 +200,7 @@ class QuantizedUStat:
         if n < 2:
             raise ValueError("at least two users are needed for a pairwise statistic")
         S = self.model.debias(state)
-        value = (S @ A @ S - self._diagonal(state, S, A)) / (n * (n - 1))
+        value = (S @ A @ S - self.model.diagonal(state, S, A)) / (n * (n - 1))
         return float(value), self.conditional_variance(_plug_in(S, n), A), S
 
     def estimate_two_sample(self, pos: CountState, neg: CountState) -> tuple[float, float]:
@@ -172,26 +216,27 @@ class QuantizedUStat:
         A = self.A if A is None else A
         h = np.asarray(h, dtype=np.float64)
         n = h.sum()
-        T = self.model.cov_sum(h)
         W = (A @ h)[None, :] - A  # row x: A(h − e_x)
         lin = 4 * np.sum(h * self.model.quad(W))
-        AT = A @ T
+        AT = self.model.times_cov(A, h)
         quad = 2 * (np.sum(AT * AT.T) - np.sum(h * self.model.trace_sq(A)))
         return float((lin + quad) / (n * (n - 1)) ** 2)
 
     def two_sample_variance(self, h_pos, h_neg) -> float:
         """Exact Var(Ŝ⁺ᵀAŜ⁻/(n⁺n⁻) | data) for the two class histograms."""
         hp, hn = np.asarray(h_pos, dtype=np.float64), np.asarray(h_neg, dtype=np.float64)
-        Tp, Tn = self.model.cov_sum(hp), self.model.cov_sum(hn)
         A = self.A
         ap, an = A.T @ hp, A @ hn
-        v = ap @ Tn @ ap + an @ Tp @ an + np.sum((A @ Tn) * (Tp @ A))
+        ATn, AtTp = self.model.times_cov(A, hn), self.model.times_cov(A.T, hp)  # A·T⁻, Aᵀ·T⁺
+        quad_neg = ap @ self.model.times_cov(ap[None, :], hn)[0]  # apᵀ T⁻ ap
+        quad_pos = an @ self.model.times_cov(an[None, :], hp)[0]  # anᵀ T⁺ an
+        v = quad_neg + quad_pos + np.sum(ATn * AtTp.T)  # + tr(A T⁻ Aᵀ T⁺)
         return float(v / (hp.sum() * hn.sum()) ** 2)
 
     def population_variance(self, D, n: int) -> float:
         """Var(Û) when n values are i.i.d. from the distribution ``D`` over the bins (Lemma 1,
         general oracle): 2/(n(n−1))·(2(n−2)ζ1 + ζ2) with the reports' ζ's (report-histogram oracles)."""
-        if self.model.kind != "histogram":
+        if self.model.kind == "unary":
             raise ValueError("population_variance needs a report-histogram oracle (grr or hr)")
         D = np.asarray(D, dtype=np.float64)
         A = self.A
