@@ -99,7 +99,7 @@ def _digits_owners(rng: np.random.Generator):
     X = X / 16.0
     owners = [X[np.isin(y, pair)] for pair in ([0, 1], [3, 4], [5, 6], [7, 8], [9, 2])]
     threes, fours = rng.permutation(np.flatnonzero(y == 3)), rng.permutation(np.flatnonzero(y == 4))
-    k = 60
+    k = 200                                     # the consumer's validation set D_v
     target = X[np.concatenate([threes[: int(0.7 * k)], fours[: k - int(0.7 * k)]])]
     return owners, target
 

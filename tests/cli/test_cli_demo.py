@@ -198,3 +198,30 @@ def test_unimportable_scenario_is_skipped_with_a_note(monkeypatch):
     assert result.rows == []
     assert any("kendall" in u for u in result.unavailable) and any("kendall" in n for n in notes)
     importlib.import_module("privstats")
+
+
+def test_frequency_scenario_reads_count_estimates(monkeypatch):
+    """The frequencies scenario on a stand-in function with the issue-5 signature (local: GRR)."""
+    import privstats
+    from privstats.local import GRR
+
+    calls = []
+
+    def fake_frequencies(values, *, domain, epsilon, delta=0.0, model="shuffle", rng=None):
+        calls.append(model)
+        if model != "local":
+            raise ValueError(f"model must be 'local' here, got {model!r}")
+        oracle = GRR(domain, epsilon)
+        return oracle.estimate(oracle.simulate(values, rng=rng))
+
+    monkeypatch.setitem(privstats.__dict__, "frequencies", fake_frequencies)
+    result = demo.collect("small", seed=SEED, scenarios=["frequencies"], epsilons=(2.0,))
+    assert calls == ["local", "shuffle", "secure", "central"]
+    (row,) = result.rows
+    zipf = demo.demo_data("zipf", "small", SEED)
+    assert row["model"] == "local" and row["protocol"] == "grr" and row["bits_per_user"] == 6
+    assert row["exact"] == np.mean(zipf == 0)
+    # a share (count / n) with its standard error on the same scale
+    assert abs(row["estimate"] - row["exact"]) < 5 * row["stderr"] and row["stderr"] < 0.05
+    assert "max |error|" in row["note"]
+    assert sum("frequencies [" in u for u in result.unavailable) == 3
