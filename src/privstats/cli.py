@@ -12,7 +12,10 @@ Bad input (a missing column, a non-numeric column, missing public bounds, an inv
 ε) exits with status 2 and a message naming the option.  Tables use rich on a
 terminal and plain text when piped.
 
->>> main(["estimate", "--help"])  # doctest: +SKIP
+>>> build_parser().parse_args(["demo", "--size", "small"]).size
+'small'
+>>> main(["estimate", "ecdf", "--input", "x.csv", "--column", "v", "--epsilon", "1"])  # no --bounds
+2
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ Gini), a logistic-regression score on scikit-learn's bundled breast-cancer data
 (summarization).  Everything is generated from a fixed seed: the run is reproducible.
 
 >>> result = collect(size="tiny", scenarios=["oracles"])
->>> sorted({r["oracle"] for r in result.oracle_rows}) >= ["GRR"]
+>>> "GRR" in {r["oracle"] for r in result.oracle_rows}
 True
 """
 
