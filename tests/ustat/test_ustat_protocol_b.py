@@ -117,3 +117,20 @@ def test_sparse_levels_use_parity_sums():
     value, var, _ = proto.estimate(proto.simulate(pos, g), proto.simulate(neg, g))
     assert 22 in proto.simulate(pos[:10], g).raw
     assert abs(value - 1.0) < 6 * math.sqrt(var)
+
+
+@pytest.mark.parametrize("splitting", ["users", "budget"])
+def test_histogram_simulation_matches_per_user_encoding(splitting):
+    """Few distinct values: the histogram draw has the distribution of encoding every user."""
+    g = np.random.default_rng(25)
+    proto = TreeAUC(4, 1.0, splitting=splitting)
+    pos, neg = np.repeat([3, 12], [700, 900]), np.repeat([0, 9], [800, 800])
+    hist = [proto.estimate(proto.simulate(pos, g), proto.simulate(neg, g))[0] for _ in range(400)]
+    assert 8 * 2 * 2**proto.depth <= pos.size  # so simulate takes the histogram path
+
+    def client(v):
+        lv = proto.assign_levels(v.size, g) if splitting == "users" else None
+        return proto.aggregate(proto.encode_batch(v, lv, rng=g))
+
+    enc = [proto.estimate(client(pos), client(neg))[0] for _ in range(400)]
+    assert stats.ks_2samp(hist, enc).pvalue > 1e-3

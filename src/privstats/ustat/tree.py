@@ -237,11 +237,47 @@ class TreeAUC:
         return TreeState(self.depth, self.epsilon_level, n_levels, dense, raw, state.n + n_users)
 
     def simulate(self, bins, rng: RNGLike = None) -> TreeState:
-        """State of one class drawn by vectorized encoding with a numpy Generator (same distribution)."""
+        """State of one class drawn with a numpy Generator, with the distribution of encoding every user.
+
+        Per user (vectorized) in general; when the data has few distinct values (m·2d small next to
+        n) the dense level sums are drawn from the histogram instead: level groups by a multivariate
+        hypergeometric split, indices j by a multinomial, kept signs by a binomial per (value, j).
+        """
         g = as_generator(rng)
         s = np.asarray(bins, dtype=np.int64)
+        values, counts = np.unique(s, return_counts=True)
+        if self.depth <= DENSE_MAX_LEVEL and 8 * values.size * 2**self.depth <= s.size:
+            return self._simulate_histogram(values, counts, g)
         levels = self.assign_levels(s.size, g) if self.splitting == "users" else None
         return self.aggregate(self.encode_batch(s, levels, g))
+
+    def _simulate_histogram(self, values: np.ndarray, counts: np.ndarray, g: np.random.Generator) -> TreeState:
+        n = int(counts.sum())
+        state = self.new_state()
+        p_keep = math.exp(self.epsilon_level) / (1 + math.exp(self.epsilon_level))
+        if self.splitting == "users":
+            sizes = np.full(self.depth, n // self.depth)
+            sizes[: n % self.depth] += 1
+            remaining = counts.astype(np.int64).copy()
+            per_level = []
+            for size in sizes[:-1]:  # a uniformly random partition into groups of these sizes
+                take = g.multivariate_hypergeometric(remaining, int(size)) if size else np.zeros_like(remaining)
+                per_level.append(take)
+                remaining = remaining - take
+            per_level.append(remaining)
+        else:
+            per_level = [counts.astype(np.int64)] * self.depth
+        for l in range(1, self.depth + 1):
+            c = per_level[l - 1]
+            q = values >> (self.depth - l)
+            j = np.arange(2**l)
+            n_vj = g.multinomial(c, np.full(2**l, 1.0 / 2**l))  # (values, 2^l)
+            kept = g.binomial(n_vj, p_keep)
+            sign = 1 - 2 * _parity(q[:, None] & j[None, :])
+            state.dense[l] = (sign * (2 * kept - n_vj)).sum(axis=0).astype(np.float64)
+            state.n_levels[l] = int(c.sum())
+        state.n = n
+        return state
 
     # ---- analyst ---------------------------------------------------------------------------------
     def _level_estimates(self, state: TreeState, level: int, queries: np.ndarray, cache: dict) -> np.ndarray:
