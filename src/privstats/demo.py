@@ -798,9 +798,11 @@ def _jsonable(x):
     if isinstance(x, (list, tuple)):
         return [_jsonable(v) for v in x]
     if isinstance(x, np.ndarray):
-        return x.tolist()
+        return _jsonable(x.tolist())
     if isinstance(x, (np.floating, np.integer)):
-        return x.item()
+        x = x.item()
+    if isinstance(x, float) and not math.isfinite(x):
+        return None                      # strict JSON has no NaN / Infinity
     return x
 
 
@@ -823,7 +825,7 @@ def run_demo(size: str = "full", *, out: str | Path | None = None, seed: int = 2
     write_report(result, out_dir)
     total = time.perf_counter() - t0
     if as_json:
-        json.dump(_jsonable({**result.to_dict(), "total_time_s": total}), stream, indent=1)
+        json.dump(_jsonable({**result.to_dict(), "total_time_s": total}), stream, indent=1, allow_nan=False)
         print(file=stream)
         return 0
     if result.oracle_rows:
