@@ -696,6 +696,8 @@ def collect(size: str = "full", *, seed: int = 2024, epsilons=None, scenarios=No
                 ctx.log(f"note: skipping {name}: {exc}")
             except ImportError as exc:
                 ctx.note(f"skipping {name}: needs an optional dependency ({exc})")
+            except Exception as exc:  # a landing protocol's bug must not hide the other scenarios
+                ctx.note(f"scenario {name} failed: {type(exc).__name__}: {exc}")
     finally:
         if bar is not None:
             bar.close()
@@ -707,10 +709,11 @@ class _progress:
     """A rich progress bar over scenarios (only used on a terminal)."""
 
     def __init__(self, total: int):
+        from rich.console import Console
         from rich.progress import Progress, SpinnerColumn, TimeElapsedColumn
 
         self._p = Progress(SpinnerColumn(), *Progress.get_default_columns(), TimeElapsedColumn(),
-                           console=None, transient=True)
+                           console=Console(stderr=True), transient=True)
         self._p.start()
         self._task = self._p.add_task("demo", total=total)
         self._started = False
