@@ -46,14 +46,16 @@ class DemoSize:
     domain: int          # frequency domain size
     n_cont: int          # records in the ECDF / quantile / Gini data
     n_pairs: int         # users in the Kendall's tau data
+    n_scores: int        # users in the synthetic calibrated-score data (AUC at scale, Hosmer–Lemeshow)
     summary_size: int    # points chosen by summarization
     epsilons: tuple[float, ...]
 
 
 SIZES = {
-    "tiny": DemoSize(n_freq=5_000, domain=16, n_cont=1_000, n_pairs=1_000, summary_size=10, epsilons=(1.0,)),
-    "small": DemoSize(n_freq=20_000, domain=64, n_cont=4_000, n_pairs=4_000, summary_size=20, epsilons=(1.0, 4.0)),
-    "full": DemoSize(n_freq=1_000_000, domain=1024, n_cont=50_000, n_pairs=20_000, summary_size=50,
+    "tiny": DemoSize(n_freq=5_000, domain=16, n_cont=1_000, n_pairs=1_000, n_scores=2_000, summary_size=10, epsilons=(1.0,)),
+    "small": DemoSize(n_freq=20_000, domain=64, n_cont=4_000, n_pairs=4_000, n_scores=10_000, summary_size=20, epsilons=(1.0, 4.0)),
+    "full": DemoSize(n_freq=1_000_000, domain=1024, n_cont=50_000, n_pairs=20_000, n_scores=100_000,
+                     summary_size=50,
                      epsilons=(0.5, 1.0, 2.0)),
 }
 
@@ -117,6 +119,9 @@ def demo_data(name: str, size: str = "full", seed: int = 2024):
         z = rng.multivariate_normal([0.0, 0.0], [[1.0, 0.75], [0.75, 1.0]], size=cfg.n_pairs)
         cuts = np.array([-1.2, -0.5, 0.0, 0.5, 1.2])
         return np.searchsorted(cuts, z[:, 0]), np.searchsorted(cuts, z[:, 1])
+    if name == "scores":                     # a calibrated model: y ~ Bernoulli(p), p ~ Beta(2, 5)
+        p = np.round(rng.beta(2.0, 5.0, size=cfg.n_scores), 4)
+        return (rng.random(cfg.n_scores) < p).astype(np.int64), p
     if name == "breast_cancer":
         return _breast_cancer_scores()
     if name == "digits":
@@ -146,11 +151,14 @@ def exact_values(size: str = "full", seed: int = 2024) -> dict[str, float]:
     out["collision probability"] = collision_probability_exact(z, SIZES[size].domain)
     a, b = demo_data("ordinal", size, seed)
     out["Kendall's tau-b"] = float(stats.kendalltau(a, b).statistic)
+    out["Hosmer–Lemeshow H"] = hosmer_lemeshow_exact(*demo_data("scores", size, seed))
     try:
         from sklearn.metrics import roc_auc_score
 
         y, s = demo_data("breast_cancer", size, seed)
         out["AUC"] = out["ROC curve AUC"] = float(roc_auc_score(y, s))
+        y, p = demo_data("scores", size, seed)
+        out["AUC (synthetic scores)"] = float(roc_auc_score(y, p))
     except ImportError:
         pass
     return out
@@ -523,6 +531,48 @@ def _roc_parts(out):
     return fpr[order], tpr[order]
 
 
+def scenario_auc_scale(ctx: _Context) -> None:
+    """``privstats.auc`` of a calibrated synthetic score for many users (where the local model pays off)."""
+    fn = _public("auc")
+    from sklearn.metrics import roc_auc_score
+
+    y, s = ctx.data("scores")
+    exact = float(roc_auc_score(y, s))
+
+    def body(model, eps):
+        ctx.measure("AUC (synthetic scores)", model, eps,
+                    lambda seed: _call(fn, y, s, epsilon=eps, model=model, bounds=(0.0, 1.0), rng=seed),
+                    _scalar_reader, exact, note=f"calibrated Beta(2,5) scores, n={y.size}")
+
+    ctx.each_model("auc (synthetic)", TRUST_MODELS, body)
+
+
+def hosmer_lemeshow_exact(y, p, groups: int = 10) -> float:
+    """Non-private Hosmer–Lemeshow H over groups (t_{q-1}, t_q] cut at the exact q/groups quantiles of p."""
+    y, p = np.asarray(y, dtype=float), np.asarray(p, dtype=float)
+    cuts = np.quantile(p, np.arange(1, groups) / groups, method="inverted_cdf")
+    g = np.searchsorted(cuts, p, side="left")
+    e1, e0 = np.bincount(g, p, groups), np.bincount(g, 1 - p, groups)
+    o1, o0 = np.bincount(g, y, groups), np.bincount(g, 1 - y, groups)
+    return float(np.sum((o1 - e1) ** 2 / e1 + (o0 - e0) ** 2 / e0))
+
+
+def scenario_hosmer_lemeshow(ctx: _Context) -> None:
+    """``privstats.hosmer_lemeshow`` calibration statistic of the calibrated synthetic score."""
+    fn = _public("hosmer_lemeshow")
+    y, p = ctx.data("scores")
+    exact = hosmer_lemeshow_exact(y, p)
+
+    def body(model, eps):
+        if model != "central":
+            raise _Unsupported("hosmer_lemeshow takes no model argument (central only)")
+        ctx.measure("Hosmer–Lemeshow H", model, eps,
+                    lambda seed: _call(fn, y, p, epsilon=eps, rng=seed), _scalar_reader, exact,
+                    extra=lambda est: {"note": f"10 groups; private p-value {est.details.get('p_value', float('nan')):.3g}"})
+
+    ctx.each_model("hosmer_lemeshow", ["central"], body)
+
+
 def scenario_roc(ctx: _Context) -> None:
     """``privstats.roc_curve`` on breast cancer: the area under the private curve vs the exact AUC."""
     fn = _public("roc_curve")
@@ -663,7 +713,9 @@ SCENARIOS: dict[str, Callable[[_Context], None]] = {
     "ecdf": scenario_ecdf,
     "quantiles": scenario_quantiles,
     "auc": scenario_auc,
+    "auc_scale": scenario_auc_scale,
     "roc": scenario_roc,
+    "hosmer_lemeshow": scenario_hosmer_lemeshow,
     "kendall": scenario_kendall,
     "gini": scenario_gini,
     "gini_coefficient": scenario_gini_coefficient,
@@ -772,6 +824,7 @@ def write_report(result: DemoResult, out_dir: Path) -> Path:
                 f"Zipf(1.1) over d = {cfg.domain} items for n = {cfg.n_freq} users; "
                 f"log-normal incomes for n = {cfg.n_cont}, public bounds {INCOME_BOUNDS}; "
                 "scikit-learn's breast-cancer data (569 patients) scored by a logistic regression; "
+                f"a calibrated synthetic score (p ~ Beta(2,5), y ~ Bernoulli(p)) for n = {cfg.n_scores}; "
                 f"an ordinal {ORDINAL_LEVELS}×{ORDINAL_LEVELS} pair for n = {cfg.n_pairs}; "
                 "scikit-learn's 8×8 digits split across 5 owners by digit pairs."),
         ("Frequency oracles (local model, Zipf data)",

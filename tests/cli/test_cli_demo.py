@@ -68,7 +68,8 @@ def test_demo_runs_every_available_statistic(small_demo):
     expected = {"frequencies": "frequency of item 0", "ecdf": "ECDF F(40)", "quantiles": "median",
                 "auc": "AUC", "roc_curve": "ROC curve AUC", "kendall_tau": "Kendall's tau-b",
                 "gini_mean_difference": "Gini mean difference", "summarize": "summary MMD² (vs greedy)",
-                "gini_coefficient": "Gini coefficient", "collision_probability": "collision probability"}
+                "gini_coefficient": "Gini coefficient", "collision_probability": "collision probability",
+                "hosmer_lemeshow": "Hosmer–Lemeshow H"}
     for public, label in expected.items():
         if _available(public):
             assert label in labels, f"privstats.{public} is importable but the demo has no {label!r} row"
@@ -101,6 +102,23 @@ def _exact_reference(label: str, seed: int):
         return comb(counts, 2).sum() / comb(counts.sum(), 2)
     if label == "Kendall's tau-b":
         return stats.kendalltau(*demo.demo_data("ordinal", "small", seed)).statistic
+    if label == "AUC (synthetic scores)":
+        from sklearn.metrics import roc_auc_score
+
+        return roc_auc_score(*demo.demo_data("scores", "small", seed))
+    if label == "Hosmer–Lemeshow H":
+        y, p = demo.demo_data("scores", "small", seed)
+        order = np.argsort(p, kind="stable")
+        ps = p[order]
+        h = 0.0
+        lo = -np.inf
+        for q in range(1, 11):          # groups (t_{q-1}, t_q], t_q the smallest p with F(p) >= q/10
+            hi = ps[math.ceil(q * p.size / 10) - 1] if q < 10 else np.inf
+            m = (p > lo) & (p <= hi)
+            e1, e0, o1 = p[m].sum(), (1 - p[m]).sum(), y[m].sum()
+            h += (o1 - e1) ** 2 / e1 + ((m.sum() - o1) - e0) ** 2 / e0
+            lo = hi
+        return h
     if label in ("AUC", "ROC curve AUC"):
         from sklearn.metrics import roc_auc_score
 
