@@ -243,3 +243,9 @@ def test_frequency_scenario_reads_count_estimates(monkeypatch):
     assert abs(row["estimate"] - row["exact"]) < 5 * row["stderr"] and row["stderr"] < 0.05
     assert "max |error|" in row["note"]
     assert sum("frequencies [" in u for u in result.unavailable) == 3
+
+
+def test_cli_scenario_choices_match_the_demo():
+    from privstats import cli
+
+    assert cli.DEMO_SCENARIOS == list(demo.SCENARIOS)

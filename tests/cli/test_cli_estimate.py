@@ -206,3 +206,29 @@ def test_library_errors_are_reported_not_raised(csv_file):
     code, out, err = run_main("estimate", "gini_mean_difference", "--input", csv_file, "--column", "income",
                               "--bounds", 0, 10, "--epsilon", 1, "--model", "central")
     assert code == 2 and "invalid input" in err and out == ""
+
+
+@needs("kendall_tau")
+def test_kendall_two_columns_in_process(csv_file, table):
+    from scipy import stats
+
+    code, out, err = run_main("estimate", "kendall_tau", "--input", csv_file, "--column", "income", "score",
+                              "--bounds", 0, 100, "--epsilon", 5, "--model", "central", "--seed", 8, "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    exact = stats.kendalltau(table["income"], table["score"]).statistic
+    assert res["columns"] == ["income", "score"]
+    assert abs(res["value"] - exact) < 5 * res["stderr"]
+
+
+@needs("roc_curve")
+def test_roc_json_curve(csv_file, table):
+    code, out, err = run_main("estimate", "roc", "--input", csv_file, "--column", "score", "--label", "label",
+                              "--bounds", 0, 1, "--epsilon", 50, "--model", "central", "--seed", 9, "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    fpr, tpr = np.asarray(res["fpr"]), np.asarray(res["tpr"])
+    assert fpr.shape == tpr.shape and fpr.min() >= 0 and tpr.max() <= 1
+    from sklearn.metrics import roc_auc_score
+
+    assert abs(res["auc_of_curve"] - roc_auc_score(table["label"], table["score"])) < 0.02
