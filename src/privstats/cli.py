@@ -239,7 +239,6 @@ def _labels(values: np.ndarray, name: str) -> np.ndarray:
 # ----------------------------------------------------------------------------- estimate
 def _estimate(args) -> int:
     import privstats
-    from privstats.estimate import Estimate
 
     fname, needs_bounds, needs_label, n_columns = STATISTICS[args.statistic]
     if len(args.column) != n_columns:
@@ -269,6 +268,8 @@ def _estimate(args) -> int:
     categories = None
     if args.statistic in ("frequencies", "collision_probability"):
         values = data[col]
+        if args.categories and values.dtype.kind != "O":     # numeric codes named as categories
+            values = np.array([f"{v:g}" if isinstance(v, float) else str(v) for v in values.tolist()], dtype=object)
         if values.dtype.kind == "O":
             if not args.categories:
                 raise CLIError(f"--categories: column {col!r} holds text; pass the public list of categories "
