@@ -232,3 +232,30 @@ def test_roc_json_curve(csv_file, table):
     from sklearn.metrics import roc_auc_score
 
     assert abs(res["auc_of_curve"] - roc_auc_score(table["label"], table["score"])) < 0.02
+
+
+def test_frequencies_path_on_a_stand_in(csv_file, table, monkeypatch):
+    """The CLI's frequencies path (integer codes and text categories) on a stand-in with issue 5's signature."""
+    import privstats
+    from privstats.local import GRR
+
+    seen = {}
+
+    def fake_frequencies(values, *, domain, epsilon, delta=0.0, model="shuffle", rng=None):
+        seen.update(domain=domain, model=model, n=len(values))
+        oracle = GRR(domain, epsilon)
+        return oracle.estimate(oracle.simulate(values, rng=rng))
+
+    monkeypatch.setitem(privstats.__dict__, "frequencies", fake_frequencies)
+    code, out, err = run_main("estimate", "frequencies", "--input", csv_file, "--column", "city",
+                              "--categories", "nice,lyon,paris", "--epsilon", 6, "--model", "local", "--seed", 3,
+                              "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert seen == {"domain": 3, "model": "local", "n": len(table["city"])}
+    truth = [np.sum(table["city"] == c) for c in ("nice", "lyon", "paris")]
+    assert np.all(np.abs(np.asarray(res["value"]) - truth) < 5 * np.asarray(res["stderr"]))
+    code, out, err = run_main("estimate", "frequencies", "--input", csv_file, "--column", "item",
+                              "--domain-size", 8, "--epsilon", 6, "--model", "local", "--seed", 3)
+    assert code == 0, err
+    assert seen["domain"] == 8 and "grr" in out and "value" in out
