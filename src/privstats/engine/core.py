@@ -38,6 +38,7 @@ __all__ = ["aggregate", "write_reports", "DEFAULT_CHUNK_SIZE"]
 
 DEFAULT_CHUNK_SIZE = 1 << 20
 _MERGE_FAN_IN = 4
+_PARTITIONS_PER_WORKER = 2
 
 
 # ---- helpers ---------------------------------------------------------------------------------------------
@@ -135,7 +136,7 @@ class _Progress:
 def _file_partitions(path, oracle, rows_per_partition: int):
     """``(file, row_groups, rows)`` partitions of a report file/dataset; every file's metadata is checked."""
     parts = []
-    for f in list_report_files(path):
+    for f in list_report_files(Path(path).absolute()):  # absolute: workers may run elsewhere
         pf, _ = open_report_file(f, oracle)
         groups, rows = [], 0
         for i in range(pf.metadata.num_row_groups):
@@ -198,7 +199,7 @@ def _batch_source(oracle, source, chunk_size: int) -> Iterator[tuple[str, dict[s
             source, "read_next_batch"):
         reports = _to_reports(source, oracle, "source")
         for i, piece in enumerate(_slices(reports, chunk_size)):
-            yield f"source rows {i * chunk_size}..", piece
+            yield f"source rows {i * chunk_size}-{i * chunk_size + _num_rows(piece) - 1}", piece
         return
     if not isinstance(source, Iterable) or isinstance(source, (str, bytes)):
         raise TypeError("source must be a Parquet file or dataset path, a dict of report columns, a pyarrow "
@@ -261,11 +262,13 @@ def _run_dask(oracle, source, chunk_size: int, client, progress):
     workers = max(1, len(client.scheduler_info().get("workers", {})))
     leaves = []
     if isinstance(source, (str, os.PathLike)):
-        # partitions of whole row groups, at least chunk_size rows, several per worker
+        # partitions of whole row groups, at least chunk_size rows, _PARTITIONS_PER_WORKER per worker: each
+        # task streams its row groups in chunks (bounded memory), and few large tasks keep the per-task
+        # scheduler round trips (the scheduler sends about one task per worker thread at a time) negligible
         from privstats.engine.format import read_report_metadata
 
         total = read_report_metadata(source)["n"]
-        per_part = max(chunk_size, -(-total // (4 * workers)) if total else chunk_size)
+        per_part = max(chunk_size, -(-total // (_PARTITIONS_PER_WORKER * workers)) if total else chunk_size)
         parts = _file_partitions(source, oracle, per_part)
         bar = _Progress(total, progress, "aggregating (dask)")
         for path, groups, rows in parts:
