@@ -10,6 +10,7 @@ from sklearn.metrics import roc_auc_score
 
 import privstats
 from privstats.privacy import ApproxDP, PureDP
+from privstats.privacy.composition import advanced_composition
 from privstats.ustat.central import exact_gini_mean_difference
 
 
@@ -73,6 +74,9 @@ def test_estimate_carries_chosen_parameters_and_guarantees(scores):
     assert pairs.protocol == "ustat-pairs" and pairs.params["P"] >= 1
     allp = privstats.auc(y, s, epsilon=1.0, delta=1e-8, model="secure", method="all-pairs", rng=0)
     assert allp.guarantee == ApproxDP(1.0, 1e-8) and allp.stderr > pairs.stderr / 100
+    # the per-pair ε₀ composes (core DRV accountant, 20000 pairs per user) to at most (ε, δ)
+    composed = advanced_composition(allp.params["pair_epsilon"], 20000, 1e-8)
+    assert composed.epsilon <= 1.0 + 1e-9 and composed.epsilon > 0.99
     central = privstats.auc(y, s, epsilon=1.0, model="central", rng=0)
     assert central.params["sensitivity"] == pytest.approx(1 / 20000)
     assert central.stderr == pytest.approx(math.sqrt(2) / 20000, rel=1e-3)

@@ -134,3 +134,13 @@ def test_histogram_simulation_matches_per_user_encoding(splitting):
 
     enc = [proto.estimate(client(pos), client(neg))[0] for _ in range(400)]
     assert stats.ks_2samp(hist, enc).pvalue > 1e-3
+
+
+@pytest.mark.parametrize("depth,eps,delta", [(16, 1.0, 1e-3), (20, 4.0, 1e-2), (8, 1.0, 1e-6)])
+def test_advanced_splitting_level_budget_composes_to_the_total(depth, eps, delta):
+    from privstats.privacy.composition import advanced_composition
+
+    e_level = TreeAUC(depth, eps, splitting="advanced", delta=delta).epsilon_level
+    assert e_level >= eps / depth  # never worse than basic composition
+    drv = advanced_composition(e_level, depth, delta).epsilon
+    assert min(drv, depth * e_level) <= eps * (1 + 1e-9)

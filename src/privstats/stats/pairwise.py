@@ -41,10 +41,10 @@ from privstats.privacy.guarantees import ApproxDP, PureDP
 from privstats.privacy.randomness import RNGLike, as_generator
 from privstats.ustat import central as C
 from privstats.ustat import kernels as K
-from privstats.ustat.pairs import PairsProtocol, all_pairs_epsilon
+from privstats.ustat.pairs import PairsProtocol
 from privstats.ustat.params import _oue_variance_bound, choose_bins, choose_depth, choose_P, grr_variance_bound
 from privstats.ustat.quantized import ORACLES, QuantizedUStat
-from privstats.ustat.tree import DISCARDS, SPLITTINGS, TreeAUC
+from privstats.ustat.tree import DISCARDS, SPLITTINGS, TreeAUC, advanced_level_epsilon
 from privstats.validation import (as_binary_labels, as_domain_values, as_float_array, check_bounds, check_choice,
                                   check_delta, check_epsilon, check_positive_int, check_power_of_two,
                                   check_same_length)
@@ -114,11 +114,12 @@ def _run_pairs(kernel, x, epsilon, P, kernel_range, mechanism, rng):
     return proto, value, var, info
 
 
-def _all_pairs_noise(width, epsilon, delta, n_users_per_pair_count, n_pairs, rng):
-    """Gaussian (CLT) draw of the mean of n_pairs Laplace(width/ε₀) noises; ε₀ from advanced composition."""
+def _all_pairs_noise(width, epsilon, delta, pairs_per_user, n_pairs, rng):
+    """Gaussian (CLT) draw of the mean of n_pairs Laplace(width/ε₀) noises; ε₀ from advanced composition
+    over the ``pairs_per_user`` pairs each user is in (all-pairs baseline, simulated: never enumerated)."""
     if delta <= 0:
         raise ValueError("method='all-pairs' uses advanced composition and needs delta > 0")
-    eps0 = all_pairs_epsilon(epsilon, n_users_per_pair_count + 1, delta)
+    eps0 = advanced_level_epsilon(epsilon, int(pairs_per_user), delta)
     std = math.sqrt(2 * (width / eps0) ** 2 / n_pairs)
     return float(as_generator(rng).normal(0.0, std)), std, eps0
 
@@ -178,7 +179,7 @@ def auc(y_true, y_score, *, epsilon: float, delta: float = 0.0, model: str = "lo
         t = ties or "half"
         width = 1.0
         if method == "all-pairs":
-            noise, std, eps0 = _all_pairs_noise(width, epsilon, delta, max(n_pos, n_neg) - 1, n_pos * n_neg, rng)
+            noise, std, eps0 = _all_pairs_noise(width, epsilon, delta, max(n_pos, n_neg), n_pos * n_neg, rng)
             return _estimate(C.exact_auc(pos, neg, t) + noise, std**2, epsilon=epsilon, delta=delta, model=model,
                              protocol="ustat-all-pairs", params={"ties": t, "pair_epsilon": eps0}, n=n,
                              messages=float(max(n_pos, n_neg)), details={"simulated_noise": "normal (CLT)"})
