@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from privstats.privacy.guarantees import Guarantee
 
@@ -62,7 +61,9 @@ class Estimate:
             raise ValueError("this estimate has no standard error, so no confidence interval")
         if not (0 < level < 1):
             raise ValueError(f"level must be in (0, 1), got {level!r}")
-        z = stats.norm.ppf(0.5 + level / 2)
+        from scipy.special import ndtri
+
+        z = ndtri(0.5 + level / 2)
         v, s = np.asarray(self.value, dtype=float), np.asarray(self.stderr, dtype=float)
         lo, hi = v - z * s, v + z * s
         return (float(lo), float(hi)) if lo.ndim == 0 else (lo, hi)

@@ -62,7 +62,7 @@ class GRR(FrequencyOracle):
         v = reports["value"]
         if v.size and (v.dtype.kind not in "iu" or v.min() < 0 or v.max() >= self.domain_size):
             raise ValueError(f"reports['value'] must be integers in [0, {self.domain_size})")
-        return np.bincount(v.astype(np.int64), minlength=self.domain_size)
+        return np.bincount(v.astype(np.int64, copy=False), minlength=self.domain_size)
 
     def simulate_counts(self, true_counts, rng: RNGLike = None) -> CountState:
         """Per value x, Binomial(n_x, r) users resample uniformly: one multinomial over d cells."""
