@@ -16,7 +16,7 @@ One server's view (uniform shares, or PRG seeds, and its own noise) is independe
 of the inputs.
 
 >>> import numpy as np
->>> from privstats.ecdf.tree import BinaryTreeMechanism
+>>> from privstats.cdf.tree import BinaryTreeMechanism
 >>> mech = BinaryTreeMechanism(4, epsilon=1e6)
 >>> protocol = SecureECDFAggregation(mech, n_servers=2, rng=0)
 >>> noisy = protocol.run(np.array([0, 1, 1, 3]))
