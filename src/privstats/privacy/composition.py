@@ -25,7 +25,7 @@ import math
 from typing import Iterable
 
 import numpy as np
-from scipy import optimize, special, stats
+from scipy import special
 
 from privstats.privacy.guarantees import ApproxDP, Guarantee, PureDP, ZCDP
 from privstats.validation import check_choice, check_delta, check_epsilon, check_positive_int
@@ -251,6 +251,8 @@ def zcdp_to_approx(rho: float, delta: float) -> ApproxDP:
     # optimise over u = log(α − 1); the bound is smooth and quasi-convex in α
     f = lambda u: _zcdp_eps_cks(rho, delta, 1.0 + math.exp(u))
     a_star = math.log1p(math.sqrt(math.log(1 / delta) / rho))   # α ≈ 1 + √(ln(1/δ)/ρ) is near-optimal
+    from scipy import optimize  # imported here: scipy.optimize is slow to import
+
     res = optimize.minimize_scalar(f, bracket=(a_star - 1.0, a_star + 1.0), tol=1e-12)
     cands = [bs, f(a_star)]
     if res.success and math.isfinite(res.fun):
