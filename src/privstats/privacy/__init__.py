@@ -1,5 +1,6 @@
 """Privacy layer: guarantees, composition, the budget ledger, exact samplers, randomness policy."""
 
+from privstats.privacy.amplification import local_epsilon_for, shuffled_epsilon
 from privstats.privacy.composition import (
     advanced_composition,
     basic_composition,

@@ -1,0 +1,229 @@
+"""Numerical privacy accounting for the multi-message protocols (Ghazi et al., §4).
+
+* Hadamard (Algorithm 1).  For one swap j → j' of user 1, reveal every real tuple
+  except user 1's swapped one.  The likelihood ratio of the rest is exactly
+  (1 + X)/(X' + W), where X, X' count the n·ρ blanket tuples inside C_j^τ and
+  C_j'^τ (jointly multinomial: a uniform tuple is in both with probability 4^−τ)
+  and W ~ Bern(2^−τ) says whether user 1's hidden tuple also lies in C_j'^τ.
+  :func:`hadamard_swap_delta` sums E[(1 − e^ε (X'+W)/(1+X))_+] over that joint
+  law; truncated mass is added, so it is an upper bound on δ.  k-element sets use
+  group privacy over k swaps.
+* Count-Min (Algorithm 2).  A swap moves τ cells by +1 and τ by −1, each with
+  independent Bin(n, γ) noise.  :func:`countmin_delta` composes the 2τ cell
+  privacy-loss distributions by FFT, rounding every loss *up* onto a grid and
+  counting infinite-loss mass, so it is an upper bound on δ.
+* The paper's own Chernoff / smoothness conditions (the research note's derived
+  constants) are kept as ``method="chernoff"`` / ``"paper"`` for comparison.
+
+>>> rho, _ = hadamard_blanket(n=2**20, epsilon=1.0, delta=1e-6)
+>>> 35 <= rho <= 50
+True
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+from scipy.special import gammaln
+
+__all__ = [
+    "group_delta_factor",
+    "hadamard_swap_delta",
+    "hadamard_blanket",
+    "hadamard_chernoff_rho",
+    "countmin_delta",
+    "countmin_gamma",
+    "countmin_paper_gamma_n",
+]
+
+
+def group_delta_factor(k: int, epsilon0: float) -> float:
+    """Σ_{i<k} e^{iε0}: a k-swap neighbour of an (ε0, δ0) mechanism is (kε0, factor·δ0)-DP."""
+    return float(sum(math.exp(i * epsilon0) for i in range(k)))
+
+
+@lru_cache(maxsize=4096)
+def hadamard_swap_delta(epsilon0: float, n_blanket: int, tau: int) -> float:
+    """Upper bound on δ(ε0) for one swap in the Hadamard protocol with ``n_blanket`` uniform tuples.
+
+    Exact in the joint law of (X, X', W) up to truncation mass, which is added.
+    """
+    p = 2.0 ** -tau
+    pb = p * p                      # tuple in both sets
+    q = p - pb                      # in exactly one of them
+    rest = 1.0 - pb - 2 * q
+    N = int(n_blanket)
+    mu = N * p
+    half = 13 * math.sqrt(mu + 1) + 30                  # window around the mean; the rest is added to δ
+    a = np.arange(max(0, int(mu - half)), min(N, int(mu + half)) + 1, dtype=np.float64)
+    dmax = 0 if N * pb < 1e-300 else min(N, int(N * pb + 16 * math.sqrt(N * pb + 1) + 20))
+    e0 = math.exp(epsilon0)
+    total_mass = 0.0
+    delta = 0.0
+    lgN = gammaln(N + 1)
+    A, Ap = a[:, None], a[None, :]
+    lg_a = gammaln(a + 1)
+    for d in range(dmax + 1):
+        used = d + A + Ap
+        valid = used <= N
+        with np.errstate(divide="ignore", invalid="ignore"):
+            logp = (lgN - gammaln(d + 1) - lg_a[:, None] - lg_a[None, :] - gammaln(np.maximum(N - used, 0) + 1)
+                    + (d * math.log(pb) if d else 0.0) + (A + Ap) * (math.log(q) if q > 0 else -np.inf)
+                    + (N - used) * math.log(rest))
+        prob = np.where(valid, np.exp(np.where(valid, logp, -np.inf)), 0.0)
+        total_mass += float(prob.sum())
+        x, xp = A + d, Ap + d
+        for w, pw in ((0, 1 - p), (1, p)):
+            gain = np.maximum(1.0 - e0 * (xp + w) / (1.0 + x), 0.0)
+            delta += pw * float(np.sum(prob * gain))
+    return min(1.0, delta + max(0.0, 1.0 - total_mass))
+
+
+def _tau_for(n: int) -> int:
+    return max(1, int(math.floor(math.log2(n))))
+
+
+def hadamard_chernoff_rho(n: int, k: int, epsilon: float, delta: float, tau: int) -> int:
+    """ρ from the paper's Chernoff argument (research note §3.5): n ρ 2^−τ ≥ 48 k² ln(4k e^{(k−1)ε/k}/δ)/ε²."""
+    mu = 48 * k * k * math.log(4 * k * math.exp((k - 1) * epsilon / k) / delta) / epsilon ** 2
+    return int(math.ceil(mu * 2 ** tau / n))
+
+
+def hadamard_blanket(n: int, epsilon: float, delta: float, *, k: int = 1, tau: int | None = None,
+                     method: str = "exact") -> tuple[int, dict]:
+    """Smallest number ρ of blanket messages per user giving (ε, δ)-DP, and the accounting details.
+
+    ``method="exact"`` uses :func:`hadamard_swap_delta` with group privacy over k
+    swaps; ``"chernoff"`` the paper's sufficient condition.
+    """
+    tau = _tau_for(n) if tau is None else int(tau)
+    eps0 = epsilon / k
+    delta0 = delta / group_delta_factor(k, eps0)
+    if method == "chernoff":
+        rho = hadamard_chernoff_rho(n, k, epsilon, delta, tau)
+        return rho, {"tau": tau, "calibration": "chernoff", "epsilon0": eps0, "delta0": delta0}
+    if method != "exact":
+        raise ValueError(f"method must be 'exact' or 'chernoff', got {method!r}")
+
+    def ok(rho: int) -> bool:
+        return hadamard_swap_delta(eps0, n * rho, tau) <= delta0
+
+    hi = 1
+    while not ok(hi):
+        hi *= 2
+        if hi > 1 << 30:
+            raise ValueError("no blanket size reaches the requested (epsilon, delta)")
+    lo = hi // 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    rho = hi
+    return rho, {"tau": tau, "calibration": "exact", "epsilon0": eps0, "delta0": delta0,
+                 "swap_delta": hadamard_swap_delta(eps0, n * rho, tau)}
+
+
+# ---------------------------------------------------------------- Count-Min ----------------------------------
+
+def _cell_losses(n: int, gamma: float, sign: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """Loss values and their probabilities under P for a cell shifted by ``sign`` (±1), and the ∞-loss mass."""
+    y = np.arange(n + 1, dtype=np.float64)          # the noise N ~ Bin(n, γ)
+    logpmf = (gammaln(n + 1) - gammaln(y + 1) - gammaln(n - y + 1) + y * math.log(gamma)
+              + (n - y) * math.log1p(-gamma))
+    pmf = np.exp(logpmf)
+    lg = math.log(gamma) - math.log1p(-gamma)
+    with np.errstate(divide="ignore"):
+        if sign > 0:   # P outputs N+1, Q outputs N: loss ln P(N=y)/P(N=y+1) at output y+1
+            loss = np.log(y + 1) - np.log(n - y) - lg
+            inf = y == n
+        else:          # P outputs N, Q outputs N+1: loss ln P(N=y)/P(N=y−1)
+            loss = np.log(n - y + 1) - np.log(y) + lg
+            inf = y == 0
+    keep = ~inf & (pmf > 1e-300)
+    return loss[keep], pmf[keep], float(pmf[inf].sum())
+
+
+def countmin_delta(epsilon: float, n: int, gamma: float, cells: int, *, up_only: bool = False,
+                   down_only: bool = False, grid: float | None = None) -> float:
+    """Upper bound on δ(ε) for a swap that moves ``cells`` cells up and ``cells`` down (Bin(n, γ) noise each).
+
+    ``up_only`` / ``down_only`` keep only the cells moved up / down (a single-cell count).
+    """
+    ups = 0 if down_only else cells
+    downs = 0 if up_only else cells
+    if not 0 < gamma <= 0.5:
+        raise ValueError(f"gamma must be in (0, 1/2], got {gamma}")
+    lp, pp, infp = _cell_losses(n, gamma, +1)
+    lm, pm, infm = _cell_losses(n, gamma, -1)
+    # keep the bulk; mass outside [lo, hi] goes to lo (rounding up, pessimistic) or to ∞ (pessimistic)
+    sd = 1.0 / math.sqrt(max(gamma * n * (1 - gamma), 1e-12))
+    hi_l, lo_l = 40 * sd + 1.0, -(40 * sd + 1.0)
+    h = grid if grid is not None else (hi_l - lo_l) / 4096
+    inf_mass = 1.0 - (1.0 - infp) ** ups * (1.0 - infm) ** downs
+
+    def to_grid(loss, pmf):
+        over = loss > hi_l
+        extra_inf = float(pmf[over].sum())
+        idx = np.ceil((np.maximum(loss[~over], lo_l) - lo_l) / h).astype(np.int64)
+        g = np.bincount(idx, weights=pmf[~over], minlength=int(math.ceil((hi_l - lo_l) / h)) + 1)
+        return g, extra_inf
+
+    gp, xp = to_grid(lp, pp)
+    gm, xm = to_grid(lm, pm)
+    inf_mass = 1.0 - (1.0 - inf_mass) * (1.0 - xp) ** ups * (1.0 - xm) ** downs
+    factors = ups + downs
+    size = factors * (gp.size - 1) + 1
+    nfft = 1 << int(math.ceil(math.log2(size)))
+    spec = np.fft.rfft(gp, nfft) ** ups * np.fft.rfft(gm, nfft) ** downs
+    dist = np.maximum(np.fft.irfft(spec, nfft)[:size], 0.0)
+    losses = factors * lo_l + h * np.arange(size)
+    gain = np.maximum(1.0 - np.exp(np.minimum(epsilon - losses, 700.0)), 0.0)
+    return min(1.0, float(np.sum(dist * gain)) + inf_mass + 1e-15 * size)
+
+
+def countmin_paper_gamma_n(epsilon: float, delta: float, k: int, tau: int) -> float:
+    """γn from Lemmas 4.11–4.12 (research note §4.4): γn ≥ 10 ln(4kτ/δ)/tanh²(ε/(4kτ))."""
+    return 10 * math.log(4 * k * tau / delta) / math.tanh(epsilon / (4 * k * tau)) ** 2
+
+
+def countmin_gamma(n: int, epsilon: float, delta: float, *, tau: int, k: int = 1,
+                   method: str = "numeric") -> tuple[float, dict]:
+    """Smallest per-cell blanket probability γ giving (ε, δ)-DP, with details.
+
+    ``"numeric"`` composes the exact cell privacy losses (one swap, group privacy over k);
+    ``"paper"`` uses the smoothness lemmas.  Raises ValueError when γ would exceed 1/2.
+    """
+    eps0 = epsilon / k
+    delta0 = delta / group_delta_factor(k, eps0)
+    if method == "paper":
+        gn = countmin_paper_gamma_n(epsilon, delta, k, tau)
+    elif method == "numeric":
+        def ok(gn: float) -> bool:
+            return gn / n <= 0.5 and countmin_delta(eps0, n, gn / n, tau) <= delta0
+        lo, hi = 1.0, 16.0
+        while not ok(hi):
+            lo, hi = hi, hi * 2
+            if hi / n > 0.5:
+                if not ok(0.5 * n):
+                    raise ValueError(f"Count-Min cannot reach (epsilon={epsilon}, delta={delta}) with n={n}, "
+                                     f"tau={tau}: even gamma=1/2 is not enough")
+                hi = 0.5 * n
+                break
+        while hi - lo > 0.005 * hi:
+            mid = 0.5 * (lo + hi)
+            if ok(mid):
+                hi = mid
+            else:
+                lo = mid
+        gn = hi
+    else:
+        raise ValueError(f"method must be 'numeric' or 'paper', got {method!r}")
+    gamma = gn / n
+    if gamma > 0.5:
+        raise ValueError(f"Count-Min calibration ({method}) needs gamma = {gamma:.3g} > 1/2 at n={n}: the protocol "
+                         f"is not valid here (use more users or method='numeric')")
+    return gamma, {"calibration": method, "gamma_n": gn, "epsilon0": eps0, "delta0": delta0}

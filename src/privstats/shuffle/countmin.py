@@ -1,0 +1,203 @@
+"""Public-coin multi-message Count-Min protocol (Ghazi et al., Algorithm 2).
+
+τ hash functions h_r: [B] → [b] come from a *public* seed (multiply-add-shift,
+h(x) = ((a·x + c) mod 2^64) >> (64 − log₂b), strongly universal for x < 2^32).
+A user holding x sends the τ messages (r, h_r(x)), plus every cell of the τ × b table
+independently with probability γ (drawn as K ~ Bin(τb, γ) distinct cells; the
+client's binomial is exact for the dyadic γ it uses).  The analyzer's table is the
+hashed true counts plus i.i.d. Bin(n, γ) noise per cell — which is also the exact
+sufficient-statistic simulation.  γ is calibrated numerically
+(:func:`~privstats.shuffle.calibrate.countmin_gamma`) or by the paper's lemmas.
+
+Estimators: ``"min"`` (the paper: min_r C[r, h_r(x)] − γn, biased low) and ``"mean"``
+(unbiased over the hash choice: mean_r (C[r, h_r(x)] − γn − n/b)/(1 − 1/b)).
+
+>>> cm = CountMinMultiMessage(64, n=4096, epsilon=1.0, delta=1e-6, tau=2)
+>>> est = cm.estimate(cm.simulate(np.zeros(4096, dtype=int), rng=0))
+>>> bool(abs(est.value[0] - 4096) < 200)
+True
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from privstats.estimate import Estimate
+from privstats.local.base import CountState
+from privstats.privacy.guarantees import ApproxDP
+from privstats.privacy.randomness import RNGLike, as_generator, as_source
+from privstats.shuffle.calibrate import countmin_gamma
+from privstats.validation import as_domain_values, check_delta, check_domain_size, check_epsilon, check_positive_int
+
+__all__ = ["CountMinMultiMessage", "exact_binomial_dyadic"]
+
+_DYADIC_BITS = 40
+
+
+def exact_binomial_dyadic(trials: int, numerator: int, bits: int, rng: RNGLike = None) -> int:
+    """Exact Bin(trials, numerator/2^bits) from uniform bits (each trial compares a uniform ``bits``-bit word).
+
+    Walks the bits of the threshold: the trials still tied with its prefix halve at
+    each step (an exact Bin(m, ½) = popcount of m random bits).
+    """
+    src = as_source(rng)
+    tied, successes = int(trials), 0
+    for i in range(bits - 1, -1, -1):
+        if tied == 0:
+            break
+        words = src.uint64((tied + 63) // 64)
+        if tied % 64:
+            words[-1] &= np.uint64((1 << (tied % 64)) - 1)
+        zeros = tied - int(np.bitwise_count(words).sum())       # trials whose next bit is 0
+        if (numerator >> i) & 1:
+            successes += zeros                                     # below the threshold for sure
+            tied -= zeros                                          # bit 1 stays tied
+        else:
+            tied = zeros                                           # bit 1 is above: fails
+    return successes
+
+
+class CountMinMultiMessage:
+    """Algorithm 2 for one item per user over [0, B)."""
+
+    name = "shuffle-countmin"
+
+    def __init__(self, domain_size: int, *, n: int, epsilon: float, delta: float, tau: int | None = None,
+                 buckets: int | None = None, gamma: float | None = None, seed: int = 0,
+                 calibration: str = "numeric", estimator: str = "min", beta: float = 0.05):
+        self.domain_size = check_domain_size(domain_size)
+        if self.domain_size > 2 ** 32:
+            raise ValueError("domain_size must be at most 2^32 for the Count-Min hash family")
+        self.n = check_positive_int(n, "n")
+        self.epsilon = check_epsilon(epsilon)
+        self.delta = check_delta(delta)
+        self.tau = int(math.ceil(math.log2(2 * self.domain_size / beta))) if tau is None \
+            else check_positive_int(tau, "tau")
+        b = 2 * self.n if buckets is None else check_positive_int(buckets, "buckets", minimum=2)
+        self.buckets = 1 << int(math.ceil(math.log2(b)))
+        if estimator not in ("min", "mean"):
+            raise ValueError(f"estimator must be 'min' or 'mean', got {estimator!r}")
+        self.estimator = estimator
+        if gamma is None:
+            gamma, self.accounting = countmin_gamma(self.n, self.epsilon, self.delta, tau=self.tau,
+                                                    method=calibration)
+        else:
+            self.accounting = {"calibration": "given"}
+        # round γ up to the dyadic grid the client samples exactly (more noise is never less private)
+        self.gamma_num = int(math.ceil(float(gamma) * 2 ** _DYADIC_BITS))
+        self.gamma = self.gamma_num / 2 ** _DYADIC_BITS
+        self.seed = int(seed)
+        g = np.random.default_rng(self.seed)
+        self._a = g.integers(0, 2 ** 63, size=self.tau, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+        self._c = g.integers(0, 2 ** 63, size=self.tau, dtype=np.uint64) * np.uint64(2) + \
+            g.integers(0, 2, size=self.tau, dtype=np.uint64)
+        self._shift = np.uint64(64 - int(math.log2(self.buckets)))
+
+    @property
+    def params(self) -> dict:
+        return {"domain_size": self.domain_size, "n": self.n, "epsilon": self.epsilon, "delta": self.delta,
+                "tau": self.tau, "buckets": self.buckets, "gamma": self.gamma, "seed": self.seed}
+
+    @property
+    def guarantee(self) -> ApproxDP:
+        return ApproxDP(self.epsilon, self.delta)
+
+    @property
+    def messages_per_user(self) -> float:
+        return self.tau + self.gamma * self.tau * self.buckets
+
+    @property
+    def bits_per_user(self) -> float:
+        return self.messages_per_user * (math.ceil(math.log2(self.tau)) + math.log2(self.buckets) if self.tau > 1
+                                         else math.log2(self.buckets))
+
+    def hashes(self, items) -> np.ndarray:
+        """Cells r·b + h_r(x), shape (len(items), τ)."""
+        x = np.asarray(items, dtype=np.uint64)[:, None]
+        with np.errstate(over="ignore"):
+            h = (self._a[None, :] * x + self._c[None, :]) >> self._shift
+        return (np.arange(self.tau, dtype=np.uint64)[None, :] * np.uint64(self.buckets) + h).astype(np.int64)
+
+    def new_state(self) -> CountState:
+        return CountState(self.name, self.params, 0, np.zeros(self.tau * self.buckets, dtype=np.int64))
+
+    # ---- client -------------------------------------------------------------------------------------------------
+    def encode(self, value, rng: RNGLike = None) -> np.ndarray:
+        """One user's messages (cell ids, uint64): τ real cells and a Bin(τb, γ) blanket of distinct cells."""
+        x = as_domain_values([value], self.domain_size)
+        src = as_source(rng)
+        cells = self.tau * self.buckets
+        k = exact_binomial_dyadic(cells, self.gamma_num, _DYADIC_BITS, src)
+        chosen = np.zeros(0, dtype=np.int64)
+        while chosen.size < k:
+            chosen = np.unique(np.concatenate([chosen, src.integers(cells, size=k - chosen.size)]))
+        chosen = chosen[src.permutation(chosen.size)] if chosen.size else chosen
+        return np.concatenate([self.hashes(x).ravel(), chosen]).astype(np.uint64)
+
+    def encode_batch(self, values, rng: RNGLike = None) -> np.ndarray:
+        src = as_source(rng)
+        return np.concatenate([self.encode(v, src) for v in as_domain_values(values, self.domain_size)])
+
+    # ---- aggregator ---------------------------------------------------------------------------------------------
+    def aggregate(self, messages, state: CountState | None = None) -> CountState:
+        state = self.new_state() if state is None else state
+        if state.protocol != self.name or state.params != self.params:
+            raise ValueError("state belongs to a different protocol or parameters")
+        m = np.asarray(messages)
+        if m.ndim != 1 or m.dtype.kind not in "iu" or (m.size and m.max() >= self.tau * self.buckets):
+            raise ValueError(f"messages must be cell ids in [0, {self.tau * self.buckets})")
+        counts = np.bincount(m.astype(np.int64), minlength=self.tau * self.buckets)
+        return CountState(self.name, self.params, state.n + m.size, state.counts + counts)
+
+    # ---- simulation ---------------------------------------------------------------------------------------------
+    def simulate(self, values, rng: RNGLike = None) -> CountState:
+        """Exact sufficient statistic: hashed true counts plus i.i.d. Bin(n, γ) per cell."""
+        values = as_domain_values(values, self.domain_size)
+        g = as_generator(rng)
+        items, cnt = np.unique(values, return_counts=True)
+        table = np.zeros(self.tau * self.buckets, dtype=np.int64)
+        np.add.at(table, self.hashes(items).ravel(), np.repeat(cnt, self.tau))
+        noise = g.binomial(values.size, self.gamma, size=table.size)
+        return CountState(self.name, self.params, int(values.size * self.tau + noise.sum()), table + noise)
+
+    def simulate_messages(self, values, rng: RNGLike = None) -> np.ndarray:
+        """Message-level simulation (numpy Generator): every user's real and blanket cells, concatenated."""
+        values = as_domain_values(values, self.domain_size)
+        g = as_generator(rng)
+        cells = self.tau * self.buckets
+        k = g.binomial(cells, self.gamma, size=values.size)
+        owner = np.repeat(np.arange(values.size), k)
+        pick = g.integers(0, cells, size=owner.size)
+        while True:      # redraw cells a user picked twice (sampling without replacement per user)
+            key = owner * cells + pick
+            order = np.argsort(key, kind="stable")
+            dup = np.zeros(key.size, dtype=bool)
+            dup[order[1:]] = key[order[1:]] == key[order[:-1]]
+            if not dup.any():
+                break
+            pick[dup] = g.integers(0, cells, size=int(dup.sum()))
+        return np.concatenate([self.hashes(values).ravel(), pick]).astype(np.uint64)
+
+    # ---- analyst ------------------------------------------------------------------------------------------------
+    def query(self, state: CountState, items) -> np.ndarray:
+        """Count estimates for ``items`` (O(τ) each)."""
+        table = state.counts
+        c = table[self.hashes(np.asarray(items))].astype(np.float64)
+        if self.estimator == "min":
+            return c.min(axis=1) - self.gamma * self.n
+        return (c.mean(axis=1) - self.gamma * self.n - self.n / self.buckets) / (1 - 1 / self.buckets)
+
+    def estimate(self, state: CountState) -> Estimate:
+        if not isinstance(state, CountState) or state.protocol != self.name or state.params != self.params:
+            raise ValueError(f"state must be a CountState of {self.name} with parameters {self.params}")
+        value = self.query(state, np.arange(self.domain_size))
+        noise_var = self.n * self.gamma * (1 - self.gamma)
+        se = math.sqrt(noise_var / self.tau) / (1 - 1 / self.buckets) if self.estimator == "mean" \
+            else math.sqrt(noise_var)
+        return Estimate(value=value, stderr=np.full(self.domain_size, se), guarantee=self.guarantee,
+                        model="shuffle", protocol=self.name, params={**self.params, "estimator": self.estimator},
+                        n=self.n, messages_per_user=self.messages_per_user, bits_per_user=self.bits_per_user,
+                        details={"accounting": self.accounting,
+                                 "stderr_note": "noise only; hash collisions add (sum of other counts^2)/b per row"})

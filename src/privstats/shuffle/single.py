@@ -1,0 +1,206 @@
+"""Single-message shuffled protocols: k-ary randomized response and RAPPOR (unary encoding).
+
+* :class:`ShuffledKRR` — k-RR with blanket probability γ (report the true value w.p.
+  1−γ, else a uniform value).  γ is the smallest value whose shuffled output is
+  (ε, δ)-DP by the tight blanket computation :func:`~privstats.privacy.amplification.krr_blanket_delta`
+  (``calibration="exact"``) or by Balle et al.'s Thm 3.1 (``"balle"``).  The client,
+  aggregator and exact simulation are those of :class:`privstats.local.GRR` at the
+  equivalent local ε0 = ln(k/γ − k + 1).
+* :class:`ShuffledRAPPOR` — each user sends the B-bit indicator of its value with every
+  bit flipped w.p. p = 1/(1 + e^{ε0/2}), where ε0 is the largest local ε whose shuffled
+  output is (ε, δ)-DP by the accountant (``method``, default ``"fmt-numeric"``).
+
+>>> rr = ShuffledKRR(4, n=10_000, epsilon=1.0, delta=1e-6)
+>>> 0 < rr.gamma < 1
+True
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from privstats.estimate import Estimate
+from privstats.local.base import CountState
+from privstats.local.grr import GRR
+from privstats.privacy.amplification import krr_blanket_delta, local_epsilon_for
+from privstats.privacy.guarantees import ApproxDP
+from privstats.privacy.randomness import RNGLike, as_generator, as_source
+from privstats.validation import as_domain_values, check_delta, check_domain_size, check_epsilon, check_positive_int
+
+__all__ = ["ShuffledKRR", "ShuffledRAPPOR", "krr_gamma"]
+
+
+def krr_gamma(k: int, n: int, epsilon: float, delta: float, calibration: str = "exact") -> float:
+    """Smallest blanket probability γ for shuffled k-RR; ValueError if none ≤ 1 works."""
+    if calibration == "balle":
+        if epsilon > 1:
+            raise ValueError(f"calibration='balle' (Balle et al. Thm 3.1) needs epsilon <= 1, got {epsilon}")
+        gamma = max(14 * k * math.log(2 / delta) / ((n - 1) * epsilon ** 2), 27 * k / ((n - 1) * epsilon))
+    elif calibration == "exact":
+        if krr_blanket_delta(epsilon, 1.0, k, n) > delta:
+            gamma = math.inf
+        else:
+            lo, hi = 0.0, 1.0
+            while hi - lo > 1e-4 * hi:
+                mid = 0.5 * (lo + hi)
+                if krr_blanket_delta(epsilon, mid, k, n) <= delta:
+                    hi = mid
+                else:
+                    lo = mid
+            gamma = hi
+    else:
+        raise ValueError(f"calibration must be 'exact' or 'balle', got {calibration!r}")
+    if gamma >= 1:
+        raise ValueError(f"shuffled k-RR cannot reach (epsilon={epsilon}, delta={delta}) with n={n} users over "
+                         f"k={k} values (blanket probability would be {gamma:.3g} >= 1); use protocol='single-rappor' "
+                         "or a multi-message protocol")
+    return gamma
+
+
+class _ShuffleBase:
+    name = ""
+
+    @property
+    def guarantee(self) -> ApproxDP:
+        return ApproxDP(self.epsilon, self.delta)
+
+    def _check_state(self, state):
+        if not isinstance(state, CountState) or state.protocol != self.name or state.params != self.params:
+            raise ValueError(f"state must be a CountState of {self.name} with parameters {self.params}")
+
+
+class ShuffledKRR(_ShuffleBase):
+    """Shuffled k-ary randomized response with blanket calibration."""
+
+    name = "shuffle-krr"
+    messages_per_user = 1
+
+    def __init__(self, domain_size: int, *, n: int, epsilon: float, delta: float, calibration: str = "exact",
+                 gamma: float | None = None):
+        self.domain_size = check_domain_size(domain_size)
+        self.n = check_positive_int(n, "n", minimum=2)
+        self.epsilon = check_epsilon(epsilon)
+        self.delta = check_delta(delta)
+        self.calibration = calibration if gamma is None else "given"
+        self.gamma = krr_gamma(self.domain_size, self.n, self.epsilon, self.delta, calibration) if gamma is None \
+            else float(gamma)
+        k = self.domain_size
+        self.epsilon0 = math.log(k / self.gamma - k + 1)
+        self.local = GRR(k, self.epsilon0)
+
+    @property
+    def params(self) -> dict:
+        return {"domain_size": self.domain_size, "n": self.n, "epsilon": self.epsilon, "delta": self.delta,
+                "gamma": self.gamma, "epsilon0": self.epsilon0}
+
+    @property
+    def bits_per_user(self) -> float:
+        return max(1, math.ceil(math.log2(self.domain_size)))
+
+    def new_state(self) -> CountState:
+        return CountState(self.name, self.params, 0, np.zeros(self.domain_size, dtype=np.int64))
+
+    def encode_batch(self, values, rng: RNGLike = None) -> np.ndarray:
+        """One message (a value in [0, k)) per user; CSPRNG by default."""
+        return self.local.encode_batch(values, rng)["value"]
+
+    def encode(self, value, rng: RNGLike = None) -> np.ndarray:
+        return self.encode_batch([value], rng)
+
+    def aggregate(self, messages, state: CountState | None = None) -> CountState:
+        state = self.new_state() if state is None else state
+        self._check_state(state)
+        msgs = np.asarray(messages)
+        local_state = self.local.aggregate({"value": msgs})
+        return CountState(self.name, self.params, state.n + local_state.n, state.counts + local_state.counts)
+
+    def simulate(self, values, rng: RNGLike = None) -> CountState:
+        """Exact sufficient-statistic simulation (binomial keep/resample + multinomial)."""
+        s = self.local.simulate(values, as_generator(rng))
+        return CountState(self.name, self.params, s.n, s.counts)
+
+    def variance(self, true_counts) -> np.ndarray:
+        return self.local.variance(self.n, true_counts)
+
+    def estimate(self, state: CountState) -> Estimate:
+        self._check_state(state)
+        est = self.local.estimate(CountState(self.local.name, self.local.params, state.n, state.counts))
+        return Estimate(value=est.value, stderr=est.stderr, guarantee=self.guarantee, model="shuffle",
+                        protocol=self.name, params={**self.params, "calibration": self.calibration}, n=state.n,
+                        messages_per_user=1, bits_per_user=self.bits_per_user)
+
+
+class ShuffledRAPPOR(_ShuffleBase):
+    """Shuffled RAPPOR / symmetric unary encoding, ε0 from the amplification accountant."""
+
+    name = "shuffle-rappor"
+    messages_per_user = 1
+
+    def __init__(self, domain_size: int, *, n: int, epsilon: float, delta: float, method: str = "fmt-numeric",
+                 epsilon0: float | None = None):
+        self.domain_size = check_domain_size(domain_size)
+        self.n = check_positive_int(n, "n", minimum=2)
+        self.epsilon = check_epsilon(epsilon)
+        self.delta = check_delta(delta)
+        self.method = method if epsilon0 is None else "given"
+        self.epsilon0 = local_epsilon_for(self.epsilon, self.n, self.delta, method) if epsilon0 is None \
+            else check_epsilon(epsilon0, "epsilon0")
+        self.p = 1.0 / (1.0 + math.exp(self.epsilon0 / 2))
+
+    @property
+    def params(self) -> dict:
+        return {"domain_size": self.domain_size, "n": self.n, "epsilon": self.epsilon, "delta": self.delta,
+                "flip_probability": self.p, "epsilon0": self.epsilon0}
+
+    @property
+    def bits_per_user(self) -> float:
+        return float(self.domain_size)
+
+    def new_state(self) -> CountState:
+        return CountState(self.name, self.params, 0, np.zeros(self.domain_size, dtype=np.int64))
+
+    def encode_batch(self, values, rng: RNGLike = None) -> np.ndarray:
+        """One message per user: its packed B-bit noisy indicator (rows of uint8)."""
+        values = as_domain_values(values, self.domain_size)
+        src = as_source(rng)
+        bits = np.zeros((values.size, self.domain_size), dtype=bool)
+        bits[np.arange(values.size), values] = True
+        flips = src.random(values.size * self.domain_size).reshape(bits.shape) < self.p
+        return np.packbits(bits ^ flips, axis=1)
+
+    def encode(self, value, rng: RNGLike = None) -> np.ndarray:
+        return self.encode_batch([value], rng)
+
+    def aggregate(self, messages, state: CountState | None = None) -> CountState:
+        state = self.new_state() if state is None else state
+        self._check_state(state)
+        msgs = np.asarray(messages)
+        width = (self.domain_size + 7) // 8
+        if msgs.ndim != 2 or msgs.shape[1] != width or msgs.dtype != np.uint8:
+            raise ValueError(f"messages must be uint8 rows of {width} packed bytes")
+        bits = np.unpackbits(msgs, axis=1, count=self.domain_size)
+        return CountState(self.name, self.params, state.n + msgs.shape[0],
+                          state.counts + bits.sum(axis=0, dtype=np.int64))
+
+    def simulate(self, values, rng: RNGLike = None) -> CountState:
+        """Exact sufficient statistic: column j sums Bin(x_j, 1−p) + Bin(n − x_j, p)."""
+        values = as_domain_values(values, self.domain_size)
+        g = as_generator(rng)
+        x = np.bincount(values, minlength=self.domain_size)
+        counts = g.binomial(x, 1 - self.p) + g.binomial(values.size - x, self.p)
+        return CountState(self.name, self.params, int(values.size), counts.astype(np.int64))
+
+    def variance(self, true_counts=None) -> np.ndarray | float:
+        """Var(x̂_j) = n p(1−p)/(1−2p)², independent of the data."""
+        v = self.n * self.p * (1 - self.p) / (1 - 2 * self.p) ** 2
+        return v if true_counts is None else np.full(np.shape(true_counts), v)
+
+    def estimate(self, state: CountState) -> Estimate:
+        self._check_state(state)
+        value = (state.counts - state.n * self.p) / (1 - 2 * self.p)
+        se = math.sqrt(state.n * self.p * (1 - self.p)) / (1 - 2 * self.p)
+        return Estimate(value=value, stderr=np.full(self.domain_size, se), guarantee=self.guarantee,
+                        model="shuffle", protocol=self.name, params={**self.params, "accountant": self.method},
+                        n=state.n, messages_per_user=1, bits_per_user=self.bits_per_user)

@@ -1,0 +1,320 @@
+"""Frequencies, range counts, quantiles and heavy hitters under the shuffle, local and central models.
+
+The shuffle model implements Ghazi et al., *On the Power of Multiple Anonymous Messages*
+(:mod:`privstats.shuffle`); ``model="local"`` uses the local frequency oracles and
+``model="central"`` exact discrete Laplace noise, so the cost of each trust model can be
+compared on the same call.  All results are :class:`~privstats.Estimate` objects with
+messages and bits per user and the chosen parameters in ``params``.  The in-process runs
+here simulate every client with the exact law (seeded by ``rng``); deployments use the
+protocol objects' ``encode``/``aggregate`` roles with the OS CSPRNG and a :class:`~privstats.shuffle.Shuffler`.
+
+>>> import numpy as np, privstats
+>>> x = np.random.default_rng(0).integers(0, 8, 20_000)
+>>> est = privstats.frequencies(x, domain=8, epsilon=1.0, delta=1e-6, protocol="single-rr", rng=1)
+>>> est.model, est.messages_per_user, bool(np.all(np.abs(est.value - np.bincount(x)) < 6 * est.stderr))
+('shuffle', 1, True)
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from privstats.central import add_count_noise, discrete_laplace_variance
+from privstats.estimate import Estimate
+from privstats.privacy.guarantees import ApproxDP, PureDP
+from privstats.privacy.randomness import RNGLike, as_generator
+from privstats.shuffle.countmin import CountMinMultiMessage
+from privstats.shuffle.hadamard import HadamardMultiMessage
+from privstats.shuffle.heavy import prefix_tree_heavy_hitters
+from privstats.shuffle.ranges import box_terms, support_nd
+from privstats.shuffle.single import ShuffledKRR, ShuffledRAPPOR
+from privstats.validation import (as_domain_values, as_float_array, check_bounds, check_choice, check_delta,
+                                  check_domain_size, check_epsilon, check_positive_int)
+
+__all__ = ["frequencies", "range_counts", "heavy_hitters", "shuffle_quantiles", "shuffle_protocol",
+           "SHUFFLE_PROTOCOLS", "MODELS"]
+
+SHUFFLE_PROTOCOLS = ("auto", "single", "single-rr", "single-rappor", "multi-hadamard", "multi-countmin")
+MODELS = ("shuffle", "local", "central")
+DEFAULT_DELTA = 1e-6
+
+
+def _codes(values, domain) -> tuple[np.ndarray, int]:
+    """Item codes in [0, d) and d, for an int domain size or a sequence of public labels."""
+    if isinstance(domain, (int, np.integer)) and not isinstance(domain, bool):
+        d = check_domain_size(domain, "domain")
+        return as_domain_values(values, d), d
+    try:
+        labels = list(domain)
+    except TypeError:
+        raise ValueError(f"domain must be a domain size (int) or a sequence of labels, got {domain!r}") from None
+    d = check_domain_size(len(labels), "domain")
+    index = {v: i for i, v in enumerate(labels)}
+    if len(index) != d:
+        raise ValueError("domain labels must be distinct")
+    raw = values.to_numpy() if hasattr(values, "to_numpy") else values
+    raw = list(np.asarray(raw).ravel().tolist()) if not isinstance(raw, list) else raw
+    if not raw:
+        raise ValueError("values must not be empty")
+    try:
+        return np.fromiter((index[v] for v in raw), dtype=np.int64, count=len(raw)), d
+    except KeyError as e:
+        raise ValueError(f"values contains {e.args[0]!r}, which is not in domain") from None
+
+
+def _worst_se(proto) -> float:
+    if isinstance(proto, ShuffledKRR):
+        v = proto.variance(np.array([0, proto.n]))
+        return float(np.sqrt(v.max()))
+    if isinstance(proto, ShuffledRAPPOR):
+        return math.sqrt(proto.variance())
+    if isinstance(proto, HadamardMultiMessage):
+        return float(np.sqrt(proto.variance(np.zeros(1))[0]))
+    return math.inf
+
+
+def shuffle_protocol(protocol: str, d: int, n: int, epsilon: float, delta: float, **options):
+    """The shuffle-model frequency protocol object for ``protocol`` (``"single"``/``"auto"`` choose by worst-case stderr)."""
+    check_choice(protocol, "protocol", SHUFFLE_PROTOCOLS)
+    if protocol == "single-rr":
+        return ShuffledKRR(d, n=n, epsilon=epsilon, delta=delta, **options)
+    if protocol == "single-rappor":
+        return ShuffledRAPPOR(d, n=n, epsilon=epsilon, delta=delta, **options)
+    if protocol == "multi-hadamard":
+        return HadamardMultiMessage(d, n=n, epsilon=epsilon, delta=delta, **options)
+    if protocol == "multi-countmin":
+        return CountMinMultiMessage(d, n=n, epsilon=epsilon, delta=delta, **options)
+    names = ["single-rr", "single-rappor"] + (["multi-hadamard"] if protocol == "auto" else [])
+    candidates = []
+    for name in names:
+        try:
+            candidates.append(shuffle_protocol(name, d, n, epsilon, delta))
+        except ValueError:
+            continue
+    if not candidates:
+        raise ValueError(f"no shuffle protocol reaches (epsilon={epsilon}, delta={delta}) with n={n}")
+    return min(candidates, key=_worst_se)
+
+
+def frequencies(values, *, domain, epsilon: float, delta: float = DEFAULT_DELTA, model: str = "shuffle",
+                protocol: str | None = None, rng: RNGLike = None, **options) -> Estimate:
+    """Private count of every domain element (``estimate.value[i]`` = count of element i).
+
+    ``model="shuffle"``: ``protocol`` is ``"single"`` (the better single-message protocol for
+    n and B), ``"single-rr"``, ``"single-rappor"``, ``"multi-hadamard"``, ``"multi-countmin"``
+    or ``"auto"`` (default: lowest worst-case standard error among single and Hadamard);
+    the guarantee is (ε, δ)-DP of the shuffled messages (replace-one, n public).
+    ``model="local"``: ε-LDP with ``protocol`` one of ``"auto"``, ``"grr"``, ``"oue"``,
+    ``"olh"``, ``"hr"``.  ``model="central"``: ε-DP discrete Laplace on the histogram.
+    Extra keyword ``options`` go to the protocol (e.g. ``calibration="chernoff"``).
+
+    >>> import numpy as np
+    >>> est = frequencies(np.zeros(5000, dtype=int), domain=4, epsilon=1.0, model="central", rng=0)
+    >>> est.protocol, est.value.shape
+    ('discrete-laplace', (4,))
+    """
+    epsilon = check_epsilon(epsilon)
+    check_choice(model, "model", MODELS)
+    codes, d = _codes(values, domain)
+    n = codes.size
+    if model == "central":
+        scale = 2.0 / epsilon
+        noisy = add_count_noise(np.bincount(codes, minlength=d), epsilon, sensitivity=2, rng=rng)
+        se = math.sqrt(discrete_laplace_variance(scale))
+        return Estimate(value=noisy.astype(float), stderr=np.full(d, se), guarantee=PureDP(epsilon), model="central",
+                        protocol="discrete-laplace", params={"domain_size": d, "scale": scale, "sensitivity": 2},
+                        n=n, messages_per_user=0, bits_per_user=0)
+    if model == "local":
+        from privstats.local.choose import make_oracle
+        oracle = make_oracle(protocol or "auto", d, epsilon)
+        return oracle.estimate(oracle.simulate(codes, as_generator(rng)))
+    delta = check_delta(delta)
+    proto = shuffle_protocol(protocol or "auto", d, n, epsilon, delta, **options)
+    return proto.estimate(proto.simulate(codes, as_generator(rng)))
+
+
+def _pad_pow2(B: int) -> int:
+    return 1 << int(math.ceil(math.log2(max(B, 2))))
+
+
+def range_counts(values, ranges=None, *, domain: int, epsilon: float, delta: float = DEFAULT_DELTA,
+                 model: str = "shuffle", rng: RNGLike = None, **options) -> Estimate:
+    """Private counts of points in ranges (1-d) or boxes (d-dim), by the dyadic tree of §5.
+
+    ``values``: integers in [0, domain) (1-d), or an (n, dim) integer array (each axis in
+    [0, domain)).  ``ranges``: half-open ``(lo, hi)`` pairs (1-d) or boxes
+    ``[(lo_1, hi_1), …]``; ``None`` (1-d only) gives all prefix counts #{x < j}, j = 1..domain.
+    Shuffle: the Hadamard oracle on tree nodes (k = (1 + log₂B)^dim elements per user);
+    central: discrete Laplace on the tree nodes; local: sums of a local oracle's leaf estimates.
+
+    >>> import numpy as np
+    >>> x = np.random.default_rng(0).integers(0, 8, 4000)
+    >>> est = range_counts(x, [(0, 4), (2, 7)], domain=8, epsilon=1.0, model="central", rng=1)
+    >>> est.value.shape
+    (2,)
+    """
+    epsilon = check_epsilon(epsilon)
+    check_choice(model, "model", MODELS)
+    B0 = check_domain_size(domain, "domain")
+    B = _pad_pow2(B0)
+    raw = np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values)
+    dim = 1 if raw.ndim == 1 else raw.shape[1] if raw.ndim == 2 else 0
+    if dim == 0:
+        raise ValueError("values must be a 1-d array of integers or an (n, dim) integer array")
+    pts = np.column_stack([as_domain_values(raw if dim == 1 else raw[:, s], B0, "values") for s in range(dim)])
+    n = pts.shape[0]
+    if ranges is None:
+        if dim != 1:
+            raise ValueError("ranges is required for multi-dimensional values")
+        boxes = [((0, j),) for j in range(1, B0 + 1)]
+    else:
+        boxes = []
+        for r in ranges:
+            box = ((r[0], r[1]),) if dim == 1 else tuple(tuple(b) for b in r)
+            if len(box) != dim or any(not (0 <= int(lo) <= int(hi) <= B0) for lo, hi in box):
+                raise ValueError(f"each range must be {'(lo, hi)' if dim == 1 else f'{dim} pairs (lo, hi)'} with "
+                                 f"0 <= lo <= hi <= {B0}, got {r!r}")
+            boxes.append(box)
+    L = int(math.log2(B))
+    k = (1 + L) ** dim
+    M = B ** dim
+    terms = [box_terms(b, B) for b in boxes]
+    if model == "local":
+        from privstats.local.choose import linear_variance, make_oracle
+        flat = np.zeros(n, dtype=np.int64)
+        for s in range(dim):
+            flat += pts[:, s] * B ** s
+        oracle = make_oracle(options.get("protocol", "auto"), M, epsilon)
+        est = oracle.estimate(oracle.simulate(flat, as_generator(rng)))
+        grids = np.indices((B,) * dim).reshape(dim, -1)   # axis s of flattened cell (sum id_s B^s, C-order reversed)
+        coords = [np.asarray(grids[dim - 1 - s]) for s in range(dim)]
+        inside = [np.all([(coords[s] >= lo) & (coords[s] < hi) for s, (lo, hi) in enumerate(b)], axis=0)
+                  for b in boxes]
+        plug = np.clip(est.value, 0, n)
+        value = np.array([est.value[m].sum() for m in inside])
+        se = np.array([math.sqrt(max(linear_variance(oracle, plug, m.astype(float)), 0.0)) for m in inside])
+        return Estimate(value=value, stderr=se, guarantee=est.guarantee, model="local", protocol=f"flat-{est.protocol}",
+                        params={**est.params, "domain": B0, "dims": dim}, n=n,
+                        messages_per_user=est.messages_per_user, bits_per_user=est.bits_per_user)
+    sets = support_nd(pts, B)
+    if model == "central":
+        ids = sets[sets >= 0]
+        scale = 2.0 * k / epsilon
+        noisy = add_count_noise(np.bincount(ids, minlength=M), epsilon, sensitivity=2 * k, rng=rng).astype(float)
+        node_se = np.full(M, math.sqrt(discrete_laplace_variance(scale)))
+        guarantee, proto_name = PureDP(epsilon), "tree-discrete-laplace"
+        params = {"domain": B0, "dims": dim, "tree_leaves": B, "k": k, "scale": scale}
+        mpu = bpu = 0
+    else:
+        delta = check_delta(delta)
+        proto = HadamardMultiMessage(M, n=n, epsilon=epsilon, delta=delta, k=k, **options)
+        est = proto.estimate(proto.simulate(sets, as_generator(rng)))
+        noisy, node_se = est.value, est.stderr
+        guarantee, proto_name = ApproxDP(epsilon, delta), "tree-shuffle-hadamard"
+        params = {**proto.params, "domain": B0, "dims": dim, "tree_leaves": B}
+        mpu, bpu = proto.messages_per_user, proto.bits_per_user
+    value = np.array([sum(c * noisy[node] for node, c in t.items()) for t in terms])
+    se = np.array([math.sqrt(sum(c * c * node_se[node] ** 2 for node, c in t.items())) for t in terms])
+    return Estimate(value=value, stderr=se, guarantee=guarantee, model=model, protocol=proto_name, params=params,
+                    n=n, messages_per_user=mpu, bits_per_user=bpu,
+                    details={"max_terms": max((len(t) for t in terms), default=0)})
+
+
+def shuffle_quantiles(x, q, *, epsilon: float, delta: float | None = DEFAULT_DELTA, bounds, rng: RNGLike = None,
+                      bins: int = 64, **options) -> Estimate:
+    """Quantiles from shuffled range counts (Ghazi et al. App. E): first bin whose noisy prefix count reaches qn.
+
+    ``x`` is discretised into ``bins`` (a power of two) equal bins over the public ``bounds``;
+    the answer is the midpoint of the chosen bin.  (ε, δ)-DP in the shuffle model.
+
+    >>> import numpy as np
+    >>> x = np.random.default_rng(0).uniform(0, 1, 4000)
+    >>> est = shuffle_quantiles(x, [0.5], epsilon=1.0, delta=1e-6, bounds=(0, 1), bins=8, rng=1)
+    >>> bool(abs(est.value[0] - 0.5) < 0.2)
+    True
+    """
+    epsilon = check_epsilon(epsilon)
+    delta = check_delta(DEFAULT_DELTA if delta is None else delta)
+    lo, hi = check_bounds(bounds)
+    bins = check_positive_int(bins, "bins", minimum=2)
+    if bins & (bins - 1):
+        raise ValueError(f"bins must be a power of two, got {bins}")
+    xs = as_float_array(x, "x", bounds=(lo, hi))
+    qs = np.atleast_1d(np.asarray(q, dtype=np.float64))
+    if qs.ndim != 1 or qs.size == 0 or not np.all(np.isfinite(qs)) or np.any((qs < 0) | (qs > 1)):
+        raise ValueError("q must be probabilities in [0, 1]")
+    width = (hi - lo) / bins
+    codes = np.minimum(((xs - lo) / width).astype(np.int64), bins - 1)
+    prefix = range_counts(codes, None, domain=bins, epsilon=epsilon, delta=delta, model="shuffle", rng=rng,
+                          **options)
+    P = np.maximum.accumulate(prefix.value)                  # monotone post-processing of #{x < bin end}
+    n = xs.size
+    idx = np.array([min(int(np.searchsorted(P, qq * n, side="left")), bins - 1) for qq in qs])
+    value = lo + (idx + 0.5) * width
+    return Estimate(value=value, stderr=None, guarantee=prefix.guarantee, model="shuffle",
+                    protocol="shuffle-range-quantiles", params={**prefix.params, "bins": bins, "bounds": (lo, hi)},
+                    n=n, messages_per_user=prefix.messages_per_user, bits_per_user=prefix.bits_per_user,
+                    details={"q": qs, "prefix_counts": prefix.value, "bin_width": width})
+
+
+def heavy_hitters(values, *, domain: int, epsilon: float, delta: float = DEFAULT_DELTA, threshold: float | None = None,
+                  model: str = "shuffle", rng: RNGLike = None) -> Estimate:
+    """Elements whose count is at least ``threshold`` (a prefix tree over log₂B oracles; users split by level).
+
+    ``estimate.value`` holds the found elements, ``details["counts"]``/``details["stderr"]``
+    their estimated counts.  ``threshold`` defaults to 5 standard errors of a leaf estimate.
+
+    >>> import numpy as np
+    >>> x = np.concatenate([np.full(3000, 7), np.random.default_rng(0).integers(0, 64, 3000)])
+    >>> est = heavy_hitters(x, domain=64, epsilon=1.0, model="central", rng=1)
+    >>> 7 in est.value.tolist()
+    True
+    """
+    epsilon = check_epsilon(epsilon)
+    check_choice(model, "model", MODELS)
+    B0 = check_domain_size(domain, "domain")
+    B = _pad_pow2(B0)
+    codes = as_domain_values(values, B0)
+    n = codes.size
+    L = int(math.log2(B))
+    if model == "shuffle":
+        delta = check_delta(delta)
+    comm = {}
+
+    def level_estimator(level, items, g):
+        size = 1 << level
+        m = max(items.size, 2)
+        if model == "central":
+            noisy = add_count_noise(np.bincount(items, minlength=size), epsilon, sensitivity=2, rng=rng)
+            return noisy.astype(float), np.full(size, math.sqrt(discrete_laplace_variance(2 / epsilon)))
+        if model == "local":
+            from privstats.local.choose import make_oracle
+            oracle = make_oracle("auto", size, epsilon)
+            est = oracle.estimate(oracle.simulate(items, g))
+        else:
+            proto = HadamardMultiMessage(size, n=m, epsilon=epsilon, delta=delta)
+            est = proto.estimate(proto.simulate(items, g))
+        comm["messages"] = est.messages_per_user
+        comm["bits"] = max(comm.get("bits", 0), est.bits_per_user)
+        return np.asarray(est.value, float), np.asarray(est.stderr, float)
+
+    if threshold is None:
+        m = max(n // L, 2)
+        if model == "central":
+            leaf_se = math.sqrt(discrete_laplace_variance(2 / epsilon))
+        elif model == "local":
+            from privstats.local.choose import make_oracle
+            leaf_se = float(np.sqrt(make_oracle("auto", B, epsilon).variance(m, np.zeros(B)).max()))
+        else:
+            leaf_se = _worst_se(HadamardMultiMessage(B, n=m, epsilon=epsilon, delta=delta))
+        threshold = 5 * leaf_se * n / m
+    items, counts, se = prefix_tree_heavy_hitters(codes, B, threshold=float(threshold),
+                                                  level_estimator=level_estimator, rng=as_generator(rng))
+    keep = items < B0
+    guarantee = ApproxDP(epsilon, delta) if model == "shuffle" else PureDP(epsilon)
+    return Estimate(value=items[keep], stderr=None, guarantee=guarantee, model=model,
+                    protocol=f"prefix-tree-{model}", params={"domain": B0, "levels": L, "threshold": float(threshold)},
+                    n=n, messages_per_user=comm.get("messages", 0), bits_per_user=comm.get("bits", 0),
+                    details={"counts": counts[keep], "stderr": se[keep]})
