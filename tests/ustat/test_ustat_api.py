@@ -64,7 +64,10 @@ def test_local_auc_stderr_reflects_the_spread(scores):
 
 def test_estimate_carries_chosen_parameters_and_guarantees(scores):
     y, s = scores
-    tree = privstats.auc(y, s, epsilon=1.0, rng=0)
+    auto = privstats.auc(y, s, epsilon=1.0, rng=0)
+    assert auto.protocol == "ustat-quantized" and {"domain_size", "oracle"} <= set(auto.params)
+    # a large given domain keeps the tree (its error grows like log²d, Protocol A's like d)
+    tree = privstats.auc(y, s, epsilon=1.0, domain_size=2**12, rng=0)
     assert tree.protocol == "ustat-tree" and tree.model == "local"
     assert {"domain_size", "depth", "a", "splitting"} <= set(tree.params)
     assert tree.guarantee == PureDP(1.0) and tree.n == y.size and tree.neighbours == "replace"

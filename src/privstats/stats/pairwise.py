@@ -13,7 +13,7 @@ central    ``exact``              exact statistic + discrete Laplace (replace-on
 =========  =====================  ==============================================================
 
 ``method="auto"`` picks the most accurate valid protocol for the inputs (for AUC in
-the local model Protocol B, unless the domain is not a power of two).  ``rng=None``
+the local model: Protocol A or B, whichever has the smaller predicted error).  ``rng=None``
 runs the deployment path (client encoding and pair noise from the OS CSPRNG with
 exact samplers); a seed or Generator runs the vectorized simulation, which has the
 same distribution.  Every result is an :class:`~privstats.Estimate` whose ``params``
@@ -24,8 +24,8 @@ show the chosen bins / depth / threshold / P.
 >>> y = np.r_[np.ones(50000), np.zeros(50000)]
 >>> s = np.r_[g.beta(3, 2, 50000), g.beta(2, 3, 50000)]
 >>> est = privstats.auc(y, s, epsilon=1.0, rng=1)
->>> est.protocol, bool(abs(est.value - 0.69) < 0.1)
-('ustat-tree', True)
+>>> est.protocol, est.params["domain_size"], bool(abs(est.value - 0.756) < 0.05)
+('ustat-quantized', 8, True)
 """
 
 from __future__ import annotations
@@ -196,7 +196,7 @@ def auc(y_true, y_score, *, epsilon: float, delta: float = 0.0, model: str = "lo
 
     # local model
     if method == "auto":
-        method = _auto_local_auc(n_pos, n_neg, epsilon, delta, domain_size, splitting, ties)
+        method = _auto_local_auc(n_pos, n_neg, epsilon, delta, domain_size, splitting, ties, oracle)
     if method == "tree":
         t = ties or "half"
         if splitting == "advanced":
@@ -221,8 +221,10 @@ def auc(y_true, y_score, *, epsilon: float, delta: float = 0.0, model: str = "lo
                          n=n, messages=float(proto.messages_per_user), bits=proto.bits_per_user,
                          details={**det, "stderr_note": "plug-in, ignores the data-dependent pruning"})
     t = ties or "half"
-    k = domain_size or choose_bins(min(n_pos, n_neg), epsilon, assumption="density")
-    orc = _pick_oracle(oracle, min(n_pos, n_neg), epsilon, k)
+    if domain_size:
+        k, orc = domain_size, _pick_oracle(oracle, min(n_pos, n_neg), epsilon, domain_size)
+    else:
+        k, orc = _auc_bins(n_pos, n_neg, epsilon, oracle, t)
     proto = QuantizedUStat(K.auc_matrix(k, t), epsilon, orc)
     bins_p, bins_n = K.quantize(pos, (lo, hi), k), K.quantize(neg, (lo, hi), k)
     g = as_generator(rng) if _simulating(rng) else None
@@ -232,16 +234,50 @@ def auc(y_true, y_score, *, epsilon: float, delta: float = 0.0, model: str = "lo
                      params={"domain_size": k, "oracle": orc, "ties": t}, n=n, bits=proto.bits_per_user)
 
 
-def _auto_local_auc(n_pos, n_neg, epsilon, delta, domain_size, splitting, ties):
-    """Protocol B unless it cannot run: its error grows like log²d where Protocol A's grows like d²
-    (the Corollary 4 bound is loose by a constant, so the bounds are not compared)."""
+def _auc_bins(n_pos, n_neg, epsilon, oracle, ties, k_max=128):
+    """Bins and oracle for Protocol A's AUC: exact variance at uniform class histograms (a
+    non-informative plug-in) plus a quantisation-bias term (1/(2k²))² (ties ½ within a bin cost
+    O(1/k²) for smooth score densities), minimised over k (and over k-RR / OUE for ``auto``)."""
+    oracles = ("grr", "oue") if oracle == "auto" else (check_choice(oracle, "oracle", ORACLES),)
+    best, best_score = (2, oracles[0]), math.inf
+    for orc in oracles:
+        for k in range(2, k_max + 1):
+            proto = QuantizedUStat(K.auc_matrix(k, ties), epsilon, orc)
+            score = proto.two_sample_variance(np.full(k, n_pos / k), np.full(k, n_neg / k)) + 0.25 / k**4
+            if score < best_score:
+                best, best_score = (k, orc), score
+    return best
+
+
+def _auto_local_auc(n_pos, n_neg, epsilon, delta, domain_size, splitting, ties, oracle):
+    """The local protocol with the smaller predicted squared error at the parameters the helpers choose:
+
+    * Protocol B: C·α²·n/(n⁺n⁻), the recursion error with one explored path per class and level
+      (the ``auc_one`` regime; Theorem 3's bound is loose by a constant);
+    * Protocol A: its exact variance at uniform class histograms plus the tie term (1/(2k²))².
+
+    B is kept when the domain is given and large (A's k×k matrix would not fit) and skipped when it
+    cannot run (domain not a power of two, a class smaller than the depth).  A depends on the
+    quantisation: with point masses closer than 1/k (``ithdigit``) only B with a fine domain works.
+    """
+    nmin = min(n_pos, n_neg)
     if domain_size is not None and domain_size & (domain_size - 1):
         return "quantized"
     depth = (int(round(math.log2(domain_size))) if domain_size
              else choose_depth(n_pos, n_neg, epsilon, splitting=splitting, delta=delta))
-    if splitting == "users" and min(n_pos, n_neg) < depth:
+    if splitting == "users" and nmin < depth:
         return "quantized"
-    return "tree"
+    if domain_size is not None and domain_size > 256:
+        return "tree"
+    tree = TreeAUC(depth, epsilon, delta=delta if splitting == "advanced" else 0.0, splitting=splitting)
+    pred_tree = tree.C * depth**2 * (n_pos + n_neg) / (n_pos * n_neg)
+    if domain_size:
+        k, orc = domain_size, _pick_oracle(oracle, nmin, epsilon, domain_size)
+    else:
+        k, orc = _auc_bins(n_pos, n_neg, epsilon, oracle, ties or "half")
+    proto = QuantizedUStat(K.auc_matrix(k, ties or "half"), epsilon, orc)
+    pred_a = proto.two_sample_variance(np.full(k, n_pos / k), np.full(k, n_neg / k)) + 0.25 / k**4
+    return "tree" if pred_tree <= pred_a else "quantized"
 
 
 # ---------------------------------------------------------------------------------------------
