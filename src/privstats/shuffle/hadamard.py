@@ -269,12 +269,13 @@ class HadamardMultiMessage:
         if msgs.ndim != 2 or msgs.shape[1] < 2 or msgs.dtype.kind not in "iu":
             raise ValueError("messages must be a 2-d integer array of rows [d, basis...]")
         d = msgs[:, 0].astype(np.intp)
-        if msgs.size and (d.min() < 0 or d.max() > min(self.m, msgs.shape[1] - 1)
-                          or msgs[:, 1:].max() >= self.b_prime):
+        dcount = np.bincount(d) if d.size and d.min() >= 0 else np.zeros(0, dtype=np.int64)
+        if msgs.size and (d.min() < 0 or dcount.size - 1 > min(self.m, msgs.shape[1] - 1)
+                          or msgs.max() >= self.b_prime):       # column 0 holds d <= m < B', so max() checks the basis
             raise ValueError("messages contain a malformed Hadamard message")
         counts = np.zeros(self.domain_size, dtype=np.int64)
         one = np.uint32(1)
-        for dd in np.flatnonzero(np.bincount(d)):
+        for dd in np.flatnonzero(dcount):
             if dd == 0:
                 continue                      # trivial null space: the tuple matches no item
             rows = msgs[:, 1] if dd == 1 and d.min() == 1 == d.max() else msgs[d == dd, 1:1 + dd]
