@@ -124,7 +124,8 @@ def main(argv=None) -> int:
           f"{len(rows)} points in {elapsed:.0f} s; outputs in {out}")
     for r in rows:
         if r["epsilon"] in (0.5, 1.0, 10.0):
-            print(f"  {r['protocol']:24s} eps={r['epsilon']:<5g} |err| {r['mean_abs_err']:.2e} ± {r['std_abs_err']:.1e}")
+            print(f"  {r['protocol']:24s} eps={r['epsilon']:<5g} "
+                  f"|err| {r['mean_abs_err']:.2e} ± {r['std_abs_err']:.1e}")
     return 0
 
 

@@ -48,15 +48,13 @@ def test_kendall_converges_to_scipy_at_large_epsilon():
     central = privstats.kendall_tau(x, y, epsilon=60.0, bounds=(0, 6), model="central", rng=2)
     assert local.value == pytest.approx(truth, abs=1e-3) and central.value == pytest.approx(truth, abs=1e-3)
     tau_a = privstats.kendall_tau(x, y, epsilon=1e4, bounds=(0, 6), model="secure", variant="a", P=1, rng=3)
-    n = x.size
-    c = stats.kendalltau(x, y).statistic
     assert abs(tau_a.value - local.details["tau_a"]) < 5 * tau_a.stderr
-    assert c != tau_a.value
 
 
 def test_local_auc_stderr_reflects_the_spread(scores):
     y, s = scores
-    ests = [privstats.auc(y, s, epsilon=1.0, method="quantized", domain_size=16, oracle="grr", rng=i) for i in range(40)]
+    ests = [privstats.auc(y, s, epsilon=1.0, method="quantized", domain_size=16, oracle="grr", rng=i)
+            for i in range(40)]
     spread = np.std([e.value for e in ests], ddof=1)
     se = np.mean([e.stderr for e in ests])
     assert 0.6 < spread / se < 1.5

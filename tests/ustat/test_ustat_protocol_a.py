@@ -46,7 +46,8 @@ def test_two_sample_auc_unbiased_with_exact_variance(oracle):
     pos, neg = g.integers(2, 8, 300), g.integers(0, 6, 500)
     truth = np.bincount(pos, minlength=8) @ proto.A @ np.bincount(neg, minlength=8) / (300 * 500)
     vals = [proto.estimate_two_sample(proto.simulate(pos, g), proto.simulate(neg, g))[0] for _ in range(R)]
-    _check_mean_var(vals, truth, proto.two_sample_variance(np.bincount(pos, minlength=8), np.bincount(neg, minlength=8)))
+    var = proto.two_sample_variance(np.bincount(pos, minlength=8), np.bincount(neg, minlength=8))
+    _check_mean_var(vals, truth, var)
 
 
 def test_population_variance_lemma1_and_theorem1_bound():

@@ -92,7 +92,7 @@ def test_secure_client_path_and_merge():
     half = proto.aggregate({"j": rep["j"][:100], "z": rep["z"][:100]})
     rest = proto.aggregate({"j": rep["j"][100:], "z": rep["z"][100:]})
     merged = half.merge(rest)
-    assert all(np.array_equal(merged.dense[l], whole.dense[l]) for l in whole.dense)
+    assert all(np.array_equal(merged.dense[level], whole.dense[level]) for level in whole.dense)
     with pytest.raises(ValueError):
         proto.aggregate({"j": rep["j"], "z": rep["z"] * 2})
 

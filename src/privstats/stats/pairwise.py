@@ -85,7 +85,8 @@ def _estimate(value, var, *, epsilon, delta=0.0, model, protocol, params, n, mes
 
 def _pick_oracle(oracle, n, epsilon, k):
     if oracle == "auto":
-        return "grr" if grr_variance_bound(max(n, 2), epsilon, k) <= _oue_variance_bound(max(n, 2), epsilon, k) else "oue"
+        n = max(n, 2)
+        return "grr" if grr_variance_bound(n, epsilon, k) <= _oue_variance_bound(n, epsilon, k) else "oue"
     return check_choice(oracle, "oracle", ORACLES)
 
 
@@ -144,9 +145,9 @@ def auc(y_true, y_score, *, epsilon: float, delta: float = 0.0, model: str = "lo
         zeta=None, rng: RNGLike = None) -> Estimate:
     """Private AUC (Wilcoxon–Mann–Whitney) with public labels and private scores in public ``bounds``.
 
-    ``ties``: ``"half"`` (default, as scikit-learn) or ``"zero"`` (strict, as the paper's tree).  ``domain_size``: bins d (a power of two for ``tree``;
-    chosen from the corrected bounds when omitted).  ``splitting``/``discard``/``a``: Protocol B
-    options; ``oracle``: Protocol A's frequency oracle; ``P``/``zeta``: Protocol C's permutations.
+    ``ties``: ``"half"`` (default, as scikit-learn) or ``"zero"`` (strict, as the paper's tree).
+    ``domain_size``: bins d (a power of two for ``tree``; chosen by the parameter helpers when omitted).
+    ``splitting``/``discard``/``a``: Protocol B options; ``oracle``: Protocol A's frequency oracle; ``P``/``zeta``: Protocol C's permutations.
     ``delta > 0`` is needed for ``splitting="advanced"`` and ``method="all-pairs"``.
 
     >>> import privstats
@@ -211,8 +212,11 @@ def auc(y_true, y_score, *, epsilon: float, delta: float = 0.0, model: str = "lo
             g = as_generator(rng)
             sp, sn = proto.simulate(bins_p, g), proto.simulate(bins_n, g)
         else:
-            sp = proto.aggregate(proto.encode_batch(bins_p, proto.assign_levels(n_pos) if splitting == "users" else None))
-            sn = proto.aggregate(proto.encode_batch(bins_n, proto.assign_levels(n_neg) if splitting == "users" else None))
+            def client_state(bins):  # the aggregator assigns levels (CSPRNG); each client encodes
+                levels = proto.assign_levels(bins.size) if splitting == "users" else None
+                return proto.aggregate(proto.encode_batch(bins, levels))
+
+            sp, sn = client_state(bins_p), client_state(bins_n)
         value, var, det = proto.estimate(sp, sn)
         d_eff = delta if splitting == "advanced" else 0.0
         return _estimate(value, var, epsilon=epsilon, delta=d_eff, model="local", protocol="ustat-tree",
@@ -383,7 +387,8 @@ def kendall_tau(x, y, *, epsilon: float, delta: float = 0.0, model: str = "local
                          bits=proto.bits_per_user)
     value, std = _tau_b(ta, math.sqrt(va), extras[0][0], extras[1][0])
     return _estimate(value, std**2, epsilon=epsilon, model="local", protocol="ustat-quantized", params=params, n=n,
-                     bits=proto.bits_per_user, details={"tau_a": ta, "nontie_x": extras[0][0], "nontie_y": extras[1][0]})
+                     bits=proto.bits_per_user,
+                     details={"tau_a": ta, "nontie_x": extras[0][0], "nontie_y": extras[1][0]})
 
 
 def _kendall_bins(n, epsilon):

@@ -40,7 +40,7 @@ from privstats.privacy.randomness import GeneratorSource, RNGLike, as_source
 from privstats.privacy.samplers import discrete_laplace
 from privstats.validation import check_choice, check_epsilon, check_positive_int
 
-__all__ = ["PairsProtocol", "TwoPartyBackend", "SimulatedTwoParty", "all_pairs_epsilon", "MECHANISMS"]
+__all__ = ["PairsProtocol", "TwoPartyBackend", "SimulatedTwoParty", "MECHANISMS"]
 
 MECHANISMS = ("laplace", "rr")
 GRID_BITS = 20  # kernel outputs are snapped to a grid of Δ/2^20 before discrete Laplace noise
@@ -98,13 +98,6 @@ class SimulatedTwoParty:
         else:
             noise = np.asarray(discrete_laplace(self.scale, size=f.size, rng=src), dtype=np.int64)
         return (grid + noise.reshape(f.shape)) * self.granularity
-
-
-def all_pairs_epsilon(epsilon: float, n: int, delta: float) -> float:
-    """Per-pair ε₀ whose (n−1)-fold advanced composition is (ε, δ) (all-pairs baseline, P-C4)."""
-    from privstats.ustat.tree import advanced_level_epsilon
-
-    return advanced_level_epsilon(epsilon, n - 1, delta)
 
 
 class PairsProtocol:

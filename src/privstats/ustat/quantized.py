@@ -92,7 +92,7 @@ class _VectorModel:
     def cov_sum(self, h: np.ndarray) -> np.ndarray:
         """T = Σ_x h_x Cov(û | x)."""
         if self.kind == "grr":
-            p, q, s, n = self.p, self.q, self.s, h.sum()
+            q, s, n = self.q, self.s, h.sum()
             T = -(n * q * q) - q * s * (h[:, None] + h[None, :])
             T[np.diag_indices_from(T)] += n * q + s * h - s * s * h
             return T / s**2

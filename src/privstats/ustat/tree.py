@@ -365,9 +365,10 @@ class TreeAUC:
         sizes[: n % al] += 1
         nl = sizes[lv - 1].astype(np.float64)
         # different levels: (h_a h_b − n·overlap)/(n − 1); overlap = count of the deeper node if nested
-        deep = np.maximum(lv[:, None], lv[None, :])
         shallow_is_a = lv[:, None] <= lv[None, :]
-        qa_shift = np.where(shallow_is_a, q[None, :] >> np.maximum(lv[None, :] - lv[:, None], 0), q[:, None] >> np.maximum(lv[:, None] - lv[None, :], 0))
+        shift_b = q[None, :] >> np.maximum(lv[None, :] - lv[:, None], 0)  # b's prefix at a's level
+        shift_a = q[:, None] >> np.maximum(lv[:, None] - lv[None, :], 0)
+        qa_shift = np.where(shallow_is_a, shift_b, shift_a)
         nested = np.where(shallow_is_a, qa_shift == q[:, None], qa_shift == q[None, :])
         h_deep = np.where(lv[:, None] >= lv[None, :], h[:, None], h[None, :])
         overlap = np.where(nested, h_deep, 0.0)
@@ -378,5 +379,4 @@ class TreeAUC:
         cov = np.where(same, cov_same, cov)
         var_diag = f**2 * (nl * c2 - nl * h / n + nl * (h / n) * (1 - h / n) * (n - nl) / (n - 1))
         np.fill_diagonal(cov, var_diag)
-        del deep
         return cov, h
