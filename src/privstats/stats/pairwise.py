@@ -147,7 +147,8 @@ def auc(y_true, y_score, *, epsilon: float, delta: float = 0.0, model: str = "lo
 
     ``ties``: ``"half"`` (default, as scikit-learn) or ``"zero"`` (strict, as the paper's tree).
     ``domain_size``: bins d (a power of two for ``tree``; chosen by the parameter helpers when omitted).
-    ``splitting``/``discard``/``a``: Protocol B options; ``oracle``: Protocol A's frequency oracle; ``P``/``zeta``: Protocol C's permutations.
+    ``splitting``/``discard``/``a``: Protocol B options; ``oracle``: Protocol A's frequency oracle;
+    ``P``/``zeta``: Protocol C's permutations (given, or from ζ estimates / the worst case).
     ``delta > 0`` is needed for ``splitting="advanced"`` and ``method="all-pairs"``.
 
     >>> import privstats
