@@ -28,7 +28,7 @@ def _one_sample_truth(A, x):
     return (h @ A @ h - h @ np.diag(A)) / (n * (n - 1)), h
 
 
-@pytest.mark.parametrize("oracle", ["grr", "oue"])
+@pytest.mark.parametrize("oracle", ["grr", "oue", "hr"])
 def test_one_sample_unbiased_with_exact_conditional_variance(oracle):
     g = np.random.default_rng(10)
     A = gini_matrix(6, "avg")
@@ -39,7 +39,7 @@ def test_one_sample_unbiased_with_exact_conditional_variance(oracle):
     _check_mean_var(vals, truth, proto.conditional_variance(h))
 
 
-@pytest.mark.parametrize("oracle", ["grr", "oue"])
+@pytest.mark.parametrize("oracle", ["grr", "oue", "hr"])
 def test_two_sample_auc_unbiased_with_exact_variance(oracle):
     g = np.random.default_rng(11)
     proto = QuantizedUStat(auc_matrix(8, "half"), 1.0, oracle)
@@ -79,7 +79,7 @@ def test_misprinted_debiasing_is_detected():
     assert abs(np.mean([wrong.estimate(s)[0] for s in states]) - truth) > 5 * se
 
 
-@pytest.mark.parametrize("oracle", ["grr", "oue"])
+@pytest.mark.parametrize("oracle", ["grr", "oue", "hr"])
 def test_simulate_matches_client_encoding_in_distribution(oracle):
     g = np.random.default_rng(14)
     proto = QuantizedUStat(kendall_matrix(2, 3), 1.0, oracle)

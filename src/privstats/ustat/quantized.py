@@ -51,11 +51,9 @@ def make_oracle(name: str, k: int, epsilon: float) -> FrequencyOracle:
 
         return OUE(k, epsilon)
     if name == "hr":
-        import privstats.local as local
+        from privstats.local import HadamardResponse
 
-        if not hasattr(local, "HadamardResponse"):
-            raise ValueError("oracle 'hr' needs privstats.local.HadamardResponse, which is not available yet")
-        return local.HadamardResponse(k, epsilon)
+        return HadamardResponse(k, epsilon)
     raise ValueError(f"oracle must be one of {list(ORACLES)}, got {name!r}")
 
 
