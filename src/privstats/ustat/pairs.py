@@ -140,7 +140,7 @@ class PairsProtocol:
         zeta1 = min(_shared_cov(v, [pairs[:, 0], pairs[:, 1]], n, theta), zeta2 / 2) if self.P > 1 else 0.0
         var = self.variance(n, zeta1, zeta2)
         info = {"pairs": N, "sat_out_per_permutation": n - 2 * m, "zeta1": zeta1, "zeta2": zeta2,
-                "noise_variance_per_pair": sigma2}
+                "noise_variance_per_pair": sigma2, "security": self.security}
         return theta, var, info
 
     def variance(self, n: int, zeta1: float, zeta2: float) -> float:
@@ -163,7 +163,7 @@ class PairsProtocol:
         z_neg = min(max(_shared_cov(v, [pairs[:, 1]], n_neg, theta), 0.0), zeta2) if self.P > 1 else 0.0
         var = self.two_sample_variance(n_pos, n_neg, z_pos, z_neg, zeta2)
         info = {"pairs": v.size, "zeta_pos": z_pos, "zeta_neg": z_neg, "zeta2": zeta2,
-                "noise_variance_per_pair": sigma2}
+                "noise_variance_per_pair": sigma2, "security": self.security}
         return theta, var, info
 
     def two_sample_variance(self, n_pos: int, n_neg: int, zeta_pos: float, zeta_neg: float, zeta2: float) -> float:
@@ -174,6 +174,11 @@ class PairsProtocol:
         var_sum = (zeta2 * (N + P * (P - 1) * m / M) + z_small * P * (P - 1) * m * (1 - 1 / M)
                    + z_large * P * (P - 1) * m * (m - 1) / M)
         return var_sum / N**2 + self.backend.noise_variance / N
+
+    @property
+    def security(self) -> str:
+        kind = "simulated" if isinstance(self.backend, SimulatedTwoParty) else type(self.backend).__name__
+        return f"ε-CDP per user against semi-honest pairs; two-party computation {kind}"
 
     @property
     def params(self) -> dict:
