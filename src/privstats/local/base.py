@@ -72,24 +72,13 @@ class CountState:
 
     def to_bytes(self) -> bytes:
         """Versioned binary form: magic, version, JSON header, little-endian int64 counts."""
-        header = json.dumps({"protocol": self.protocol, "params": self.params, "n": int(self.n),
-                             "size": int(self.counts.size)}, sort_keys=True).encode()
-        body = np.ascontiguousarray(self.counts, dtype="<i8").tobytes()
-        return _MAGIC + struct.pack("<HI", _STATE_VERSION, len(header)) + header + body
+        header = {"protocol": self.protocol, "params": self.params, "n": int(self.n), "size": int(self.counts.size)}
+        return pack_versioned(_MAGIC, _STATE_VERSION, header, np.ascontiguousarray(self.counts, dtype="<i8").tobytes())
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "CountState":
         """Inverse of :meth:`to_bytes`; raises ValueError on a corrupted or foreign blob."""
-        if len(data) < 10 or data[:4] != _MAGIC:
-            raise ValueError("data is not a privstats CountState (bad magic)")
-        version, hlen = struct.unpack("<HI", data[4:10])
-        if version != _STATE_VERSION:
-            raise ValueError(f"unsupported CountState version {version} (this privstats reads {_STATE_VERSION})")
-        try:
-            header = json.loads(data[10 : 10 + hlen])
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            raise ValueError("data has a corrupted CountState header") from None
-        body = data[10 + hlen :]
+        header, body = unpack_versioned(data, _MAGIC, _STATE_VERSION, "CountState")
         if len(body) != 8 * header["size"]:
             raise ValueError(f"data is truncated: expected {header['size']} counts, got {len(body) // 8}")
         counts = np.frombuffer(body, dtype="<i8").astype(np.int64)
@@ -98,6 +87,28 @@ class CountState:
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, CountState) and self.protocol == other.protocol and self.params == other.params
                 and self.n == other.n and np.array_equal(self.counts, other.counts))
+
+
+def pack_versioned(magic: bytes, version: int, header: dict, body: bytes) -> bytes:
+    """``magic | version (u16) | header length (u32) | JSON header | body`` — the state wire format."""
+    h = json.dumps(header, sort_keys=True).encode()
+    return magic + struct.pack("<HI", version, len(h)) + h + body
+
+
+def unpack_versioned(data: bytes, magic: bytes, version: int, kind: str) -> tuple[dict, bytes]:
+    """Inverse of :func:`pack_versioned`: ``(header, body)``; ValueError naming ``kind`` if foreign or corrupted."""
+    if len(data) < 10 or data[:4] != magic:
+        raise ValueError(f"data is not a privstats {kind} (bad magic)")
+    got, hlen = struct.unpack("<HI", data[4:10])
+    if got != version:
+        raise ValueError(f"unsupported {kind} version {got} (this privstats reads {version})")
+    try:
+        header = json.loads(data[10 : 10 + hlen])
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise ValueError(f"data has a corrupted {kind} header") from None
+    if not isinstance(header, dict):
+        raise ValueError(f"data has a corrupted {kind} header")
+    return header, data[10 + hlen :]
 
 
 class FrequencyOracle(ABC):

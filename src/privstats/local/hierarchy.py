@@ -38,15 +38,13 @@ True
 
 from __future__ import annotations
 
-import json
 import math
-import struct
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from privstats.estimate import Estimate
-from privstats.local.base import CountState, FrequencyOracle
+from privstats.local.base import CountState, FrequencyOracle, pack_versioned, unpack_versioned
 from privstats.local.choose import linear_variance, make_oracle
 from privstats.local.unary import OUE
 from privstats.privacy.guarantees import PureDP
@@ -94,27 +92,18 @@ class HierarchyState:
     def to_bytes(self) -> bytes:
         """Versioned binary form: magic, version, JSON header, then each level's CountState bytes."""
         blobs = [s.to_bytes() for s in self.levels]
-        header = json.dumps({"protocol": self.protocol, "params": self.params,
-                             "lengths": [len(b) for b in blobs]}, sort_keys=True).encode()
-        return _MAGIC + struct.pack("<HI", _STATE_VERSION, len(header)) + header + b"".join(blobs)
+        header = {"protocol": self.protocol, "params": self.params, "lengths": [len(b) for b in blobs]}
+        return pack_versioned(_MAGIC, _STATE_VERSION, header, b"".join(blobs))
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "HierarchyState":
         """Inverse of :meth:`to_bytes`; raises ValueError on a corrupted or foreign blob."""
-        if len(data) < 10 or data[:4] != _MAGIC:
-            raise ValueError("data is not a privstats HierarchyState (bad magic)")
-        version, hlen = struct.unpack("<HI", data[4:10])
-        if version != _STATE_VERSION:
-            raise ValueError(f"unsupported HierarchyState version {version} (this privstats reads {_STATE_VERSION})")
-        try:
-            header = json.loads(data[10 : 10 + hlen])
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            raise ValueError("data has a corrupted HierarchyState header") from None
-        pos, levels = 10 + hlen, []
-        if pos + sum(header["lengths"]) != len(data):
+        header, body = unpack_versioned(data, _MAGIC, _STATE_VERSION, "HierarchyState")
+        pos, levels = 0, []
+        if sum(header["lengths"]) != len(body):
             raise ValueError("data is truncated or has trailing bytes")
         for length in header["lengths"]:
-            levels.append(CountState.from_bytes(data[pos : pos + length]))
+            levels.append(CountState.from_bytes(body[pos : pos + length]))
             pos += length
         return cls(header["protocol"], header["params"], levels)
 
