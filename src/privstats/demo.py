@@ -66,6 +66,11 @@ INCOME_THRESHOLD = 40.0           # public point at which the ECDF row evaluates
 QUANTILE_LEVELS = (0.25, 0.5, 0.75)
 ORDINAL_LEVELS = 6
 
+# (statistic, model) -> (smallest ε run by default, why): protocols whose cost grows steeply as ε shrinks
+SLOW_BELOW = {
+    ("quantiles", "shuffle"): (2.0, "calibrating the multi-message range-count protocol takes ~30 s at ε = 1"),
+}
+
 ROW_COLUMNS = [("statistic", "statistic"), ("model", "trust model"), ("protocol", "protocol"),
                ("privacy", "ε (δ)"), ("estimate", "private estimate"), ("exact", "exact value"),
                ("abs_error", "abs error"), ("stderr", "std error"), ("bits_per_user", "bits/user"),
@@ -244,7 +249,8 @@ class DemoResult:
 class _Context:
     def __init__(self, size: str, seed: int, epsilons, log: Callable[[str], None]):
         self.size, self.seed, self.cfg = size, seed, SIZES[size]
-        self.epsilons = tuple(epsilons)
+        self.explicit_epsilons = epsilons is not None
+        self.epsilons = tuple(SIZES[size].epsilons if epsilons is None else epsilons)
         self.result = DemoResult(size, seed, self.epsilons)
         self.log = log
         self._data: dict[str, Any] = {}
@@ -305,9 +311,21 @@ class _Context:
         return out
 
     def each_model(self, statistic: str, models, body: Callable[[str, float], None]) -> None:
-        """Run ``body(model, eps)`` for every model and ε; an unsupported model is noted once."""
+        """Run ``body(model, eps)`` for every model and ε; an unsupported model is noted once.
+
+        Combinations in ``SLOW_BELOW`` run only from their minimum ε unless the user chose
+        the ε values (``--epsilons``), so the default demo stays under a minute.
+        """
         for model in models:
+            floor = 0.0 if self.explicit_epsilons else SLOW_BELOW.get((statistic, model), (0.0, ""))[0]
+            skipped = [e for e in self.epsilons if e < floor]
+            if skipped:
+                self.result.unavailable.append(
+                    f"{statistic} [{model}] at ε = {', '.join(f'{e:g}' for e in skipped)}: skipped by default "
+                    f"({SLOW_BELOW[(statistic, model)][1]}; pass --epsilons to run it)")
             for eps in self.epsilons:
+                if eps < floor:
+                    continue
                 try:
                     body(model, eps)
                 except _Unsupported as exc:
@@ -734,7 +752,7 @@ def collect(size: str = "full", *, seed: int = 2024, epsilons=None, scenarios=No
     if unknown:
         raise ValueError(f"scenarios must be among {list(SCENARIOS)}, got {unknown}")
     log = log or (lambda text: None)
-    ctx = _Context(size, seed, SIZES[size].epsilons if epsilons is None else epsilons, log)
+    ctx = _Context(size, seed, epsilons, log)
     t0 = time.perf_counter()
     bar = _progress(len(names)) if progress else None
     try:
