@@ -4,12 +4,18 @@
 distribution matches a consumer's target set (minimum MMD² under the RBF kernel),
 with the roles separated as in :mod:`privstats.summarization`:
 
-* ``method="private"`` — the paper's protocol with the corrected bid: MWEM sketches
-  (h2) of the target and of the summary broadcast to the owners, and the private
-  auction.  ``(epsilon, delta)`` is spent once *per party*: the consumer's target set
-  gets (ε, δ)-DP from everything the owners see, and each owner gets (ε, δ)-DP
-  with respect to the other owners' data (sketches + the auction, the auction's
-  part being the paper's heuristic argument; see ``result.params``).
+* ``method="private"`` — the paper's protocol with the corrected bid: private sketches
+  of the target's and of the summary's mean embeddings broadcast to the owners, and
+  the private auction.  ``(epsilon, delta)`` is spent once *per party*: the consumer's
+  target set gets (ε, δ)-DP from everything the owners see, and each owner gets
+  (ε, δ)-DP with respect to the other owners' data (sketches + the auction, the
+  auction's part being the paper's heuristic argument; see ``result.params``).
+  ``sketch="gaussian"`` (default) releases the mean embeddings with the exact discrete
+  Gaussian under zCDP, every ``release_every`` rounds, shrunk toward a public prior
+  (:mod:`privstats.summarization.gaussian`); ``sketch="mwem"`` is the paper's h2
+  (MWEM), kept for reproduction — on small summaries its Laplace measurements
+  saturate the multiplicative weights and the private protocol falls below uniform
+  sampling (``experiments/summarization.md``).
 * ``method="greedy"`` — non-private distributed greedy on exact RFF means.
 * ``method="uniform"`` — ⌊size/K⌋ uniformly random rows per owner.
 
@@ -32,12 +38,14 @@ True
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import numpy as np
 
 from privstats.privacy.randomness import RNGLike, as_source
 from privstats.summarization.budget import PrivateParams, plan_private
+from privstats.summarization.gaussian import GaussianParams, plan_gaussian
 from privstats.summarization.protocol import SummaryResult, run_greedy, run_private, run_uniform
 from privstats.summarization.roles import Consumer, DataOwner
 from privstats.validation import as_float_array, check_choice, check_delta, check_epsilon, check_positive_int
@@ -64,14 +72,20 @@ def _owners(owners) -> list[DataOwner]:
 
 def summarize(owners, target, *, size: int, epsilon: float | None = None, delta: float | None = None,
               rng: RNGLike = None, method: str = "private", n_features: int = 256, gamma: float | None = None,
-              seed_set=None, feature_seed: int | None = None, t_init: int | None = None, t_sub: int = 5,
-              grid: int = 64, auction_share: float = 0.5, neighbours: str = "replace",
-              params: PrivateParams | None = None, transport=None) -> SummaryResult:
+              seed_set=None, feature_seed: int | None = None, sketch: str = "gaussian",
+              release_every: int = 0, clip_norm: float | None = None, shrinkage: bool = False,
+              t_init: int | None = None, t_sub: int = 5, grid: int = 64, auction_share: float | None = None,
+              neighbours: str = "replace", params: PrivateParams | GaussianParams | None = None,
+              transport=None) -> SummaryResult:
     """Choose ``size`` rows from ``owners`` matching ``target``; see the module docstring.
 
-    ``rng``: None (OS CSPRNG, for real data) or a seed/Generator (simulation).  ``params``
-    overrides the planned per-mechanism privacy parameters (e.g. the paper's Table 1).
-    Returns a :class:`~privstats.summarization.protocol.SummaryResult`.
+    ``rng``: None (OS CSPRNG, for real data) or a seed/Generator (simulation).
+    ``sketch="gaussian"``: ``release_every`` (summary sketch period in rounds), ``clip_norm``
+    (L2 clipping of h1 rows, default √2 = never clips) and ``shrinkage`` (James–Stein toward
+    the public prior).  ``sketch="mwem"``: ``t_init``, ``t_sub``, ``grid`` (paper's h2).
+    ``auction_share`` of each owner's ε goes to the auction (default 0.25 gaussian, 0.5 mwem).
+    ``params`` overrides the planned per-mechanism parameters (e.g. the paper's Table 1);
+    its type selects the sketch.  Returns a :class:`~privstats.summarization.protocol.SummaryResult`.
     """
     method = check_choice(method, "method", {"private", "greedy", "uniform"})
     parties = _owners(owners)
@@ -100,13 +114,27 @@ def summarize(owners, target, *, size: int, epsilon: float | None = None, delta:
         return run_greedy(parties, consumer, size=size, n_features=n_features, gamma=gamma,
                           feature_seed=feature_seed, seed_set=seed_set, rng=src, transport=transport)
     neighbours = check_choice(neighbours, "neighbours", {"replace", "add-remove"})
+    sensitivity = 2 if neighbours == "replace" else 1
     if params is None:
+        sketch = check_choice(sketch, "sketch", {"gaussian", "mwem"})
         epsilon = check_epsilon(epsilon)
         delta = check_delta(delta)
+        if auction_share is None:
+            auction_share = 0.25 if sketch == "gaussian" else 0.5
         if not (0.0 < auction_share < 1.0):
             raise ValueError(f"auction_share must be in (0, 1), got {auction_share!r}")
-        params = plan_private(epsilon, delta, n_owners=len(parties), size=size, n_features=n_features,
-                              t_init=t_init, t_sub=check_positive_int(t_sub, "t_sub"), auction_share=auction_share)
+        if sketch == "gaussian":
+            clip_norm = math.sqrt(2.0) if clip_norm is None else check_epsilon(clip_norm, "clip_norm")
+            params = plan_gaussian(epsilon, delta, n_owners=len(parties), size=size, n_features=n_features,
+                                   sensitivity=sensitivity, release_every=check_positive_int(release_every, "release_every",
+                                                                                             minimum=0),
+                                   clip_norm=clip_norm, auction_share=auction_share, shrinkage=bool(shrinkage))
+        else:
+            params = plan_private(epsilon, delta, n_owners=len(parties), size=size, n_features=n_features,
+                                  t_init=t_init, t_sub=check_positive_int(t_sub, "t_sub"),
+                                  auction_share=auction_share)
+    elif not isinstance(params, (PrivateParams, GaussianParams)):
+        raise ValueError(f"params must be PrivateParams or GaussianParams, got {type(params).__name__}")
     return run_private(parties, consumer, size=size, params=params, n_features=n_features, gamma=gamma,
-                       feature_seed=feature_seed, grid=grid, sensitivity=2 if neighbours == "replace" else 1,
+                       feature_seed=feature_seed, grid=grid, sensitivity=sensitivity,
                        seed_set=seed_set, rng=src, transport=transport)

@@ -4,12 +4,14 @@ The public entry point is :func:`privstats.summarize`.
 """
 
 from privstats.summarization.budget import PrivateParams, plan_private, sketch_accounting
+from privstats.summarization.gaussian import GaussianParams, GaussianSketch, gaussian_accounting, plan_gaussian
 from privstats.summarization.features import RandomFourierFeatures, marginal_gains, mmd2, objective, rbf_kernel
 from privstats.summarization.protocol import SummaryResult, json_transport, run_greedy, run_private, run_uniform
 from privstats.summarization.roles import Consumer, Curator, DataOwner, ProtocolError
 
 __all__ = [
     "PrivateParams", "plan_private", "sketch_accounting",
+    "GaussianParams", "GaussianSketch", "gaussian_accounting", "plan_gaussian",
     "RandomFourierFeatures", "marginal_gains", "mmd2", "objective", "rbf_kernel",
     "SummaryResult", "json_transport", "run_greedy", "run_private", "run_uniform",
     "Consumer", "Curator", "DataOwner", "ProtocolError",

@@ -43,7 +43,7 @@ class _Message:
     def from_dict(cls, d: dict[str, Any]):
         kwargs = {}
         for f in dataclasses.fields(cls):
-            v = d[f.name]
+            v = d.get(f.name, f.default)
             kwargs[f.name] = np.asarray(v) if f.name in _ARRAY_FIELDS.get(cls.__name__, ()) and v is not None else v
         return cls(**kwargs)
 
@@ -66,13 +66,18 @@ class TargetData(_Message):
 @_arrays("target_sketch")
 @dataclass(frozen=True)
 class Setup(_Message):
-    """Curator → owners: the public h1 parameters and the private sketch g̃ of the target."""
+    """Curator → owners: the public h1 parameters and the private sketch g̃ of the target.
+
+    ``own_feedback`` (no summary releases): each owner adds its own sent rows to the
+    broadcast prior of the summary mean (they are its own data, so this costs nothing).
+    """
 
     n_inputs: int
     n_features: int
     gamma: float
     feature_seed: int
     target_sketch: np.ndarray
+    own_feedback: bool = False
 
 
 @_arrays("summary_sketch")

@@ -26,6 +26,7 @@ from privstats.privacy.guarantees import Guarantee
 from privstats.privacy.randomness import RNGLike, as_source
 from privstats.summarization.budget import PrivateParams, expected_asks
 from privstats.summarization.features import mmd2
+from privstats.summarization.gaussian import GaussianParams
 from privstats.summarization.messages import message_from_dict
 from privstats.summarization.roles import Consumer, Curator, DataOwner
 
@@ -118,24 +119,34 @@ def _run_rounds(owners: list[DataOwner], consumer: Consumer, curator: Curator, s
             "curator": total - t_owner - curator.mwem_seconds, "per_round": float(np.mean(round_times))}
 
 
-def run_private(owners, consumer, *, size, params: PrivateParams, n_features, gamma, feature_seed, grid=64,
-                sensitivity=2, seed_set=None, rng: RNGLike = None, transport: Callable = _identity) -> SummaryResult:
-    """The private protocol (MWEM sketches + PrivAuction)."""
-    curator = Curator(size=size, n_features=n_features, gamma=gamma, feature_seed=feature_seed, sketch="mwem",
-                      params=params, grid=grid, sensitivity=sensitivity, seed_set=seed_set, rng=rng)
+def run_private(owners, consumer, *, size, params: PrivateParams | GaussianParams, n_features, gamma, feature_seed,
+                grid=64, sensitivity=2, seed_set=None, rng: RNGLike = None,
+                transport: Callable = _identity) -> SummaryResult:
+    """The private protocol: discrete-Gaussian sketches (``GaussianParams``) or the paper's MWEM sketches
+    (``PrivateParams``), and PrivAuction."""
+    gaussian = isinstance(params, GaussianParams)
+    curator = Curator(size=size, n_features=n_features, gamma=gamma, feature_seed=feature_seed,
+                      sketch="gaussian" if gaussian else "mwem", params=params, grid=grid, sensitivity=sensitivity,
+                      seed_set=seed_set, rng=rng)
     timings = _run_rounds(owners, consumer, curator, size, transport)
-    acc = params.accounting(n_summary_releases=size - 1)
+    acc = (params.accounting(n_features, sensitivity) if gaussian
+           else params.accounting(n_summary_releases=size - 1))
     auc = curator.auction
     bidders = np.array(auc.bidders)
     rounds = {
         "asked_biased": np.array(auc.asked_biased), "asked_forced": np.array(auc.asked_forced),
         "bidders": bidders, "pool_size": np.array(curator.pool_sizes),
         "expected_asked_biased": np.array([expected_asks(int(k), params.epsilon_auc) for k in bidders]),
-        "sketch_error": np.array(curator.sketch_errors), "target_sketch_error": curator.target_sketch_error,
+        "sketch_error": np.array(curator.sketch_errors), "sketch_error_l2": np.array(curator.sketch_errors_l2),
+        "shrink_factor": np.array(curator.shrink_factors), "target_sketch_error": curator.target_sketch_error,
     }
+    extra = {"sketch": "gaussian" if gaussian else "mwem"}
+    if gaussian:
+        extra["summary_sigmas"] = list(params.summary_sigmas)
+        extra["lattice_step"] = curator._gauss.step
     return _result("private", len(owners), consumer.summary, consumer._target, gamma,
                    {"target": acc["target"], "owners": acc["owners"]}, curator.accessed, curator.accessed_target,
-                   params={**vars(params), "n_features": n_features, "gamma": gamma, "grid": grid,
+                   params={**vars(params), **extra, "n_features": n_features, "gamma": gamma, "grid": grid,
                            "sensitivity": sensitivity, "feature_seed": feature_seed,
                            "seed_set_size": 0 if seed_set is None else len(seed_set),
                            "auction_guarantee": "heuristic (Theorem 6 covers only the 'asked' event)"},

@@ -10,10 +10,14 @@
   repeated bids (τ rule) without learning which rows they are.
 * :class:`Consumer` — holds the target ``D_v``; sends it to the trusted curator and
   receives the summary.
-* :class:`Curator` — trusted: builds the sketches (MWEM or exact), runs the auction,
+* :class:`Curator` — trusted: builds the sketches (discrete Gaussian, the paper's MWEM,
+  or exact), runs the auction,
   keeps the pool of received points and selects the pool's best point each round,
   re-scored at the current broadcast (consistent with the owners' bids, which keeps
-  the selection equal to greedy on the released sketches).
+  the selection equal to greedy on the released sketches).  Without summary releases
+  (the default Gaussian mode) no owner sees anything that depends on D_s, so the
+  curator scores its pool by the exact (RFF) greedy gain instead, and each owner
+  bids against the public prior corrected by its own sent rows.
 
 >>> import numpy as np
 >>> owner = DataOwner(np.zeros((3, 2)), owner_id=0)
@@ -34,6 +38,7 @@ from privstats.privacy.randomness import RNGLike, as_source
 from privstats.summarization.auction import PrivateAuction
 from privstats.summarization.budget import PrivateParams
 from privstats.summarization.features import RandomFourierFeatures
+from privstats.summarization.gaussian import GaussianParams, release_rounds, shrink
 from privstats.summarization.messages import (
     Bid,
     FetchRequest,
@@ -50,6 +55,11 @@ __all__ = ["DataOwner", "Consumer", "Curator", "ProtocolError"]
 
 class ProtocolError(RuntimeError):
     """A message that breaks the protocol (unknown handle, re-offered point, bid that does not verify)."""
+
+
+def _with_own_rows(prior, sent_sum, n_sent: int, target_sketch, s: int):
+    """The broadcast prior of the summary mean with the owner's own sent rows in place of g̃ guesses."""
+    return prior + (sent_sum - n_sent * target_sketch) / s
 
 
 def _score(H, target_sketch, summary_sketch, s: int):
@@ -86,6 +96,9 @@ class DataOwner:
         self._self = (self._H * self._H).sum(1)
         self._last_g = np.zeros(msg.n_features)
         self._last_prod = np.zeros(self.n_points)
+        self._feedback = bool(msg.own_feedback)
+        self._target_sketch = np.asarray(msg.target_sketch, dtype=np.float64)
+        self._sent_sum = np.zeros(msg.n_features)
 
     def _product(self, g: np.ndarray) -> np.ndarray:
         """H @ g, updated on the coordinates that changed (MWEM changes few per round)."""
@@ -108,6 +121,8 @@ class DataOwner:
             return Bid(self.owner_id, msg.round, None, None)
         s = int(msg.summary_size)
         g = np.asarray(msg.summary_sketch, dtype=np.float64)
+        if self._feedback and s:
+            g = _with_own_rows(g, self._sent_sum, int(self._sent.sum()), self._target_sketch, s)
         scores = self._base - (s / (s + 1.0)) * self._product(g) - self._self / (2.0 * (s + 1))
         scores[self._sent] = -np.inf
         row = int(np.argmax(scores))
@@ -123,6 +138,7 @@ class DataOwner:
         if self._sent[row]:
             raise ProtocolError(f"owner {self.owner_id}: point already sent")
         self._sent[row] = True
+        self._sent_sum += self._H[row]
         return PointTransfer(self.owner_id, req.round, req.handle, row, self._data[row].copy())
 
     def send_rows(self, rows, round: int) -> list[PointTransfer]:
@@ -153,19 +169,23 @@ class Consumer:
 class Curator:
     """The trusted aggregator.
 
-    ``sketch`` is ``"mwem"`` (private h2) or ``"exact"`` (non-private means);
-    ``params`` holds the per-mechanism privacy parameters (required for ``"mwem"``;
-    ``epsilon_auc``/``tau`` of the auction, where ``epsilon_auc=inf`` asks only the winner).
+    ``sketch`` is ``"gaussian"`` (discrete-Gaussian mean embeddings, ``params`` a
+    :class:`~privstats.summarization.gaussian.GaussianParams`), ``"mwem"`` (the paper's h2,
+    ``params`` a :class:`~privstats.summarization.budget.PrivateParams`) or ``"exact"``
+    (non-private means; optional ``params`` only for ``epsilon_auc``/``tau`` of the auction,
+    where ``epsilon_auc=inf`` asks only the winner).
     ``seed_set`` is public: it is in the summary during selection but not in the output.
     """
 
     def __init__(self, *, size: int, n_features: int, gamma: float, feature_seed: int,
-                 sketch: str = "mwem", params: PrivateParams | None = None, grid: int = 64,
+                 sketch: str = "mwem", params: PrivateParams | GaussianParams | None = None, grid: int = 64,
                  sensitivity: int = 2, seed_set=None, rng: RNGLike = None, verify: bool = True):
-        if sketch not in ("mwem", "exact"):
-            raise ValueError(f"sketch must be 'mwem' or 'exact', got {sketch!r}")
-        if sketch == "mwem" and params is None:
-            raise ValueError("params are required for the private (mwem) sketch")
+        if sketch not in ("gaussian", "mwem", "exact"):
+            raise ValueError(f"sketch must be 'gaussian', 'mwem' or 'exact', got {sketch!r}")
+        if sketch == "mwem" and not isinstance(params, PrivateParams):
+            raise ValueError("PrivateParams are required for the mwem sketch")
+        if sketch == "gaussian" and not isinstance(params, GaussianParams):
+            raise ValueError("GaussianParams are required for the gaussian sketch")
         self.size, self.n_features, self.gamma, self.feature_seed = int(size), int(n_features), float(gamma), int(feature_seed)
         self.sketch, self.params, self.grid, self.sensitivity = sketch, params, int(grid), int(sensitivity)
         self._src = as_source(rng)
@@ -185,7 +205,9 @@ class Curator:
         self._pool_self = np.zeros(0)
         self._n_rows = 0
         self.pool_sizes: list[int] = []
-        self.sketch_errors: list[float] = []
+        self.sketch_errors: list[float] = []          # ‖g_ℓ − exact mean‖_∞ per round
+        self.sketch_errors_l2: list[float] = []       # ‖g_ℓ − exact mean‖₂ per round
+        self.shrink_factors: list[float] = []         # James–Stein λ per Gaussian release
 
     # ---------------------------------------------------------------- setup
     def receive_target(self, msg: TargetData) -> None:
@@ -200,30 +222,51 @@ class Curator:
         Hv = self.h1.transform(self._target)
         if self.sketch == "exact":
             self.target_sketch = Hv.mean(0)
+            self._releases = {}
+        elif self.sketch == "gaussian":
+            t0 = time.perf_counter()
+            self._gauss = self.params.sketch(self.n_features, self.sensitivity)
+            U = self._gauss.encode(Hv, rng=self._src).sum(0)
+            self.target_sketch = self._gauss.release(U, self.params.target_sigma, rng=self._src) / Hv.shape[0]
+            self._releases = {r: i for i, r in enumerate(release_rounds(self.size, self.params.release_every))}
+            self.mwem_seconds += time.perf_counter() - t0
         else:
             t0 = time.perf_counter()
             U = quantize(Hv, b, self.grid, rng=self._src).sum(0)
             state = MWEMSketch(self.n_features, self.grid, self.sensitivity)
             self.target_sketch = b * state.release(U, Hv.shape[0], self.params.t_init,
                                                    self.params.epsilon_target_iter, rng=self._src)
+            self._releases = {}
             self.mwem_seconds += time.perf_counter() - t0
-        self.target_sketch_error = float(np.abs(self.target_sketch - Hv.mean(0)).max())
+        self._target_mean = Hv.mean(0)
+        self.target_sketch_error = float(np.abs(self.target_sketch - self._target_mean).max())
+        # no summary release: nothing the owners see depends on D_s, so the curator selects from its pool by
+        # the exact (RFF) greedy gain; otherwise the pool is scored like the owners' bids
+        self.pool_greedy = self.sketch == "gaussian" and not self._releases
+        self._owner_sent: dict[int, tuple[np.ndarray, int]] = {}
         # the summary: public seed rows plus the selected rows
         self._sum_h = np.zeros(self.n_features)
         self._sum_q = np.zeros(self.n_features, dtype=np.int64)
         self._s = 0
         self._state = MWEMSketch(self.n_features, self.grid, self.sensitivity) if self.sketch == "mwem" else None
+        self._seed_sum = np.zeros(self.n_features)
+        self._s0 = 0
         if self._seed is not None and self._seed.shape[0]:
             Hs = self.h1.transform(self._seed)
             self._add_rows(Hs)
+            self._seed_sum, self._s0 = Hs.sum(0), Hs.shape[0]
             if self._state is not None:
                 self._state.init_from_means(Hs.mean(0) / b)
-        return Setup(n_inputs, self.n_features, self.gamma, self.feature_seed, self.target_sketch.copy())
+        self._g_last, self._s_last = None, 0
+        return Setup(n_inputs, self.n_features, self.gamma, self.feature_seed, self.target_sketch.copy(),
+                     own_feedback=self.pool_greedy)
 
     def _add_rows(self, H: np.ndarray) -> None:
         self._sum_h += H.sum(0)
         if self._state is not None:
             self._sum_q += quantize(H, self.h1.bound, self.grid, rng=self._src).sum(0)
+        elif self.sketch == "gaussian":
+            self._sum_q += self._gauss.encode(H, rng=self._src).sum(0)
         self._s += H.shape[0]
 
     # ---------------------------------------------------------------- rounds
@@ -234,14 +277,40 @@ class Curator:
         exact = self._sum_h / s if s else np.zeros(self.n_features)
         if self.sketch == "exact" or not self.selected:
             g = exact
+        elif self.sketch == "gaussian":
+            t0 = time.perf_counter()
+            g = self._gaussian_mean(s)
+            self.mwem_seconds += time.perf_counter() - t0
         else:
             t0 = time.perf_counter()
             g = self.h1.bound * self._state.release(self._sum_q, s, self.params.t_sub,
                                                     self.params.epsilon_summary_iter, rng=self._src)
             self.mwem_seconds += time.perf_counter() - t0
         self.sketch_errors.append(float(np.abs(g - exact).max()))
+        self.sketch_errors_l2.append(float(np.linalg.norm(g - exact)))
         self._g = g
         return RoundBroadcast(self.round, s, g.copy())
+
+    def _prior(self, s: int) -> np.ndarray:
+        """Public prior for the summary mean: the seed exactly, each selected row ≈ the target sketch g̃."""
+        return (self._seed_sum + (s - self._s0) * self.target_sketch) / s
+
+    def _gaussian_mean(self, s: int) -> np.ndarray:
+        """The discrete-Gaussian release of this round (shrunk toward the prior), or, between releases, the
+        last estimate with the rows added since predicted by the prior (both post-processing)."""
+        k = self._releases.get(self.round)
+        if k is None:
+            if self._g_last is None:
+                return self._prior(s)
+            return (self._s_last * self._g_last + (s - self._s_last) * self.target_sketch) / s
+        sigma = self.params.summary_sigmas[k]
+        noisy = self._gauss.release(self._sum_q, sigma, rng=self._src) / s
+        g = noisy
+        if self.params.shrinkage:
+            g, lam = shrink(noisy, self._prior(s), (sigma * self._gauss.step / s) ** 2)
+            self.shrink_factors.append(lam)
+        self._g_last, self._s_last = g, s
+        return g
 
     def requests(self, bids: list[Bid]) -> list[FetchRequest]:
         """Run the auction on this round's bids."""
@@ -257,10 +326,15 @@ class Curator:
             self.accessed += 1
             bid = self._bids.get((t.owner, t.handle)) if t.round == self.round else None
             if self.verify and bid is not None:
-                check = float(_score(h, self.target_sketch, self._g, self._s))
+                g = self._g
+                if self.pool_greedy and self._s:
+                    g = _with_own_rows(g, *self._owner_sent.get(t.owner, (0.0, 0)), self.target_sketch, self._s)
+                check = float(_score(h, self.target_sketch, g, self._s))
                 if abs(check - bid) > 1e-8 * (1.0 + abs(bid)):
                     raise ProtocolError(f"owner {t.owner}: bid {bid} does not match its point ({check})")
             self._pool.append(t)
+            total, count = self._owner_sent.get(t.owner, (np.zeros(self.n_features), 0))
+            self._owner_sent[t.owner] = (total + h, count + 1)
         n_old, n_new = self._n_rows, self._n_rows + H.shape[0]
         if n_new > self._pool_H.shape[0]:                  # grow the buffers geometrically
             cap = max(2 * self._pool_H.shape[0], n_new, 64)
@@ -268,7 +342,7 @@ class Curator:
             self._pool_base = np.resize(self._pool_base, cap)
             self._pool_self = np.resize(self._pool_self, cap)
         self._pool_H[n_old:n_new] = H
-        self._pool_base[n_old:n_new] = H @ self.target_sketch
+        self._pool_base[n_old:n_new] = H @ (self._target_mean if self.pool_greedy else self.target_sketch)
         self._pool_self[n_old:n_new] = (H * H).sum(1)
         self._n_rows = n_new
 
@@ -278,7 +352,8 @@ class Curator:
             raise ProtocolError("empty pool: no owner has points left")
         s = self._s
         n = self._n_rows
-        scores = (self._pool_base[:n] - (s / (s + 1.0)) * (self._pool_H[:n] @ self._g)
+        g = (self._sum_h / s if s else np.zeros(self.n_features)) if self.pool_greedy else self._g
+        scores = (self._pool_base[:n] - (s / (s + 1.0)) * (self._pool_H[:n] @ g)
                   - self._pool_self[:n] / (2.0 * (s + 1)))
         best = np.flatnonzero(scores == scores.max())
         j = int(best[0]) if best.size == 1 else int(best[self._src.integers(best.size)])
