@@ -94,6 +94,8 @@ def basic_composition(guarantees: Iterable[Guarantee]) -> Guarantee:
 def advanced_composition(epsilon: float, k: int, delta_prime: float, delta: float = 0.0) -> ApproxDP:
     """Dwork–Rothblum–Vadhan: k-fold (ε, δ) is (ε√(2k ln(1/δ')) + kε(e^ε − 1), kδ + δ').
 
+    Where that exceeds basic composition's kε (large ε) the basic bound, also valid, is returned.
+
     >>> round(advanced_composition(0.1, 100, 1e-6).epsilon, 4)
     6.3082
     """
@@ -104,8 +106,8 @@ def advanced_composition(epsilon: float, k: int, delta_prime: float, delta: floa
     total_delta = k * delta + delta_prime
     if total_delta >= 1:
         raise ValueError(f"k*delta + delta_prime = {total_delta} >= 1: the composed guarantee is vacuous")
-    eps = epsilon * math.sqrt(2 * k * math.log(1 / delta_prime)) + k * epsilon * math.expm1(epsilon)
-    return ApproxDP(eps, total_delta)
+    drv = epsilon * math.sqrt(2 * k * math.log(1 / delta_prime)) + k * epsilon * math.expm1(min(epsilon, 700.0))
+    return ApproxDP(min(drv, k * epsilon), total_delta)
 
 
 def _log_delta_pure(epsilon: float, k: int, epsilon_total: float) -> float:
