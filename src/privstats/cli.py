@@ -78,7 +78,7 @@ STATISTICS = {
 }
 
 
-DEMO_SCENARIOS = ["oracles", "frequencies", "ecdf", "quantiles", "auc", "auc_scale", "roc", "hosmer_lemeshow",
+DEMO_SCENARIOS = ["oracles", "frequencies", "range_counts", "ecdf", "quantiles", "auc", "auc_scale", "roc", "hosmer_lemeshow",
                   "kendall", "gini", "gini_coefficient", "collision", "summarization"]
 
 

@@ -69,6 +69,7 @@ ORDINAL_LEVELS = 6
 # (statistic, model) -> (smallest ε run by default, why): protocols whose cost grows steeply as ε shrinks
 SLOW_BELOW = {
     ("quantiles", "shuffle"): (2.0, "calibrating the multi-message range-count protocol takes ~30 s at ε = 1"),
+    ("range_counts", "shuffle"): (4.0, "the multi-message range-count protocol over d = 1024 takes ~60 s at ε = 2"),
 }
 
 ROW_COLUMNS = [("statistic", "statistic"), ("model", "trust model"), ("protocol", "protocol"),
@@ -148,6 +149,7 @@ def exact_values(size: str = "full", seed: int = 2024) -> dict[str, float]:
     out: dict[str, float] = {}
     z = demo_data("zipf", size, seed)
     out["frequency of item 0"] = float(np.mean(z == 0))
+    out["range share [0, d/8)"] = float(np.mean(z < SIZES[size].domain // 8))
     x = demo_data("incomes", size, seed)
     out[f"ECDF F({INCOME_THRESHOLD:g})"] = float(stats.ecdf(x).cdf.evaluate(INCOME_THRESHOLD))
     out["median"] = float(np.quantile(x, 0.5, method="inverted_cdf"))
@@ -419,6 +421,25 @@ def scenario_frequencies(ctx: _Context) -> None:
                     _share_reader(n), float(truth[0]), extra=max_err)
 
     ctx.each_model("frequencies", TRUST_MODELS, body)
+
+
+def scenario_range_counts(ctx: _Context) -> None:
+    """``privstats.range_counts`` of the Zipf sample: the share of users in the first eighth of the domain."""
+    fn = _public("range_counts")
+    values = ctx.data("zipf")
+    d, n = ctx.cfg.domain, values.size
+    hi = d // 8
+    exact = float(np.mean(values < hi))
+
+    def body(model, eps):
+        kw = dict(domain=d, epsilon=eps, model=model)
+        if model == "shuffle":
+            kw["delta"] = SHUFFLE_DELTA
+        ctx.measure("range share [0, d/8)", model, eps,
+                    lambda seed: _call(fn, values, [(0, hi)], rng=seed, **kw), _share_reader(n), exact,
+                    note=f"items 0..{hi - 1} of {d}")
+
+    ctx.each_model("range_counts", TRUST_MODELS, body)
 
 
 def _ecdf_arrays(res, grid: np.ndarray):
@@ -728,6 +749,7 @@ def scenario_summarization(ctx: _Context) -> None:
 SCENARIOS: dict[str, Callable[[_Context], None]] = {
     "oracles": scenario_oracles,
     "frequencies": scenario_frequencies,
+    "range_counts": scenario_range_counts,
     "ecdf": scenario_ecdf,
     "quantiles": scenario_quantiles,
     "auc": scenario_auc,

@@ -69,7 +69,7 @@ def test_demo_runs_every_available_statistic(small_demo):
                 "auc": "AUC", "roc_curve": "ROC curve AUC", "kendall_tau": "Kendall's tau-b",
                 "gini_mean_difference": "Gini mean difference", "summarize": "summary MMD² (vs greedy)",
                 "gini_coefficient": "Gini coefficient", "collision_probability": "collision probability",
-                "hosmer_lemeshow": "Hosmer–Lemeshow H"}
+                "hosmer_lemeshow": "Hosmer–Lemeshow H", "range_counts": "range share [0, d/8)"}
     for public, label in expected.items():
         if _available(public):
             assert label in labels, f"privstats.{public} is importable but the demo has no {label!r} row"
@@ -85,6 +85,9 @@ def _exact_reference(label: str, seed: int):
     """Non-private values computed here independently of the demo's own exact code."""
     if label == "frequency of item 0":
         return np.mean(demo.demo_data("zipf", "small", seed) == 0)
+    if label == "range share [0, d/8)":
+        z = demo.demo_data("zipf", "small", seed)
+        return np.count_nonzero(z <= demo.SIZES["small"].domain // 8 - 1) / z.size
     if label == "ECDF F(40)":
         return np.mean(demo.demo_data("incomes", "small", seed) <= 40.0)
     if label == "median":
@@ -249,3 +252,10 @@ def test_cli_scenario_choices_match_the_demo():
     from privstats import cli
 
     assert cli.DEMO_SCENARIOS == list(demo.SCENARIOS)
+
+
+def test_slow_combinations_are_skipped_by_default_with_a_note():
+    result = demo.collect("tiny", scenarios=["quantiles"])          # default ε = (1,): below the floor
+    assert not any(r["model"] == "shuffle" for r in result.rows)
+    assert any("quantiles [shuffle] at ε = 1: skipped by default" in u for u in result.unavailable)
+    assert {r["model"] for r in result.rows} >= {"central"}
