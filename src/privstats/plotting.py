@@ -40,10 +40,11 @@ def _pyplot():
     return plt
 
 
-def _save(fig, path: Path) -> Path:
+def _save(fig, path: Path, *, layout: bool = True) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
+    if layout:
+        fig.tight_layout()
     fig.savefig(path, dpi=110)
     _pyplot().close(fig)
     return path
@@ -115,17 +116,20 @@ def plot_error_vs_epsilon(path: Path, rows: Sequence[Mapping], *,
     fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.3 * nrows), squeeze=False)
     for ax, stat in zip(axes.ravel(), stats):
         sub = [r for r in rows if r["statistic"] == stat]
+        positive = [v for r in sub for v in (r["abs_error"], r.get("stderr")) if v]
+        floor = 0.5 * min(positive) if positive else 1e-12      # an exact hit is drawn at the panel's floor
         for model in dict.fromkeys(r["model"] for r in sub):
             pts = sorted((r for r in sub if r["model"] == model), key=lambda r: r["epsilon"])
             color, marker = _MODEL_STYLE.get(model, ("tab:purple", "x"))
             eps = [r["epsilon"] for r in pts]
-            err = [max(r["abs_error"], 1e-12) for r in pts]
+            err = [max(r["abs_error"], floor) for r in pts]
             ax.plot(eps, err, ls="none", marker=marker, color=color, label=f"{model} |error|")
             se = [(r["epsilon"], r["stderr"]) for r in pts if r.get("stderr")]
             if se:
                 ax.plot(*zip(*se), color=color, lw=1, ls="--", label=f"{model} std. error")
         ax.set_xscale("log")
-        ax.set_yscale("log")
+        if positive and max(positive) / floor > 20:
+            ax.set_yscale("log")
         ticks = sorted({r["epsilon"] for r in sub})
         ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
         ax.minorticks_off()
@@ -135,4 +139,5 @@ def plot_error_vs_epsilon(path: Path, rows: Sequence[Mapping], *,
     for ax in axes.ravel()[len(stats):]:
         ax.set_visible(False)
     fig.suptitle(title, fontsize=10)
-    return _save(fig, path)
+    fig.tight_layout(rect=(0, 0, 1, 0.98))
+    return _save(fig, path, layout=False)
