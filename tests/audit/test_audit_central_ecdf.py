@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from privstats.central import add_real_noise
 from privstats.cdf.quantiles import exponential_quantile
 from privstats.cdf.tree import BaryTreeMechanism, BinaryTreeMechanism, choose_mechanism
+from privstats.central import add_real_noise
 from privstats.privacy.audit import epsilon_lower_bound
 from privstats.privacy.samplers import discrete_laplace
 
