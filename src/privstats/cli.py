@@ -78,8 +78,8 @@ STATISTICS = {
 }
 
 
-DEMO_SCENARIOS = ["oracles", "frequencies", "range_counts", "ecdf", "quantiles", "auc", "auc_scale", "roc", "hosmer_lemeshow",
-                  "kendall", "gini", "gini_coefficient", "collision", "summarization"]
+DEMO_SCENARIOS = ["oracles", "frequencies", "range_counts", "ecdf", "quantiles", "auc", "auc_scale", "roc",
+                  "hosmer_lemeshow", "kendall", "gini", "gini_coefficient", "collision", "summarization"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -19,7 +19,6 @@ True
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import json
 import math
@@ -35,7 +34,7 @@ import numpy as np
 from privstats.estimate import TRUST_MODELS, Estimate
 
 __all__ = ["SIZES", "SCENARIOS", "DemoResult", "collect", "demo_data", "run_demo", "write_report",
-           "exact_values"]
+           "scenario_seed"]
 
 
 @dataclass(frozen=True)
@@ -52,11 +51,12 @@ class DemoSize:
 
 
 SIZES = {
-    "tiny": DemoSize(n_freq=5_000, domain=16, n_cont=1_000, n_pairs=1_000, n_scores=2_000, summary_size=10, epsilons=(1.0,)),
-    "small": DemoSize(n_freq=20_000, domain=64, n_cont=4_000, n_pairs=4_000, n_scores=10_000, summary_size=20, epsilons=(1.0, 4.0)),
+    "tiny": DemoSize(n_freq=5_000, domain=16, n_cont=1_000, n_pairs=1_000, n_scores=2_000, summary_size=10,
+                     epsilons=(1.0,)),
+    "small": DemoSize(n_freq=20_000, domain=64, n_cont=4_000, n_pairs=4_000, n_scores=10_000, summary_size=20,
+                      epsilons=(1.0, 4.0)),
     "full": DemoSize(n_freq=1_000_000, domain=1024, n_cont=50_000, n_pairs=20_000, n_scores=100_000,
-                     summary_size=50,
-                     epsilons=(0.5, 1.0, 2.0)),
+                     summary_size=50, epsilons=(0.5, 1.0, 2.0)),
 }
 
 HEADLINE_EPSILON = 1.0
@@ -140,35 +140,6 @@ def gini_mean_difference_exact(x) -> float:
     x = np.sort(np.asarray(x, dtype=float))
     n = x.size
     return float(2.0 * np.sum((2 * np.arange(n) - n + 1) * x) / (n * (n - 1)))
-
-
-def exact_values(size: str = "full", seed: int = 2024) -> dict[str, float]:
-    """Non-private values of the demo's scalar statistics, keyed by the demo's row label."""
-    from scipy import stats
-
-    out: dict[str, float] = {}
-    z = demo_data("zipf", size, seed)
-    out["frequency of item 0"] = float(np.mean(z == 0))
-    out["range share [0, d/8)"] = float(np.mean(z < SIZES[size].domain // 8))
-    x = demo_data("incomes", size, seed)
-    out[f"ECDF F({INCOME_THRESHOLD:g})"] = float(stats.ecdf(x).cdf.evaluate(INCOME_THRESHOLD))
-    out["median"] = float(np.quantile(x, 0.5, method="inverted_cdf"))
-    out["Gini mean difference"] = gini_mean_difference_exact(x)
-    out["Gini coefficient"] = gini_coefficient_exact(x)
-    out["collision probability"] = collision_probability_exact(z, SIZES[size].domain)
-    a, b = demo_data("ordinal", size, seed)
-    out["Kendall's tau-b"] = float(stats.kendalltau(a, b).statistic)
-    out["Hosmer–Lemeshow H"] = hosmer_lemeshow_exact(*demo_data("scores", size, seed))
-    try:
-        from sklearn.metrics import roc_auc_score
-
-        y, s = demo_data("breast_cancer", size, seed)
-        out["AUC"] = out["ROC curve AUC"] = float(roc_auc_score(y, s))
-        y, p = demo_data("scores", size, seed)
-        out["AUC (synthetic scores)"] = float(roc_auc_score(y, p))
-    except ImportError:
-        pass
-    return out
 
 
 # ----------------------------------------------------------------------------- running
@@ -607,7 +578,7 @@ def scenario_hosmer_lemeshow(ctx: _Context) -> None:
             raise _Unsupported("hosmer_lemeshow takes no model argument (central only)")
         ctx.measure("Hosmer–Lemeshow H", model, eps,
                     lambda seed: _call(fn, y, p, epsilon=eps, rng=seed), _scalar_reader, exact,
-                    extra=lambda est: {"note": f"10 groups; private p-value {est.details.get('p_value', float('nan')):.3g}"})
+                    extra=lambda est: {"note": f"10 groups; private p-value {est.details['p_value']:.3g}"})
 
     ctx.each_model("hosmer_lemeshow", ["central"], body)
 
