@@ -98,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
                                       "generated data, print a table and write a Markdown+PNG report.")
     demo.add_argument("--size", choices=["tiny", "small", "full"], default="full",
                       help="problem size: full (default, < 1 min), small (tests), tiny (smoke)")
-    demo.add_argument("--out", metavar="DIR", help="report directory (default ./privstats-demo-report)")
+    demo.add_argument("--out", metavar="DIR", help="report directory (default ./privstats-report)")
     demo.add_argument("--seed", type=int, default=2024, help="seed of the data and of the simulated noise")
     demo.add_argument("--epsilons", type=_epsilon_list, metavar="E1,E2,...",
                       help="privacy budgets to run (default depends on --size)")

@@ -888,7 +888,7 @@ def run_demo(size: str = "full", *, out: str | Path | None = None, seed: int = 2
     t0 = time.perf_counter()
     result = collect(size, seed=seed, epsilons=epsilons, scenarios=scenarios, log=log,
                      progress=use_rich(err) and not as_json)
-    out_dir = Path(out) if out is not None else Path.cwd() / "privstats-demo-report"
+    out_dir = Path(out) if out is not None else Path.cwd() / "privstats-report"
     write_report(result, out_dir)
     total = time.perf_counter() - t0
     if as_json:
