@@ -450,7 +450,8 @@ def _experiment(args, forwarded: list[str]) -> int:
     path = found[args.name]
     spec = importlib.util.spec_from_file_location(f"privstats_experiment_{args.name}", path)
     module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(path.parent))
+    sys.modules[spec.name] = module          # dataclasses and pickling look the module up by name
+    sys.path.insert(0, str(path.parent))     # experiments may import helpers next to them
     try:
         spec.loader.exec_module(module)
         if not hasattr(module, "main"):
@@ -458,6 +459,7 @@ def _experiment(args, forwarded: list[str]) -> int:
         return _with_spinner(f"experiment {args.name}", lambda: module.main(forwarded))
     finally:
         sys.path.remove(str(path.parent))
+        sys.modules.pop(spec.name, None)
 
 
 def _with_spinner(label: str, run) -> int:

@@ -24,13 +24,18 @@ def fake_experiments(tmp_path):
     d.mkdir()
     (d / "echo_args.py").write_text(
         '"""Echo the arguments (a test experiment)."""\n'
+        "from __future__ import annotations\n"
         "import argparse, pathlib\n"
+        "from dataclasses import dataclass\n"
+        "@dataclass\n"
+        "class Row:\n"          # needs the module registered in sys.modules while it runs
+        "    smoke: bool\n"
         "def main(argv=None):\n"
         "    p = argparse.ArgumentParser(prog='echo_args')\n"
         "    p.add_argument('--smoke', action='store_true')\n"
         "    p.add_argument('--out', required=True)\n"
         "    a = p.parse_args(argv)\n"
-        "    pathlib.Path(a.out).write_text(f'smoke={a.smoke}')\n"
+        "    pathlib.Path(a.out).write_text(f'smoke={Row(a.smoke).smoke}')\n"
         "    return 0\n")
     (d / "fails.py").write_text('"""Always fails."""\ndef main(argv=None):\n    return 3\n')
     (d / "_helper.py").write_text("X = 1\n")
