@@ -698,7 +698,8 @@ def scenario_summarization(ctx: _Context) -> None:
 
     def extra(res):
         g = (getattr(res, "privacy", None) or {}).get("target")
-        out = {"protocol": "private auction + MWEM", "accessed": int(res.accessed),
+        sketch = {"gaussian": "Gaussian target sketch", "mwem": "MWEM"}.get(res.params.get("sketch"), "sketch")
+        out = {"protocol": f"private auction + {sketch}", "accessed": int(res.accessed),
                "note": (f"digits, 5 owners, {size} points; exact = non-private greedy; "
                         f"uniform sampling {uniform.mmd2:.3g}; curator saw {int(res.accessed)} raw points")}
         if g is not None:
