@@ -79,18 +79,27 @@ class _StridedTridiagonal:
     couples beta and beta + 2^l only when both are multiples of 2^l, so eliminating
     the odd multiples of 2^v for v = 0, 1, ... leaves, at every stage, a
     tridiagonal system of stride 2^v: the factorisation is O(N), vectorized per
-    level, with no pivoting (G is symmetric positive definite).  The two bound
-    rows are handled by bordering.
+    level, with no pivoting (G is symmetric positive definite).  The couplings of
+    stride 2^l are stored compactly (one entry per multiple of 2^l), so a
+    factorisation touches O(N) memory in total.  The two bound rows are handled by
+    bordering.
     """
 
     def __init__(self, G: sparse.csr_matrix, n_points: int):
         N = n_points
         self.N = N
         self.L = int(N - 1).bit_length()
-        size = N + (1 << (self.L + 1)) + 1
+        self.levels = []                                  # (s, k): stride and number of eliminated rows
+        for v in range(self.L):
+            s = 1 << v
+            k = len(range(s, N, 2 * s))
+            if k == 0:
+                break
+            self.levels.append((s, k))
+        size = max([2 * s * k + 1 for s, k in self.levels] + [N + 1])
+        self.size = size
         core = G[: N - 1][:, : N - 1].tocoo()
         self.diag0 = np.ones(size)
-        self.off0 = np.zeros((self.L + 2, size))
         on = core.row == core.col
         self.diag0[core.row[on] + 1] = core.data[on]
         up = core.col > core.row
@@ -99,47 +108,51 @@ class _StridedTridiagonal:
         lvl = np.log2(d).astype(np.int64)
         if np.any((1 << lvl) != d) or np.any(i % d) or np.any(lvl > self.L):
             raise np.linalg.LinAlgError("unexpected sparsity pattern")
-        self.off0[lvl, i] = val
+        # off0[l][m] couples m 2^l and (m + 1) 2^l
+        self.off0 = [np.zeros((size - 1) // (1 << l) + 1) for l in range(self.L + 2)]
+        for l in np.unique(lvl):
+            sel = lvl == l
+            self.off0[l][i[sel] >> l] = val[sel]
         self.E0 = G[: N - 1][:, N - 1:].toarray()
         self.Gb0 = G[N - 1:][:, N - 1:].toarray()
 
     def factor(self, free: np.ndarray):
-        N, size = self.N, self.diag0.size
+        N, size = self.N, self.size
         fc = np.zeros(size, dtype=bool)
         fc[1:N] = free[: N - 1]
         self.free_core, self.free_bound = fc, free[N - 1:]
         diag = np.where(fc, self.diag0, 1.0)
-        off = self.off0.copy()
-        for l in range(self.L + 2):
-            s = 1 << l
-            if s < size:
-                off[l, : size - s] *= fc[: size - s] & fc[s:]
+        off = []
+        for l, o in enumerate(self.off0):
+            f = fc[:: 1 << l]
+            m = min(o.size, f.size - 1)
+            oo = np.zeros(o.size)
+            oo[:m] = o[:m] * (f[:m] & f[1:m + 1])
+            off.append(oo)
         self.stages = []
-        for v in range(self.L):
-            s = 1 << v
-            k = len(range(s, N, 2 * s))
-            if k == 0:
-                break
-            mid, left, right = slice(s, s + 2 * s * k, 2 * s), slice(0, 2 * s * k, 2 * s), slice(2 * s, 2 * s * (k + 1), 2 * s)
-            d, gl, gr = diag[mid], off[v, left], off[v, mid]     # views: never written again
+        for v, (s, k) in enumerate(self.levels):
+            mid, left, right = slice(s, 2 * s * k, 2 * s), slice(0, 2 * s * k, 2 * s), slice(2 * s, 2 * s * (k + 1), 2 * s)
+            d = diag[mid].copy()
+            gl, gr = off[v][0: 2 * k: 2].copy(), off[v][1: 2 * k: 2].copy()
             diag[left] -= gl * gl / d
             diag[right] -= gr * gr / d
-            off[v + 1, left] -= gl * gr / d
-            self.stages.append((mid, left, right, d[:, None], gl[:, None], gr[:, None]))
+            off[v + 1][:k] -= gl * gr / d
+            self.stages.append((mid, left, right, d, gl, gr))
         return self
 
     def _solve_core(self, rhs: np.ndarray) -> np.ndarray:
-        r = np.zeros((self.diag0.size, rhs.shape[1]))
-        r[1: self.N] = rhs
-        r[~self.free_core] = 0.0
+        """Solve for the columns of ``rhs`` (rows = core rows); works on rows of a (cols, size) array."""
+        r = np.zeros((rhs.shape[1], self.size))
+        r[:, 1: self.N] = rhs.T
+        r[:, ~self.free_core] = 0.0
         for mid, left, right, d, gl, gr in self.stages:
-            rb = r[mid] / d
-            r[left] -= gl * rb
-            r[right] -= gr * rb
+            rb = r[:, mid] / d
+            r[:, left] -= gl * rb
+            r[:, right] -= gr * rb
         x = np.zeros_like(r)
         for mid, left, right, d, gl, gr in reversed(self.stages):
-            x[mid] = (r[mid] - gl * x[left] - gr * x[right]) / d
-        return x[1: self.N]
+            x[:, mid] = (r[:, mid] - gl * x[:, left] - gr * x[:, right]) / d
+        return x[:, 1: self.N].T
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
         N = self.N

@@ -189,6 +189,16 @@ class BinaryTreeMechanism:
         v = (self.depth + 1) * discrete_laplace_variance(float(self.scale))
         return np.full(self.n_points, v)
 
+    def count_covariance(self) -> np.ndarray:
+        """Exact covariance of the released counts: Var(DLap) x (number of shared path nodes).
+
+        Points i and j share the nodes of levels l >= bit_length(i XOR j).
+        """
+        idx = np.arange(self.n_points, dtype=np.int64)
+        x = np.bitwise_xor.outer(idx, idx)
+        bits = np.where(x > 0, np.floor(np.log2(np.maximum(x, 1))).astype(np.int64) + 1, 0)
+        return (self.depth + 1 - bits) * discrete_laplace_variance(float(self.scale))
+
     def params(self) -> dict:
         return {"mechanism": self.name, "grid_points": self.n_points, "depth": self.depth,
                 "branching": 2, "sensitivity_nodes": self.sensitivity, "noise_scale": float(self.scale),
@@ -338,6 +348,34 @@ class BaryTreeMechanism:
         """Exact variance of every consistent cumulative count."""
         _, fac = _bary_structure(self.n_points, self.branching, self.root_known)
         return fac * discrete_laplace_variance(float(self.scale))
+
+    def count_covariance(self) -> np.ndarray:
+        """Exact covariance of the consistent cumulative counts.
+
+        Cov = Var(DLap) P (H^T H)^+ P^T with (H^T H)^+ = sum_k (Q_k - Q_{k+1}) / lambda_k
+        (+ Q_h / lambda_h when the root is noised), Q_k the block means of size b^k, P the
+        prefix sums; q_i^T Q_k q_j has a closed form for prefixes of lengths a <= c:
+        floor(a/s) s + r min(s, c - floor(a/s) s) / s, r = a mod s.
+        """
+        b, h = self.branching, self.height
+        P = np.arange(1, self.n_points + 1, dtype=np.float64)
+        a, c = np.minimum.outer(P, P), np.maximum.outer(P, P)
+
+        def inner(k):
+            s = float(b ** k)
+            full = np.floor(a / s) * s
+            return full + (a - full) * np.minimum(s, c - full) / s
+
+        lam = np.cumsum([float(b ** l) for l in range(h + 1)])
+        cov = np.zeros((self.n_points, self.n_points))
+        prev = inner(0)
+        for k in range(h):
+            nxt = inner(k + 1)
+            cov += (prev - nxt) / lam[k]
+            prev = nxt
+        if not self.root_known:
+            cov += prev / lam[h]
+        return cov * discrete_laplace_variance(float(self.scale))
 
     def params(self) -> dict:
         return {"mechanism": self.name, "grid_points": self.n_points, "branching": self.branching,

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from privstats.central import add_real_noise
+from privstats.central import discrete_laplace_variance
 from privstats.cdf.quantiles import (independent_exponential_quantiles, joint_exponential_quantiles)
 from privstats.cdf.result import PrivateECDF
 from privstats.cdf.smoothing import SMOOTHING_METHODS, smooth
@@ -31,7 +31,8 @@ from privstats.privacy.randomness import RNGLike, as_source
 from privstats.validation import (as_binary_labels, as_float_array, check_bounds, check_choice, check_epsilon,
                                   check_positive_int, check_power_of_two, check_same_length)
 
-__all__ = ["ecdf", "quantiles", "roc_curve", "hosmer_lemeshow"]
+__all__ = ["ecdf", "quantiles", "roc_curve", "hosmer_lemeshow", "hosmer_lemeshow_accounting", "auc_variance",
+           "raw_covariance"]
 
 NEIGHBOURS = ("replace", "add-remove")
 
@@ -94,7 +95,8 @@ def _private_cumulative(x: np.ndarray, thresholds: np.ndarray, bounds, *, epsilo
     F = counts / total
     se = sd / total
     k = thresholds.size
-    return F[:k], se[:k], mech, name, cost
+    noise_model = {"mechanism": mech, "total": total, "public_total": neighbours == "replace", "values": F}
+    return F[:k], se[:k], mech, name, cost, noise_model
 
 
 def ecdf(x, *, epsilon: float, bounds, grid=1024, smoothing: str = "l2", neighbours: str = "replace",
@@ -137,7 +139,7 @@ def ecdf(x, *, epsilon: float, bounds, grid=1024, smoothing: str = "l2", neighbo
         raise ValueError(f"n_servers must be an integer >= 2, got {n_servers!r}")
     xs = as_float_array(x, "x", bounds=bounds)
     thresholds = _thresholds(grid, bounds)
-    raw, se, mech, name, cost = _private_cumulative(xs, thresholds, bounds, epsilon=epsilon, neighbours=neighbours,
+    raw, se, mech, name, cost, noise_model = _private_cumulative(xs, thresholds, bounds, epsilon=epsilon, neighbours=neighbours,
                                                     method=method, model=model, rng=rng, n_servers=n_servers,
                                                     protocol=protocol)
     values = smooth(raw, smoothing)
@@ -145,15 +147,25 @@ def ecdf(x, *, epsilon: float, bounds, grid=1024, smoothing: str = "l2", neighbo
     if model == "secure":
         params.update(servers=2 if protocol == "fss" else n_servers, secure_protocol=protocol)
     est = Estimate(values, stderr=se, guarantee=PureDP(epsilon), model=model, protocol=name, params=params,
-                   n=int(xs.size), neighbours=neighbours, details={"thresholds": thresholds, "raw": raw}, **cost)
+                   n=int(xs.size), neighbours=neighbours, details={"thresholds": thresholds, "raw": raw, "noise_model": noise_model}, **cost)
     return PrivateECDF(thresholds, values, se, estimate=est, raw=raw)
 
 
-def _auto_quantile_method(m: int, n: int) -> str:
+def _auto_quantile_method(m: int, n: int | None) -> str:
+    """The default method from public information only.
+
+    ``m`` (number of requested quantiles) is always public.  ``n`` is public under
+    replace-one neighbours and is passed then; under add/remove it is private and the
+    caller passes ``None``, so the choice cannot depend on the data: 2..16 quantiles
+    then use the independent exponential mechanism (O(m n), as accurate as JointExp
+    for large n, never slow for small n).
+    """
     if m == 1:
         return "exponential"
     if m > 16:
         return "tree"
+    if n is None:
+        return "independent"
     return "joint" if n <= 50_000 else "independent"
 
 
@@ -166,8 +178,9 @@ def quantiles(x, q, *, epsilon: float, bounds, model: str = "central", method: s
     — ``"independent"``), ``"joint"`` (JointExp, GJK 2021), ``"tree"`` (Algorithm 1
     on a private ECDF: any number of quantiles for one budget), or ``"auto"``: one
     quantile → exponential; more than 16 → tree; otherwise joint for n <= 50,000,
-    else independent (faster at equal accuracy for large n; n is public under
-    replace-one).  ``model="shuffle"`` delegates to
+    else independent (faster at equal accuracy for large n).  The choice uses only
+    public information: n only under ``neighbours="replace"`` (where it is public);
+    under ``"add-remove"`` n is private and 2..16 quantiles always use independent.  ``model="shuffle"`` delegates to
     ``privstats.stats.frequency.shuffle_quantiles`` ((ε, δ)); ``model="secure"`` uses
     the tree method over secure aggregation.
 
@@ -196,7 +209,8 @@ def quantiles(x, q, *, epsilon: float, bounds, model: str = "central", method: s
     if model not in ("central", "secure"):
         raise ValueError(f"model must be one of ['central', 'secure', 'shuffle', 'local'], got {model!r}")
     xs = as_float_array(x, "x", bounds=bounds)
-    chosen = _auto_quantile_method(qs.size, xs.size) if method == "auto" else method
+    public_n = xs.size if neighbours == "replace" else None          # n is private under add/remove
+    chosen = _auto_quantile_method(qs.size, public_n) if method == "auto" else method
     if model == "secure":
         chosen = "tree"
     check_choice(chosen, "method", ("exponential", "independent", "joint", "tree"))
@@ -222,6 +236,62 @@ def quantiles(x, q, *, epsilon: float, bounds, model: str = "central", method: s
                     n=int(xs.size), neighbours=neighbours, messages_per_user=0.0 if model == "central" else None)
 
 
+def raw_covariance(result: PrivateECDF) -> np.ndarray:
+    """Covariance of the unsmoothed released values ``result.raw`` given the data.
+
+    Exact when the curve is normalised by a public n (replace-one): the noise is
+    linear, Cov = Cov(counts) / n^2.  Under add/remove the curve is counts / noisy
+    total, and this is the delta-method covariance J Cov(counts) J^T with
+    J = (I - F e_last^T) / total (evaluated at the released values).
+    """
+    nm = result.estimate.details["noise_model"]
+    cov_counts = nm["mechanism"].count_covariance()
+    k = result.raw.size
+    total = nm["total"]
+    if nm["public_total"]:
+        return cov_counts[:k, :k] / total ** 2
+    F = nm["values"]
+    J = np.zeros((k, F.size))
+    J[:, :k] = np.eye(k)
+    J[:, -1] -= F[:k]
+    J /= total
+    return J @ cov_counts @ J.T
+
+
+def _auc_terms(pos_raw: np.ndarray, neg_raw: np.ndarray):
+    """AUC of the curve (1 - neg, 1 - pos) and its gradients w.r.t. the two raw curves."""
+    tpr = np.concatenate([[0.0], 1.0 - pos_raw[::-1], [1.0]])
+    fpr = np.concatenate([[0.0], 1.0 - neg_raw[::-1], [1.0]])
+    auc = float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2))
+    # d auc / d tpr_j = (fpr_{j+1} - fpr_{j-1}) / 2,  d auc / d fpr_j = (tpr_{j-1} - tpr_{j+1}) / 2 (inner j)
+    g_tpr = (fpr[2:] - fpr[:-2]) / 2
+    g_fpr = (tpr[:-2] - tpr[2:]) / 2
+    return auc, -g_tpr[::-1], -g_fpr[::-1]        # chain rule: tpr_j = 1 - pos_{N+1-j}
+
+
+def _second_difference_cov(A: np.ndarray) -> np.ndarray:
+    """Cov of (a_{j+1} - a_{j-1})_j for a ~ Cov A, with a_0 = a_{N+1} = 0."""
+    Ap = np.zeros((A.shape[0] + 2, A.shape[1] + 2))
+    Ap[1:-1, 1:-1] = A
+    return Ap[2:, 2:] - Ap[2:, :-2] - Ap[:-2, 2:] + Ap[:-2, :-2]
+
+
+def auc_variance(pos_raw, neg_raw, cov_pos, cov_neg) -> tuple[float, float]:
+    """(exact variance, unbiased estimate) for the AUC of two noisy curves with independent noise.
+
+    The trapezoidal AUC is bilinear in the two curves: AUC(p + e, q + f) - AUC(p, q) =
+    g_p^T e + g_q^T f + (1/2) sum_j e_j (f_{j+1} - f_{j-1}) (in curve order, up to sign).
+    The three terms are uncorrelated, so Var = g_p^T S_p g_p + g_q^T S_q g_q + T with
+    T = (1/4) tr(S_p D S_q D^T).  Called with the true curves it returns the exact
+    variance; with the released curves, E[plug-in] = Var + 2T, so ``plug-in - 2T``
+    (floored at T, the variance's minimum) is the unbiased estimate returned second.
+    """
+    _, g_pos, g_neg = _auc_terms(pos_raw, neg_raw)
+    cross = 0.25 * float(np.sum(cov_pos[::-1, ::-1] * _second_difference_cov(cov_neg[::-1, ::-1])))
+    lin = float(g_pos @ cov_pos @ g_pos + g_neg @ cov_neg @ g_neg)
+    return lin + cross, max(lin - cross, cross)
+
+
 def roc_curve(y_true, y_score, *, epsilon: float, bounds=(0.0, 1.0), labels: str = "public", grid: int = 1024,
               smoothing: str = "isotonic", method: str = "auto", model: str = "central", rng: RNGLike = None,
               **kwargs):
@@ -230,7 +300,13 @@ def roc_curve(y_true, y_score, *, epsilon: float, bounds=(0.0, 1.0), labels: str
     Returns ``fpr, tpr, thresholds, estimate``: the curve from (0, 0) to (1, 1) with
     "predict positive when score > threshold" (thresholds decreasing, from +inf to
     -inf), and an :class:`Estimate` whose ``value`` is the ROC AUC (trapezoids on the
-    smoothed curve).
+    smoothed curve).  ``stderr`` is that of the AUC of the unsmoothed curves
+    (``details["auc_raw"]``, unbiased for the AUC on the grid): the AUC is bilinear in
+    the two independent noisy curves, so its variance given the data is exact
+    (:func:`auc_variance`; public labels) or a delta-method approximation (private
+    labels: curves divided by noisy totals); it is estimated without bias from the
+    released curves.  Smoothing is post-processing that usually shrinks the error, so
+    for a smoothed curve the stderr is a conservative guide, checked by Monte Carlo.
 
     ``labels="public"``: the classes and their sizes are public, a neighbour changes one
     score within its class, so each curve gets the full ε (parallel composition).
@@ -264,54 +340,185 @@ def roc_curve(y_true, y_score, *, epsilon: float, bounds=(0.0, 1.0), labels: str
     fpr = np.concatenate([[0.0], 1.0 - neg.probabilities[::-1], [1.0]])
     thresholds = np.concatenate([[np.inf], tau[::-1], [-np.inf]])
     auc = float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2))
-    est = Estimate(auc, stderr=None, guarantee=PureDP(epsilon), model=model, protocol="roc-two-ecdfs",
+    auc_raw, _, _ = _auc_terms(pos.raw, neg.raw)
+    _, var_hat = auc_variance(pos.raw, neg.raw, raw_covariance(pos), raw_covariance(neg))
+    est = Estimate(auc, stderr=float(np.sqrt(var_hat)), guarantee=PureDP(epsilon), model=model, protocol="roc-two-ecdfs",
                    params={"labels": labels, "epsilon_per_curve": eps_each, "smoothing": smoothing,
                            **{f"curve_{k}": v for k, v in pos.estimate.params.items()}},
                    n=int(y.size), neighbours="replace",
-                   details={"fpr": fpr, "tpr": tpr, "thresholds": thresholds,
+                   details={"fpr": fpr, "tpr": tpr, "thresholds": thresholds, "auc_raw": auc_raw,
+                            "stderr_method": "exact (unsmoothed, public labels)" if labels == "public"
+                            else "delta method (curves divided by noisy class totals)",
                             "positives": pos, "negatives": neg})
     return fpr, tpr, thresholds, est
 
 
+HL_BUDGETS = ("tight", "paper")
+HL_STEPS = 1 << 20                       # predicted probabilities are snapped to multiples of 2^-20
+
+
+def hosmer_lemeshow_accounting(epsilon: float, depth: int, budget: str = "tight") -> dict:
+    """Privacy accounting of :func:`hosmer_lemeshow`, computed from sensitivities and noise scales.
+
+    Each record's predicted probability is snapped to k/K (K = 2^20) *before* summing,
+    so E_1q = sum k / K and E_0q = sum (K - k) / K are integers in steps of 1/K and
+    rounding adds no slack to the sensitivities (snapping the sums instead could move
+    each of the 4 changed E coordinates one extra step).  Under replace-one a record
+    leaves group a and joins group b:
+
+    * ``"tight"`` (ε' = ε/(L+5)): the E vector (2Q coordinates) changes by at most
+      p + (1-p) + p' + (1-p') = 2 in L1 (2K steps), the O vector by 2, so per-coordinate
+      noise of scale K/ε' steps (E) and 1/ε' (O) costs 2ε' + 2ε';
+    * ``"paper"`` (ε' = ε/(L+9), Theorem 5.1): 8 coordinates change, each by at most
+      K steps (E) or 1 (O), each ε'-DP: 8ε'.
+
+    plus (L+1)ε' for the quantile ECDF.  Returns the per-part guarantees and their
+    basic composition (``total``), which equals ε.
+
+    >>> acc = hosmer_lemeshow_accounting(1.0, 10)
+    >>> round(acc["epsilon_prime"] * 15, 12), round(acc["total"].epsilon, 12)
+    (1.0, 1.0)
+    """
+    from fractions import Fraction
+
+    from privstats.privacy import basic_composition
+
+    check_choice(budget, "budget", HL_BUDGETS)
+    L = int(depth)
+    extra = 4 if budget == "tight" else 8
+    eps1 = epsilon / (L + 1 + extra)
+    scale_e = Fraction(HL_STEPS) / Fraction(eps1)       # steps of 1/K
+    scale_o = 1 / Fraction(eps1)
+    if budget == "tight":
+        parts = {"quantile_ecdf": PureDP((L + 1) * eps1),
+                 "expected": PureDP(float(Fraction(2 * HL_STEPS) / scale_e)),   # L1 sensitivity 2K steps
+                 "observed": PureDP(float(Fraction(2) / scale_o))}             # L1 sensitivity 2
+    else:
+        parts = {"quantile_ecdf": PureDP((L + 1) * eps1),
+                 "expected": PureDP(float(4 * (Fraction(HL_STEPS) / scale_e))),  # 4 coordinates, K steps each
+                 "observed": PureDP(float(4 * (Fraction(1) / scale_o)))}        # 4 coordinates, 1 each
+    return {"budget": budget, "epsilon_prime": eps1, "scale_expected_steps": scale_e, "scale_observed": scale_o,
+            "steps": HL_STEPS, "parts": parts, "total": basic_composition(list(parts.values()))}
+
+
+def hl_group_sums(y: np.ndarray, prob: np.ndarray, cuts: np.ndarray, groups: int):
+    """Integer group sums (E_1, E_0 in steps of 1/K; O_1, O_0) over (t_{q-1}, t_q]."""
+    g = np.searchsorted(cuts, prob, side="left")
+    k = np.rint(prob * HL_STEPS).astype(np.int64)
+    E1 = np.bincount(g, weights=k, minlength=groups).astype(np.int64)
+    size = np.bincount(g, minlength=groups).astype(np.int64)
+    O1 = np.bincount(g, weights=y, minlength=groups).astype(np.int64)
+    return E1, size * HL_STEPS - E1, O1, size - O1
+
+
+def _hl_statistic(E1, E0, O1, O0, min_expected):
+    E1c, E0c = np.maximum(E1, min_expected), np.maximum(E0, min_expected)
+    return np.sum((O1 - E1c) ** 2 / E1c + (O0 - E0c) ** 2 / E0c, axis=-1)
+
+
+def _dlap_sim(gen: np.random.Generator, scale: float, shape) -> np.ndarray:
+    """Discrete Laplace draws for simulation only (difference of two geometrics)."""
+    q = -np.expm1(-1.0 / scale)
+    return (gen.geometric(q, shape) - gen.geometric(q, shape)).astype(np.float64)
+
+
+def _hl_simulate(E1, E0, O1, O0, scale_e_steps, scale_o, min_expected, gen, reps):
+    """H of ``reps`` re-noised copies of the given true-count plug-ins (post-processing only)."""
+    Q = E1.size
+    ne = _dlap_sim(gen, scale_e_steps, (reps, 2, Q)) / HL_STEPS
+    no = _dlap_sim(gen, scale_o, (reps, 2, Q))
+    return _hl_statistic(E1 + ne[:, 0], E0 + ne[:, 1], O1 + no[:, 0], O0 + no[:, 1], min_expected)
+
+
+def hl_uncertainty(E1n, E0n, O1n, O0n, accounting: dict, *, min_expected: float = 0.5, bootstrap: int = 2000,
+                   rng=None, shrink: bool = True) -> tuple[float, float]:
+    """(p-value, stderr) of the DP Hosmer–Lemeshow statistic from the released sums (post-processing).
+
+    See :func:`hosmer_lemeshow`; ``shrink=False`` plugs the raw noisy residuals in (biased
+    upwards: their square carries the noise variance twice), kept for tests.
+    """
+    gen = np.random.default_rng(rng)
+    scale_e, scale_o = float(accounting["scale_expected_steps"]), float(accounting["scale_observed"])
+    var_e = discrete_laplace_variance(scale_e) / HL_STEPS ** 2
+    var_o = discrete_laplace_variance(scale_o)
+    H = float(_hl_statistic(E1n, E0n, O1n, O0n, min_expected))
+    E1h, E0h = np.maximum(E1n, min_expected), np.maximum(E0n, min_expected)
+    Q = E1h.size
+    n_q = np.maximum(np.rint(E1h + E0h), 1).astype(np.int64)
+    O1_null = gen.binomial(n_q, np.clip(E1h / (E1h + E0h), 0, 1), size=(bootstrap, Q)).astype(np.float64)
+    null = _hl_simulate(E1h, E0h, O1_null, n_q - O1_null, scale_e, scale_o, min_expected, gen, bootstrap)
+    p_value = float((1 + np.count_nonzero(null >= H)) / (1 + bootstrap))
+    plug = []
+    for O, E in ((O1n, E1h), (O0n, E0h)):
+        d = O - E
+        plug.append(E + np.sign(d) * np.sqrt(np.maximum(d ** 2 - var_o - var_e, 0.0)) if shrink else O)
+    sims = _hl_simulate(E1h, E0h, plug[0], plug[1], scale_e, scale_o, min_expected, gen, bootstrap)
+    return p_value, float(np.std(sims, ddof=1))
+
+
 def hosmer_lemeshow(y_true, y_prob, *, epsilon: float, groups: int = 10, depth: int = 10, min_expected: float = 0.5,
-                    method: str = "auto", rng: RNGLike = None) -> Estimate:
-    """ε-DP Hosmer–Lemeshow statistic and its p-value (Algorithm 2, corrected).
+                    method: str = "auto", budget: str = "tight", bootstrap: int = 2000,
+                    rng: RNGLike = None) -> Estimate:
+    """ε-DP Hosmer–Lemeshow statistic with a noise-aware p-value and standard error (Algorithm 2, corrected).
 
-    Budget ε' = ε/(L+9): the group boundaries are the (q/Q)-quantiles of a private
-    ECDF of the predicted probabilities on a 2^L grid ((L+1)ε'), then the 4Q counts
-    E_1q = Σ p, E_0q = Σ (1-p), O_1q = Σ y, O_0q = Σ (1-y) over half-open groups
-    (t_{q-1}, t_q] each get independent noise of scale 1/ε' (8 of them change under
-    replace-one: 8ε').  Noisy E below ``min_expected`` is floored.  The p-value uses
-    χ² with Q-2 degrees of freedom, which ignores the DP noise (approximate).
+    The group boundaries are the (q/Q)-quantiles of a private ECDF of the predicted
+    probabilities on a 2^L grid ((L+1)ε'), then the 4Q sums E_1q = Σ p, E_0q = Σ (1-p),
+    O_1q = Σ y, O_0q = Σ (1-y) over half-open groups (t_{q-1}, t_q] get independent
+    exact discrete Laplace noise of scale 1/ε' (E on a 2^-20 grid, each p snapped
+    first).  ``budget="tight"`` uses ε' = ε/(L+5) (the count vectors have L1
+    sensitivity 2 + 2), ``"paper"`` Theorem 5.1's ε/(L+9); see
+    :func:`hosmer_lemeshow_accounting` (in ``details["accounting"]``).  Noisy E below
+    ``min_expected`` is floored.
 
-    Returns an :class:`Estimate` with ``value`` = H and ``details["p_value"]``.
+    Uncertainty (post-processing of the released sums, parametric bootstrap from the
+    known noise distribution, ``bootstrap`` draws):
+
+    * ``details["p_value"]``: null "the model is calibrated": given the released group
+      sizes n_q = E_1q + E_0q and mean probabilities E_1q / n_q, positives are
+      Binomial(n_q, E_1q / n_q) per group (a held-out evaluation; slightly conservative,
+      since a sum of Bernoulli(p_i) is less dispersed), then the same DP noise and
+      flooring; p = (1 + #{H* >= H}) / (1 + B).  ``details["p_value_chi2"]`` is the
+      classical χ²_{Q-2} tail, which ignores the DP noise and is anti-conservative at
+      small ε.
+    * ``stderr``: the standard deviation of H given the data, by re-noising plug-in true
+      sums: E = released E, O - E = released difference shrunk by its noise variance
+      (sign(d) sqrt(max(d² - s², 0))), so the squared residuals are not double-counted.
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0); p = rng.uniform(0.1, 0.9, 20_000); y = rng.uniform(size=p.size) < p
+    >>> est = hosmer_lemeshow(y.astype(int), p, epsilon=10.0, rng=1)
+    >>> est.params["epsilon_prime"] == 10.0 / 15, bool(est.details["p_value"] > 0.001)
+    (True, True)
     """
     epsilon = check_epsilon(epsilon)
     Q = check_positive_int(groups, "groups", minimum=3)
     L = check_positive_int(depth, "depth")
+    B = check_positive_int(bootstrap, "bootstrap", minimum=100)
+    check_choice(budget, "budget", HL_BUDGETS)
     y = as_binary_labels(y_true, "y_true").astype(np.float64)
     p = as_float_array(y_prob, "y_prob", bounds=(0.0, 1.0))
     check_same_length(y_true=y, y_prob=p)
-    eps1 = epsilon / (L + 9)
+    acc = hosmer_lemeshow_accounting(epsilon, L, budget)
+    eps1 = acc["epsilon_prime"]
     src = as_source(rng)
     curve = ecdf(p, epsilon=(L + 1) * eps1, bounds=(0.0, 1.0), grid=1 << L, smoothing="isotonic", method=method,
                  rng=src)
     cuts = np.maximum.accumulate(np.asarray(curve.quantile(np.arange(1, Q) / Q)))
-    g = np.searchsorted(cuts, p, side="left")               # group q holds (t_{q-1}, t_q]
-    E1 = np.bincount(g, weights=p, minlength=Q)
-    E0 = np.bincount(g, weights=1 - p, minlength=Q)
-    O1 = np.bincount(g, weights=y, minlength=Q).astype(np.int64)
-    O0 = np.bincount(g, weights=1 - y, minlength=Q).astype(np.int64)
-    E1n, _ = add_real_noise(E1, eps1, sensitivity=1.0, rng=src)
-    E0n, _ = add_real_noise(E0, eps1, sensitivity=1.0, rng=src)
-    O1n = O1 + np.asarray(discrete_laplace(1 / eps1, size=Q, rng=src))
-    O0n = O0 + np.asarray(discrete_laplace(1 / eps1, size=Q, rng=src))
-    E1c, E0c = np.maximum(E1n, min_expected), np.maximum(E0n, min_expected)
-    H = float(np.sum((O1n - E1c) ** 2 / E1c + (O0n - E0c) ** 2 / E0c))
-    pval = float(stats.chi2.sf(H, Q - 2))
-    return Estimate(H, stderr=None, guarantee=PureDP(epsilon), model="central", protocol="hosmer-lemeshow-algorithm2",
-                    params={"groups": Q, "depth": L, "epsilon_prime": eps1, "min_expected": min_expected,
-                            "quantile_curve": curve.estimate.protocol},
+    E1, E0, O1, O0 = hl_group_sums(y, p, cuts, Q)
+    noise_e = np.asarray(discrete_laplace(acc["scale_expected_steps"], size=2 * Q, rng=src), dtype=np.int64)
+    noise_o = np.asarray(discrete_laplace(acc["scale_observed"], size=2 * Q, rng=src), dtype=np.int64)
+    E1n, E0n = (E1 + noise_e[:Q]) / HL_STEPS, (E0 + noise_e[Q:]) / HL_STEPS
+    O1n, O0n = (O1 + noise_o[:Q]).astype(np.float64), (O0 + noise_o[Q:]).astype(np.float64)
+    H = float(_hl_statistic(E1n, E0n, O1n, O0n, min_expected))
+
+    gen = np.random.default_rng(src.uint64(4).tolist() if rng is None else int(src.integers(2 ** 62)))
+    p_value, stderr = hl_uncertainty(E1n, E0n, O1n, O0n, acc, min_expected=min_expected, bootstrap=B, rng=gen)
+    return Estimate(H, stderr=stderr, guarantee=acc["total"], model="central", protocol="hosmer-lemeshow-algorithm2",
+                    params={"groups": Q, "depth": L, "budget": budget, "epsilon_prime": eps1,
+                            "min_expected": min_expected, "bootstrap": B, "quantile_curve": curve.estimate.protocol},
                     n=int(y.size), neighbours="replace",
-                    details={"p_value": pval, "thresholds": cuts, "E1": E1n, "E0": E0n, "O1": O1n, "O0": O0n,
-                             "dof": Q - 2})
+                    details={"p_value": p_value, "p_value_chi2": float(stats.chi2.sf(H, Q - 2)),
+                             "thresholds": cuts, "E1": E1n, "E0": E0n, "O1": O1n, "O0": O0n, "dof": Q - 2,
+                             "accounting": acc,
+                             "p_value_method": "parametric bootstrap under calibration (Binomial) with DP noise",
+                             "stderr_method": "parametric bootstrap of the DP noise at shrunk plug-in sums"})
