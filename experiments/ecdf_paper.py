@@ -154,7 +154,7 @@ def main(argv=None) -> int:
         y, s = _classifier_scores(kind, args.seed)
         f_true, t_true, _ = sk_roc(y, s)
         auc_true = roc_auc_score(y, s)
-        H_true = privstats.hosmer_lemeshow(y, s, epsilon=1e7, rng=rng).value
+        H_true = privstats.hosmer_lemeshow(y, s, epsilon=1e7, budget="paper", bootstrap=100, rng=rng).value
         for eps in eps_list:
             err = {"l1": [], "l2": [], "isotonic": []}
             aucs, hl = [], []
@@ -165,7 +165,7 @@ def main(argv=None) -> int:
                     err[m].append(_roc_area_between(f_true, t_true, fpr, tpr))
                     if m == "l2":
                         aucs.append(est.value)
-                hl.append(privstats.hosmer_lemeshow(y, s, epsilon=eps, rng=rng).value)
+                hl.append(privstats.hosmer_lemeshow(y, s, epsilon=eps, budget="paper", bootstrap=100, rng=rng).value)
             table.append({"figure": "5/6", "data": kind, "epsilon": eps, "n": int(y.size),
                           **{f"roc_area_err_{m}": float(np.mean(v)) for m, v in err.items()},
                           "auc_true": float(auc_true), "auc_dp_mean": float(np.mean(aucs)),
