@@ -445,3 +445,168 @@ class HierarchicalHistogram:
         return Estimate(value=value, stderr=math.sqrt(max(var, 0.0)), guarantee=self.guarantee, model="local",
                         protocol=self.name, params={**self.params, "range": (lo, hi), "consistent": consistent},
                         n=n, messages_per_user=self.messages_per_user, bits_per_user=self.bits_per_user)
+    # ---- all prefixes [0, i] at once (ECDFs) ------------------------------------------------
+    def prefix_variances(self, true_counts, level_sizes) -> np.ndarray:
+        """Exact variance of every consistent prefix count (values <= i, i = 0..domain_size-1).
+
+        Equals ``linear_variance(true_counts, range_coefficients(n, 0, i, level_sizes)[0],
+        level_sizes)`` for every i, in O(d h^3) arithmetic instead of O(d^2): the adjoint
+        coefficients of a prefix are constant on the subtrees of the path's siblings, so every
+        sum the variance needs is a sum over O(h) groups (GRR, OUE and OLH levels).
+        """
+        return _prefix_variances(self, true_counts, level_sizes)
+
+    def prefix_covariance(self, true_counts, level_sizes) -> np.ndarray:
+        """Exact covariance matrix (d x d) of the consistent prefix counts (dense: d <= 4096)."""
+        if self.domain_size > 4096:
+            raise ValueError(f"prefix_covariance is dense; domain_size {self.domain_size} > 4096")
+        return _prefix_covariance(self, true_counts, level_sizes)
+
+    def prefix_counts(self, state: HierarchyState) -> Estimate:
+        """Consistent estimates of #{value <= i} for every i, with exact stderr at the plug-in counts."""
+        y = self.node_estimates(state)
+        n, sizes = state.n, state.level_sizes
+        leaves = self.consistent_leaves(n, y, self.level_variances(n, sizes))[-1]
+        var = self.prefix_variances(self._plug_in_counts(state, y)[: self.domain_size], sizes)
+        return Estimate(value=np.cumsum(leaves)[: self.domain_size], stderr=np.sqrt(np.maximum(var, 0.0)),
+                        guarantee=self.guarantee, model="local", protocol=self.name,
+                        params={**self.params, "consistent": True}, n=n,
+                        messages_per_user=self.messages_per_user, bits_per_user=self.bits_per_user)
+
+
+
+def _oracle_quadratic(oracle: FrequencyOracle) -> tuple[float, float, float, float]:
+    """(a1, a2, a3, a4): Var(Σ_u w_u n̂_u) = a1 C S2 + a2 T2 + a3 C S1² + a4 S1 T1.
+
+    S1 = Σ w, S2 = Σ w², T1 = Σ c_u w_u, T2 = Σ c_u w_u², C = Σ c_u (users reporting to the
+    oracle, c_u of them holding u).  Closed forms of :func:`linear_variance` for GRR, OUE, OLH.
+    """
+    from privstats.local.grr import GRR
+    from privstats.local.olh import OLH
+
+    if isinstance(oracle, GRR):
+        p, q = oracle.p, oracle.q
+        d2 = (p - q) ** 2
+        return q / d2, ((p - q) - d2) / d2, -q * q / d2, -2 * q * (p - q) / d2
+    if isinstance(oracle, (OUE, OLH)):
+        p, q = oracle.p, (oracle.q if isinstance(oracle, OUE) else 1.0 / oracle.g)
+        d2 = (p - q) ** 2
+        return q * (1 - q) / d2, (p * (1 - p) - q * (1 - q)) / d2, 0.0, 0.0
+    raise ValueError(f"all-prefix variances support GRR, OUE and OLH levels, not {type(oracle).__name__} "
+                     "(use oracle='grr', 'oue' or 'olh')")
+
+
+def _prefix_variances(hh: "HierarchicalHistogram", true_counts, level_sizes) -> np.ndarray:
+    """See :meth:`HierarchicalHistogram.prefix_variances`."""
+    b, H, d = hh.branching, hh.height, hh.domain_size
+    c = np.zeros(hh.padded_size)
+    c[:d] = np.asarray(true_counts, dtype=float)
+    n = float(c.sum())
+    sizes = np.asarray(level_sizes, dtype=float)
+    scales = n / sizes
+    alpha, beta = hh._consistency_passes(n, hh.level_variances(n, sizes))
+    cum = np.concatenate([[0.0], np.cumsum(c)])
+    i = np.arange(d)
+    # Adjoint of the consistency passes for the prefix [0, i]: at level index l (b^(l+1) nodes) the path
+    # node p_l, its λ_l left siblings (fully covered) and b-1-λ_l right siblings get the coefficients
+    # P, L, R; a node whose first off-path ancestor is a sibling at level k gets that sibling's
+    # coefficient times β_k ⋯ β_(l-1); every coefficient at level l is finally multiplied by α_l.
+    P, L, R, nL, cL, cR, cP = (np.empty((H, d)) for _ in range(7))
+    inherited = np.zeros(d)
+    for l in range(H):
+        s = b ** (H - 1 - l)
+        p = i // s
+        first_sibling = (p // b) * b
+        lam = p - first_sibling
+        f = (i % s + 1) / s
+        mu = (lam + f) / b
+        L[l], R[l], P[l] = 1 - mu + inherited, -mu + inherited, f - mu + inherited
+        nL[l] = lam
+        cL[l] = cum[p * s] - cum[first_sibling * s]
+        cR[l] = cum[(first_sibling + b) * s] - cum[(p + 1) * s]
+        cP[l] = cum[(p + 1) * s] - cum[p * s]
+        inherited = beta[l] * P[l]
+    nR = (b - 1) - nL
+    B = np.zeros((H, H))            # B[k, l] = β_k ⋯ β_(l-1) for k <= l
+    for k in range(H):
+        B[k, k] = 1.0
+        for l in range(k + 1, H):
+            B[k, l] = B[k, l - 1] * beta[l - 1]
+    G = np.array([[float(b ** (l - k)) if k <= l else 0.0 for l in range(H)] for k in range(H)])
+    S1 = alpha[:, None] * ((G * B).T @ (nL * L + nR * R) + P)
+    S2 = alpha[:, None] ** 2 * ((G * B * B).T @ (nL * L * L + nR * R * R) + P * P)
+    Y, Q = cL * L + cR * R, cL * L * L + cR * R * R
+    U1 = alpha[:, None] * (B.T @ Y + cP * P)
+    U2 = alpha[:, None] ** 2 * ((B * B).T @ Q + cP * P * P)
+    total = np.zeros(d)
+    for l, oracle in enumerate(hh.oracles):
+        a1, a2, a3, a4 = _oracle_quadratic(oracle)
+        m = sizes[l]
+        T1, T2 = U1[l] * (m / n), U2[l] * (m / n)
+        total += scales[l] ** 2 * (a1 * m * S2[l] + a2 * T2 + a3 * m * S1[l] ** 2 + a4 * S1[l] * T1)
+    if hh.split == "users" and n > 1:
+        # Σ_{l,l'} K_{ll'} (n W_{ll'} − U1_l U1_l') k_l k_l' / (n − 1), K = diag(π) − ππᵀ, W_{ll'} = Σ_leaf c a_l a_l'
+        pi = sizes / n
+        QB = np.einsum("kn,kl,km->lmn", Q, B, B)
+        G2 = Y[:, None, :] * B[:, :, None]                         # [k, l', i] = Y_k B[k, l']
+        tail = np.cumsum(G2[::-1], axis=0)[::-1]                   # Σ_{k' >= k}
+        Z = np.concatenate([tail[1:], np.zeros((1, H, d))]) + (cP * P)[None, :, :]   # Z[l, l'] = Σ_{k>l} + c_P P_l'
+        W = QB + P[:, None, :] * Z
+        upper = np.triu(np.ones((H, H), dtype=bool))
+        W = np.where(upper[:, :, None], W, np.transpose(W, (1, 0, 2)))
+        W *= (alpha[:, None] * alpha[None, :])[:, :, None]
+        kv = scales * pi                                           # π_l k_l
+        cross = np.einsum("l,m,lmn->n", kv, kv, W)                 # Σ_leaf c (Σ_l π_l k_l a_l)²
+        diag = np.einsum("l,ln->n", pi * scales ** 2, U2)
+        f = scales[:, None] * U1
+        total += (n * (diag - cross) - (np.einsum("l,ln->n", pi, f * f) - (pi @ f) ** 2)) / (n - 1)
+    return total
+
+
+def _prefix_covariance(hh: "HierarchicalHistogram", true_counts, level_sizes) -> np.ndarray:
+    """See :meth:`HierarchicalHistogram.prefix_covariance`."""
+    b, H, d, D = hh.branching, hh.height, hh.domain_size, hh.padded_size
+    c = np.zeros(D)
+    c[:d] = np.asarray(true_counts, dtype=float)
+    n = float(c.sum())
+    sizes = np.asarray(level_sizes, dtype=float)
+    scales = n / sizes
+    alpha, beta = hh._consistency_passes(n, hh.level_variances(n, sizes))
+    # the adjoint of the consistency passes, one row per prefix (batched _adjoint)
+    g = np.tri(d, D)
+    gz = [None] * H
+    for l in range(H - 1, -1, -1):
+        block = g.reshape(d, -1, b).sum(axis=2)
+        gz[l] = g - np.repeat(block / b, b, axis=1)
+        g = block / b
+    gy = [None] * H
+    for l in range(H - 1):
+        gy[l] = alpha[l] * gz[l]
+        gz[l + 1] = gz[l + 1] + beta[l] * np.repeat(gz[l], b, axis=1)
+    gy[H - 1] = gz[H - 1]
+    users = hh.split == "users" and n > 1
+    pi = sizes / n
+    cov = np.zeros((d, d))
+    first = np.zeros((H, d))
+    combined = np.zeros((d, D)) if users else None
+    for l, oracle in enumerate(hh.oracles):
+        a1, a2, a3, a4 = _oracle_quadratic(oracle)
+        m = sizes[l]
+        node_counts = c.reshape(b ** (l + 1), -1).sum(axis=1)
+        cl = node_counts * (m / n)
+        Wl = gy[l] * scales[l]
+        diag = a1 * m + a2 * cl
+        if users:
+            diag = diag + n / (n - 1) * pi[l] * node_counts
+            first[l] = Wl @ node_counts
+            combined += pi[l] * np.repeat(Wl, b ** (H - 1 - l), axis=1)
+        cov += (Wl * diag) @ Wl.T
+        s1, t1 = Wl.sum(axis=1), Wl @ cl
+        cov += a3 * m * np.outer(s1, s1) + a4 / 2 * (np.outer(s1, t1) + np.outer(t1, s1))
+    if users:
+        support = c > 0
+        E = combined[:, support]
+        cov -= n / (n - 1) * (E * c[support]) @ E.T
+        mean_first = pi @ first
+        cov -= ((first.T * pi) @ first - np.outer(mean_first, mean_first)) / (n - 1)
+    return cov
