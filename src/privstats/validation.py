@@ -14,6 +14,7 @@ ValueError: epsilon must be a finite number > 0, got 0
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import numpy as np
@@ -35,7 +36,8 @@ __all__ = [
 
 
 def _is_number(x: Any) -> bool:
-    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
+    """A real number (int, float, Fraction, numpy scalar), not a bool."""
+    return isinstance(x, (numbers.Real, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
 
 
 def check_epsilon(epsilon: Any, name: str = "epsilon", *, allow_inf: bool = False) -> float:
@@ -149,6 +151,10 @@ def as_domain_values(values: Any, domain_size: int, name: str = "values", *, all
             raise ValueError(f"{name} must be integers in [0, {domain_size}), got non-integer values")
     elif raw.dtype.kind not in "iub":
         raise TypeError(f"{name} must contain integers in [0, {domain_size}), got dtype {raw.dtype}")
+    if raw.dtype.kind == "u" and raw.size and raw.max() > np.iinfo(np.int64).max:  # would wrap to negative
+        raise ValueError(f"{name} must be in [0, {domain_size}), got values up to {raw.max()}")
+    if raw.dtype.kind == "f" and raw.size and np.abs(raw).max() >= 2.0**63:
+        raise ValueError(f"{name} must be in [0, {domain_size}), got values in [{raw.min()}, {raw.max()}]")
     arr = raw.astype(np.int64)
     if arr.size and (arr.min() < 0 or arr.max() >= domain_size):
         raise ValueError(f"{name} must be in [0, {domain_size}), got values in [{arr.min()}, {arr.max()}]")

@@ -15,6 +15,7 @@ True
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 __all__ = ["Guarantee", "PureDP", "ApproxDP", "ZCDP", "guarantee_from_dict"]
@@ -42,9 +43,11 @@ class Guarantee:
         return {"kind": self.kind, **{k: float(v) for k, v in vars(self).items()}}
 
 
-def _check_eps(eps, name="epsilon"):
-    if not (isinstance(eps, (int, float)) and math.isfinite(eps) and eps >= 0):
+def _check_eps(eps, name="epsilon") -> float:
+    """A finite real >= 0 (int, float, Fraction or numpy scalar; not a bool), as a float."""
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not (math.isfinite(eps) and eps >= 0):
         raise ValueError(f"{name} must be a finite number >= 0, got {eps!r}")
+    return float(eps)
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,7 @@ class PureDP(Guarantee):
     kind = "pure"
 
     def __post_init__(self):
-        _check_eps(self.epsilon)
+        object.__setattr__(self, "epsilon", _check_eps(self.epsilon))
 
     @property
     def delta(self) -> float:
@@ -74,9 +77,10 @@ class ApproxDP(Guarantee):
     kind = "approx"
 
     def __post_init__(self):
-        _check_eps(self.epsilon)
-        if not (isinstance(self.delta, (int, float)) and 0 <= self.delta < 1):
+        object.__setattr__(self, "epsilon", _check_eps(self.epsilon))
+        if isinstance(self.delta, bool) or not isinstance(self.delta, numbers.Real) or not (0 <= self.delta < 1):
             raise ValueError(f"delta must be in [0, 1), got {self.delta!r}")
+        object.__setattr__(self, "delta", float(self.delta))
 
     def __str__(self) -> str:
         return f"ε={self.epsilon:.4g}, δ={self.delta:.3g}"
@@ -90,7 +94,7 @@ class ZCDP(Guarantee):
     kind = "zcdp"
 
     def __post_init__(self):
-        _check_eps(self.rho, "rho")
+        object.__setattr__(self, "rho", _check_eps(self.rho, "rho"))
 
     def to_approx(self, delta: float | None = None) -> ApproxDP:
         """The (ε, δ)-DP implied by ρ-zCDP: the tighter of Bun–Steinke 2016 (ρ + 2√(ρ ln 1/δ))
