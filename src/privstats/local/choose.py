@@ -52,11 +52,11 @@ def best_oracle(domain_size: int, epsilon: float) -> FrequencyOracle:
 
 
 def _grr_user_linear_variance(oracle: GRR, weights: np.ndarray) -> np.ndarray:
-    p, q = oracle.p, oracle.q
+    q, gap = oracle.q, oracle.gap
     total, total_sq = weights.sum(), np.sum(weights**2)
-    mean = q * total + (p - q) * weights
-    second = q * total_sq + (p - q) * weights**2
-    return (second - mean**2) / (p - q) ** 2
+    mean = q * total + gap * weights
+    second = q * total_sq + gap * weights**2
+    return (second - mean**2) / gap**2
 
 
 def linear_variance(oracle: FrequencyOracle, true_counts, weights) -> float:

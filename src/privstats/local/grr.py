@@ -31,15 +31,21 @@ class GRR(FrequencyOracle):
     name = "grr"
     report_fields = {"value": "int64"}
 
+    # e^ε/(e^ε + d − 1) written with e^−ε: no overflow for huge ε, and p − q via expm1 for tiny ε
     @property
     def p(self) -> float:
         """Probability of reporting the true value."""
-        return math.exp(self.epsilon) / (math.exp(self.epsilon) + self.domain_size - 1)
+        return 1.0 / (1.0 + (self.domain_size - 1) * math.exp(-self.epsilon))
 
     @property
     def q(self) -> float:
         """Probability of reporting one given other value."""
-        return 1.0 / (math.exp(self.epsilon) + self.domain_size - 1)
+        return math.exp(-self.epsilon) / (1.0 + (self.domain_size - 1) * math.exp(-self.epsilon))
+
+    @property
+    def gap(self) -> float:
+        """p − q = (1 − e^−ε)/(1 + (d − 1)e^−ε), accurate for tiny ε."""
+        return -math.expm1(-self.epsilon) / (1.0 + (self.domain_size - 1) * math.exp(-self.epsilon))
 
     @property
     def bits_per_user(self) -> float:
@@ -73,12 +79,12 @@ class GRR(FrequencyOracle):
         return CountState(self.name, self.params, int(c.sum()), counts.astype(np.int64))
 
     def _debias(self, state: CountState) -> np.ndarray:
-        return (state.counts - state.n * self.q) / (self.p - self.q)
+        return (state.counts - state.n * self.q) / self.gap
 
     def variance(self, n: int, true_counts) -> np.ndarray:
         c = np.asarray(true_counts, dtype=float)
         p, q = self.p, self.q
-        return (c * p * (1 - p) + (n - c) * q * (1 - q)) / (p - q) ** 2
+        return (c * p * (1 - p) + (n - c) * q * (1 - q)) / self.gap**2
 
 
 class BinaryRR(GRR):

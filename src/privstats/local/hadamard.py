@@ -87,7 +87,12 @@ class HadamardResponse(FrequencyOracle):
     @property
     def p(self) -> float:
         """Probability that the report lies in the user's own set C_x."""
-        return math.exp(self.epsilon) / (math.exp(self.epsilon) + 1.0)
+        return 1.0 / (1.0 + math.exp(-self.epsilon))  # e^ε/(e^ε + 1), no overflow
+
+    @property
+    def gap(self) -> float:
+        """p − 1/2 = (1 − e^−ε)/(2(1 + e^−ε)), accurate for tiny ε."""
+        return -math.expm1(-self.epsilon) / (2.0 * (1.0 + math.exp(-self.epsilon)))
 
     @property
     def bits_per_user(self) -> float:
@@ -139,12 +144,12 @@ class HadamardResponse(FrequencyOracle):
     def _debias(self, state: CountState) -> np.ndarray:
         transformed = fwht(state.counts.astype(np.int64))
         in_own_set = (state.n + transformed[1 : self.domain_size + 1]) / 2
-        return (in_own_set - state.n / 2) / (self.p - 0.5)
+        return (in_own_set - state.n / 2) / self.gap
 
     def variance(self, n: int, true_counts) -> np.ndarray:
         c = np.asarray(true_counts, dtype=float)
         p = self.p
-        return (c * p * (1 - p) + (n - c) / 4) / (p - 0.5) ** 2
+        return (c * p * (1 - p) + (n - c) / 4) / self.gap**2
 
     def user_linear_variance(self, weights) -> np.ndarray:
         """Per value x: variance of one user's contribution to Σ_v w_v n̂_v.
@@ -159,4 +164,4 @@ class HadamardResponse(FrequencyOracle):
         omega[1 : d + 1] = w
         pair_sums = fwht(fwht(omega) ** 2) / K  # Σ_{a ⊕ b = s} ω_a ω_b
         var = np.sum(w**2) / 4 + w**2 * (p * (1 - p) - 0.25) + (2 * p - 1) / 4 * pair_sums[1 : d + 1]
-        return var / (p - 0.5) ** 2
+        return var / self.gap**2

@@ -62,9 +62,33 @@ def _mix_inplace(z: np.ndarray, tmp: np.ndarray) -> np.ndarray:
     return z
 
 
-def _bucket_starts(g: int) -> list[int]:
-    """Smallest 64-bit word of each bucket: ceil(b·2^64/g), b = 0..g (the last is 2^64)."""
-    return [-((-b << 64) // g) for b in range(g + 1)]
+_MAX_G = (1 << 32) - 1  # buckets; keeps the 64x32-bit products below in uint64
+_LO32 = np.uint64(0xFFFFFFFF)
+_S32 = np.uint64(32)
+
+
+def _bucket_of(z: np.ndarray, g: int) -> np.ndarray:
+    """``floor(z · g / 2^64)`` for uint64 ``z`` and g < 2^32, exactly (a 64x32-bit high product)."""
+    gg = np.uint64(g)
+    hi = (z >> _S32) * gg                       # < 2^64 since g < 2^32
+    lo = ((z & _LO32) * gg) >> _S32
+    return ((hi + lo) >> _S32).astype(np.int64)  # hi + lo < 2^64: no wrap
+
+
+def _bucket_bounds(b: np.ndarray, g: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(start, width)`` of buckets ``b``: start = ceil(b·2^64/g), width = start(b+1) − start(b) mod 2^64.
+
+    With Q, R = divmod(2^64, g): b·2^64/g = b·Q + b·R/g and b·R < g² < 2^64, so everything is uint64.
+    """
+    q, r = divmod(1 << 64, g)
+    qq, rr, gg = np.uint64(q), np.uint64(r), np.uint64(g)
+
+    def start(x):
+        return x * qq + (x * rr + gg - np.uint64(1)) // gg
+
+    bb = b.astype(np.uint64)
+    s = start(bb)
+    return s, start(bb + np.uint64(1)) - s          # start(g) = 2^64 wraps to 0: width still exact
 
 
 def olh_hash(seeds, values, g: int) -> np.ndarray:
@@ -74,8 +98,7 @@ def olh_hash(seeds, values, g: int) -> np.ndarray:
     np.multiply(z, _GAMMA, out=z)  # arrays wrap mod 2^64 silently
     np.add(z, np.atleast_1d(s), out=z)
     z = _mix_inplace(z, np.empty_like(z))
-    starts = np.array(_bucket_starts(g)[:-1], dtype=np.uint64)
-    return (np.searchsorted(starts, z, side="right").astype(np.int64) - 1).reshape(s.shape)
+    return _bucket_of(z, g).reshape(s.shape)
 
 
 class OLH(FrequencyOracle):
@@ -86,10 +109,11 @@ class OLH(FrequencyOracle):
 
     def __init__(self, domain_size: int, epsilon: float, g: int | None = None):
         super().__init__(domain_size, epsilon)
-        self.g = round(math.exp(self.epsilon)) + 1 if g is None else check_positive_int(g, "g", minimum=2)
-        starts = _bucket_starts(self.g)
-        self._starts = np.array(starts[:-1], dtype=np.uint64)
-        self._widths = np.array([starts[b + 1] - starts[b] for b in range(self.g)], dtype=np.uint64)
+        if g is None:  # round(e^ε) + 1, capped (huge ε: a bucket per hash value is as good as it gets)
+            g = _MAX_G if self.epsilon > math.log(_MAX_G) else min(round(math.exp(self.epsilon)) + 1, _MAX_G)
+        self.g = check_positive_int(g, "g", minimum=2)
+        if self.g > _MAX_G:
+            raise ValueError(f"g must be at most 2**32 - 1, got {g}")
 
     @property
     def params(self) -> dict:
@@ -97,13 +121,18 @@ class OLH(FrequencyOracle):
 
     @property
     def p(self) -> float:
-        """Probability that the reported bucket is the hashed value's."""
-        return math.exp(self.epsilon) / (math.exp(self.epsilon) + self.g - 1)
+        """Probability that the reported bucket is the hashed value's: e^ε/(e^ε + g − 1)."""
+        return 1.0 / (1.0 + (self.g - 1) * math.exp(-self.epsilon))
 
     @property
     def q(self) -> float:
         """Probability of each other bucket."""
-        return 1.0 / (math.exp(self.epsilon) + self.g - 1)
+        return math.exp(-self.epsilon) / (1.0 + (self.g - 1) * math.exp(-self.epsilon))
+
+    @property
+    def gap(self) -> float:
+        """p − 1/g = (g − 1)(1 − e^−ε)/(g(1 + (g − 1)e^−ε)), accurate for tiny ε."""
+        return (self.g - 1) * -math.expm1(-self.epsilon) / (self.g * (1.0 + (self.g - 1) * math.exp(-self.epsilon)))
 
     @property
     def bits_per_user(self) -> float:
@@ -122,6 +151,8 @@ class OLH(FrequencyOracle):
     def output_probabilities(self, value: int, seed: int = 0) -> np.ndarray:
         """Distribution of the reported bucket over ``[g]`` given ``value`` and the public ``seed``."""
         value = int(as_domain_values([value], self.domain_size, name="value")[0])
+        if self.g > 1 << 24:
+            raise ValueError(f"g = {self.g} is too large to enumerate the output distribution")
         probs = np.full(self.g, self.q)
         probs[int(olh_hash(np.uint64(seed), value, self.g))] = self.p
         return probs
@@ -149,10 +180,10 @@ class OLH(FrequencyOracle):
             zz, tt = z[:m], tmp[:m]
             np.add(seeds[s : s + m, None], item_offsets, out=zz)
             _mix_inplace(zz, tt)
-            b = bucket[s : s + m]
+            start, width = _bucket_bounds(bucket[s : s + m], self.g)
             # H(seed, v) == b  <=>  mix - start[b] < width[b]  (unsigned, wrapping)
-            np.subtract(zz, self._starts[b][:, None], out=zz)
-            counts += np.count_nonzero(zz < self._widths[b][:, None], axis=0)
+            np.subtract(zz, start[:, None], out=zz)
+            counts += np.count_nonzero(zz < width[:, None], axis=0)
         return counts
 
     # ---- simulation -------------------------------------------------------------------
@@ -166,15 +197,15 @@ class OLH(FrequencyOracle):
 
     # ---- analyst ------------------------------------------------------------------------
     def _debias(self, state: CountState) -> np.ndarray:
-        return (state.counts - state.n / self.g) / (self.p - 1.0 / self.g)
+        return (state.counts - state.n / self.g) / self.gap
 
     def variance(self, n: int, true_counts) -> np.ndarray:
         c = np.asarray(true_counts, dtype=float)
         p, r = self.p, 1.0 / self.g
-        return (c * p * (1 - p) + (n - c) * r * (1 - r)) / (p - r) ** 2
+        return (c * p * (1 - p) + (n - c) * r * (1 - r)) / self.gap**2
 
     def user_linear_variance(self, weights) -> np.ndarray:
         """Per value x: variance of one user's contribution to Σ_v w_v n̂_v (indicators independent)."""
         w = np.asarray(weights, dtype=float)
         p, r = self.p, 1.0 / self.g
-        return (np.sum(w**2) * r * (1 - r) + w**2 * (p * (1 - p) - r * (1 - r))) / (p - r) ** 2
+        return (np.sum(w**2) * r * (1 - r) + w**2 * (p * (1 - p) - r * (1 - r))) / self.gap**2

@@ -55,7 +55,12 @@ class OUE(FrequencyOracle):
     @property
     def q(self) -> float:
         """Probability that any other bit is 1."""
-        return 1.0 / (math.exp(self.epsilon) + 1.0)
+        return math.exp(-self.epsilon) / (1.0 + math.exp(-self.epsilon))  # 1/(e^ε + 1), no overflow
+
+    @property
+    def gap(self) -> float:
+        """p − q = (1 − e^−ε)/(2(1 + e^−ε)), accurate for tiny ε."""
+        return -math.expm1(-self.epsilon) / (2.0 * (1.0 + math.exp(-self.epsilon)))
 
     @property
     def width(self) -> int:
@@ -74,19 +79,30 @@ class OUE(FrequencyOracle):
 
     # ---- client -------------------------------------------------------------------
     def encode_batch(self, values, rng: RNGLike = None) -> dict[str, np.ndarray]:
+        """Reports of many users; one random byte per bit (plus 3 more bytes for 1 bit in 256).
+
+        Bit v ≠ x is ``U < T`` for a 32-bit uniform U = (B << 24) | L: decided by the byte B
+        alone unless B equals T's top byte, and only then are the 24 low bits L drawn.  The own
+        bit is ``B < 128``, exactly 1/2.  Same distribution as comparing full 32-bit words, with
+        a quarter of the secure random bytes.
+        """
         values = as_domain_values(values, self.domain_size)
         src = as_source(rng)
         d, n = self.domain_size, values.size
         out = np.empty((n, self.width), dtype=np.uint8)
-        words = max(1, (d + 1) // 2)  # one uint64 = two 32-bit uniforms
-        rows = max(1, _CHUNK_BITS // (2 * words * 8))
-        threshold = self._q_threshold
+        threshold = int(self._q_threshold)
+        t_hi, t_lo = np.uint8(threshold >> 24), np.uint64(threshold & 0xFFFFFF)
+        rows = max(1, _CHUNK_BITS // d)
         for s in range(0, n, rows):
             e = min(n, s + rows)
-            u = src.uint64((e - s) * words).view(np.uint32).reshape(e - s, 2 * words)[:, :d]
-            bits = u < threshold
-            own = u[np.arange(e - s), values[s:e]] < np.uint32(1 << 31)  # exactly 1/2
-            bits[np.arange(e - s), values[s:e]] = own
+            m = e - s
+            u = src.uint64(-(-m * d // 8)).view(np.uint8)[: m * d].reshape(m, d)
+            bits = u < t_hi
+            ties = np.flatnonzero(u.reshape(-1) == t_hi)
+            if ties.size:
+                bits.reshape(-1)[ties] = (src.uint64(ties.size) >> np.uint64(40)) < t_lo
+            r = np.arange(m)
+            bits[r, values[s:e]] = u[r, values[s:e]] < 128  # own bit: exactly 1/2
             out[s:e] = np.packbits(bits, axis=1, bitorder="little")
         return {"bits": out}
 
@@ -116,8 +132,19 @@ class OUE(FrequencyOracle):
         return self.column_sums(bits)
 
     def column_sums(self, bits: np.ndarray) -> np.ndarray:
-        """Number of users with each bit set, from packed reports (one bincount per chunk)."""
+        """Number of users with each bit set, from packed reports, in chunks of bounded memory.
+
+        Narrow reports: one bincount of (column, byte) pairs, then bytes to bits (O(w·256) once).
+        Wide reports (d > 4096): unpack each chunk and sum its columns (the byte table would be big).
+        """
         d, w = self.domain_size, self.width
+        if w > 512:
+            counts = np.zeros(d, dtype=np.int64)
+            rows = max(1, _CHUNK_BITS // d)
+            for s in range(0, bits.shape[0], rows):
+                counts += np.unpackbits(bits[s : s + rows], axis=1, count=d, bitorder="little").sum(
+                    axis=0, dtype=np.int64)
+            return counts
         byte_counts = np.zeros(w * 256, dtype=np.int64)
         offsets = (np.arange(w, dtype=np.int64) * 256)[None, :]
         rows = max(1, _CHUNK_BITS // (8 * w))
@@ -139,15 +166,15 @@ class OUE(FrequencyOracle):
 
     # ---- analyst ------------------------------------------------------------------------
     def _debias(self, state: CountState) -> np.ndarray:
-        return (state.counts - state.n * self.q) / (self.p - self.q)
+        return (state.counts - state.n * self.q) / self.gap
 
     def variance(self, n: int, true_counts) -> np.ndarray:
         c = np.asarray(true_counts, dtype=float)
         p, q = self.p, self.q
-        return (c * p * (1 - p) + (n - c) * q * (1 - q)) / (p - q) ** 2
+        return (c * p * (1 - p) + (n - c) * q * (1 - q)) / self.gap**2
 
     def user_linear_variance(self, weights) -> np.ndarray:
         """Per value x: variance of one user's contribution to Σ_v w_v n̂_v (bits independent)."""
         w = np.asarray(weights, dtype=float)
         p, q = self.p, self.q
-        return (np.sum(w**2) * q * (1 - q) + w**2 * (p * (1 - p) - q * (1 - q))) / (p - q) ** 2
+        return (np.sum(w**2) * q * (1 - q) + w**2 * (p * (1 - p) - q * (1 - q))) / self.gap**2
