@@ -74,8 +74,8 @@ def test_quantile_methods_are_accurate_and_shuffle_delegates(monkeypatch):
     for method in ("joint", "independent", "tree"):
         est = privstats.quantiles(x, [0.25, 0.5, 0.75], epsilon=1.0, bounds=(0, 1), method=method, rng=4)
         assert np.all(np.abs(est.value - true) < 0.01), method
-    with pytest.raises(NotImplementedError):
-        privstats.quantiles(x, [0.5], epsilon=1.0, bounds=(0, 1), model="local")
+    with pytest.raises(ValueError, match="neighbours='replace'"):      # local: n is public (tests/ecdf/test_ecdf_local.py)
+        privstats.quantiles(x, [0.5], epsilon=1.0, bounds=(0, 1), model="local", neighbours="add-remove")
     import privstats.stats.frequency as freq                 # delegation only (the shuffle protocol is tested
     calls = []                                               # in tests/shuffle and takes a minute here)
     monkeypatch.setattr(freq, "shuffle_quantiles", lambda *a, **k: calls.append((a, k)) or "delegated")

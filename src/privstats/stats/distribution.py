@@ -60,6 +60,8 @@ def _private_cumulative(x: np.ndarray, thresholds: np.ndarray, bounds, *, epsilo
     lo, hi = bounds
     internal = thresholds if thresholds[-1] >= hi else np.append(thresholds, hi)   # last point = total
     N = internal.size
+    if model == "local":
+        return _local_cumulative(x, thresholds, internal, epsilon=epsilon, method=method, rng=rng)
     mech = choose_mechanism(N, epsilon, neighbours, method)
     n = x.size
     cost = {"messages_per_user": 0.0, "bits_per_user": 0.0}
@@ -99,7 +101,31 @@ def _private_cumulative(x: np.ndarray, thresholds: np.ndarray, bounds, *, epsilo
     return F[:k], se[:k], mech, name, cost, noise_model
 
 
-def ecdf(x, *, epsilon: float, bounds, grid=1024, smoothing: str = "l2", neighbours: str = "replace",
+def _local_cumulative(x: np.ndarray, thresholds: np.ndarray, internal: np.ndarray, *, epsilon: float, method: str,
+                      rng: RNGLike):
+    """Local model: each user reports its cell through a hierarchical histogram (see privstats.cdf.local)."""
+    from privstats.cdf.local import LocalPrefixNoise, local_hierarchy, release_local_prefix_counts
+
+    N, n = internal.size, x.size
+    if N < 2:
+        raise ValueError("grid must have at least 2 cells for model='local' (one threshold below the upper bound)")
+    hh = local_hierarchy(N, epsilon, n, method)
+    cells = np.searchsorted(internal, x, side="left")            # x counted at tau_i iff x <= tau_i
+    counts, sd, _, info = release_local_prefix_counts(cells, hh, rng)
+    F, se = counts / n, sd / n
+    k = thresholds.size
+    noise_model = {"mechanism": LocalPrefixNoise(hh, info["plug_in_counts"], info["level_sizes"]),
+                   "total": float(n), "public_total": True, "values": F}
+    params = {"mechanism": hh.name, "grid_points": N, "branching": hh.branching, "height": hh.height,
+              "padded_leaves": hh.padded_size, "split": hh.split, "oracle": hh.oracle,
+              "level_oracles": [o.name for o in hh.oracles], "path": info["path"],
+              "level_sizes": info["level_sizes"].tolist(),
+              "choice": "smallest mean exact prefix variance at uniform data" if method == "auto" else method}
+    cost = {"messages_per_user": float(hh.messages_per_user), "bits_per_user": float(hh.bits_per_user)}
+    return F[:k], se[:k], params, "local-hierarchical-histogram", cost, noise_model
+
+
+def ecdf(x, *, epsilon: float, bounds, grid=1024, smoothing: str | None = None, neighbours: str = "replace",
          model: str = "central", method: str = "auto", rng: RNGLike = None, n_servers: int = 2,
          protocol: str = "aggregation") -> PrivateECDF:
     """ε-DP empirical CDF on a public grid, like ``scipy.stats.ecdf(x).cdf``.
@@ -108,14 +134,20 @@ def ecdf(x, *, epsilon: float, bounds, grid=1024, smoothing: str = "l2", neighbo
     ----------
     x : array-like of values inside ``bounds`` (public, required).
     grid : number of uniform thresholds lo + i (hi - lo)/grid, or an increasing array.
-    smoothing : ``"l2"`` (Eq. 3 QP), ``"l1"`` (Eq. 3 LP), ``"isotonic"`` or ``"none"``.
+    smoothing : ``"l2"`` (Eq. 3 QP), ``"l1"`` (Eq. 3 LP), ``"isotonic"`` or ``"none"``;
+        default ``"l2"``, or ``"isotonic"`` for ``model="local"`` (Eq. 3's corrections live on
+        the paper's binary noise tree; for local noise the Euclidean projection is better).
     neighbours : ``"replace"`` (n public, as in the paper) or ``"add-remove"`` (n private;
         the curve is divided by its noisy total).
-    model : ``"central"`` or ``"secure"`` (m = ``n_servers`` servers with secret-shared
+    model : ``"central"``, ``"secure"`` (m = ``n_servers`` servers with secret-shared
         counts and distributed noise; ``protocol="fss"`` uses two servers holding DCF
-        keys, grid a power of two).
+        keys, grid a power of two) or ``"local"`` (ε-LDP: each user reports its grid cell
+        through a hierarchical histogram of frequency oracles; ``rng=None`` runs the real
+        clients with the OS CSPRNG, a seed simulates the aggregate; n is public, so
+        ``neighbours="replace"`` only).
     method : ``"auto"`` (most accurate for the public parameters), ``"binary"`` (the
-        paper's tree), ``"b-ary"`` or ``"b-ary:<b>"``.
+        paper's tree), ``"b-ary"`` or ``"b-ary:<b>"`` (local: tree branching b; split
+        and level oracle still chosen).
 
     Returns a :class:`~privstats.cdf.result.PrivateECDF` (``evaluate``, ``quantile``,
     ``confidence_interval``, ``plot``, ``.estimate``).
@@ -128,13 +160,18 @@ def ecdf(x, *, epsilon: float, bounds, grid=1024, smoothing: str = "l2", neighbo
     epsilon = check_epsilon(epsilon)
     bounds = check_bounds(bounds)
     check_choice(neighbours, "neighbours", NEIGHBOURS)
+    if smoothing is None:
+        smoothing = "isotonic" if model == "local" else "l2"
     check_choice(smoothing, "smoothing", SMOOTHING_METHODS)
     check_choice(protocol, "protocol", ("aggregation", "fss"))
-    if model not in ("central", "secure"):
-        if model in ("local", "shuffle"):
-            raise NotImplementedError(f"ecdf has no {model!r} protocol; use privstats.quantiles(model={model!r}) "
-                                      "for quantiles, or model='central' / 'secure'")
+    if model not in ("central", "secure", "local"):
+        if model == "shuffle":
+            raise NotImplementedError("ecdf has no 'shuffle' protocol; use model='local', 'secure' or 'central' "
+                                      "(shuffle-model quantiles: privstats.quantiles(model='shuffle'))")
         raise ValueError(f"model must be one of ['central', 'secure', 'local', 'shuffle'], got {model!r}")
+    if model == "local" and neighbours != "replace":
+        raise ValueError("model='local' needs neighbours='replace': local DP protects each user's value, and the "
+                         "collector counts the reports, so n is public (add/remove would hide participation)")
     if model == "secure" and protocol == "aggregation" and (not isinstance(n_servers, int) or n_servers < 2):
         raise ValueError(f"n_servers must be an integer >= 2, got {n_servers!r}")
     xs = as_float_array(x, "x", bounds=bounds)
@@ -143,7 +180,7 @@ def ecdf(x, *, epsilon: float, bounds, grid=1024, smoothing: str = "l2", neighbo
                                                     method=method, model=model, rng=rng, n_servers=n_servers,
                                                     protocol=protocol)
     values = smooth(raw, smoothing)
-    params = {**mech.params(), "smoothing": smoothing}
+    params = {**(mech if model == "local" else mech.params()), "smoothing": smoothing}
     if model == "secure":
         params.update(servers=2 if protocol == "fss" else n_servers, secure_protocol=protocol)
     est = Estimate(values, stderr=se, guarantee=PureDP(epsilon), model=model, protocol=name, params=params,
@@ -203,15 +240,15 @@ def quantiles(x, q, *, epsilon: float, bounds, model: str = "central", method: s
             raise NotImplementedError("model='shuffle' quantiles need privstats.stats.frequency.shuffle_quantiles, "
                                       "which is not available yet") from None
         return shuffle_quantiles(x, q, epsilon=epsilon, delta=delta, bounds=bounds, rng=rng, **kwargs)
-    if model == "local":
-        raise NotImplementedError("local-model quantiles are not supported here; use model='shuffle', 'secure' "
-                                  "or 'central'")
-    if model not in ("central", "secure"):
+    if model not in ("central", "secure", "local"):
         raise ValueError(f"model must be one of ['central', 'secure', 'shuffle', 'local'], got {model!r}")
     xs = as_float_array(x, "x", bounds=bounds)
     public_n = xs.size if neighbours == "replace" else None          # n is private under add/remove
     chosen = _auto_quantile_method(qs.size, public_n) if method == "auto" else method
-    if model == "secure":
+    if model in ("secure", "local"):
+        if method not in ("auto", "tree"):
+            raise ValueError(f"model={model!r} quantiles use method='tree' (Algorithm 1 on a private ECDF), "
+                             f"got method={method!r}")
         chosen = "tree"
     check_choice(chosen, "method", ("exponential", "independent", "joint", "tree"))
     order = np.argsort(qs)
@@ -220,6 +257,7 @@ def quantiles(x, q, *, epsilon: float, bounds, model: str = "central", method: s
                    model=model, rng=rng, **kwargs)
         values = np.asarray(res.quantile(qs))
         protocol, params = "ecdf-tree+algorithm1", {**res.estimate.params}
+        cost = {"messages_per_user": res.estimate.messages_per_user, "bits_per_user": res.estimate.bits_per_user}
     else:
         sx = np.sort(xs)
         if chosen == "joint":
@@ -231,9 +269,13 @@ def quantiles(x, q, *, epsilon: float, bounds, model: str = "central", method: s
         values[order] = v
         protocol, params = {"joint": "joint-exponential", "exponential": "exponential",
                             "independent": "independent-exponential"}[chosen], {}
+        cost = {"messages_per_user": 0.0, "bits_per_user": 0.0}
     params.update(method=chosen, q=qs.tolist())
+    if model == "local":
+        protocol = "ecdf-local-hierarchy+algorithm1"
     return Estimate(values, stderr=None, guarantee=PureDP(epsilon), model=model, protocol=protocol, params=params,
-                    n=int(xs.size), neighbours=neighbours, messages_per_user=0.0 if model == "central" else None)
+                    n=int(xs.size), neighbours=neighbours,
+                    **cost)
 
 
 def raw_covariance(result: PrivateECDF) -> np.ndarray:
@@ -312,6 +354,9 @@ def roc_curve(y_true, y_score, *, epsilon: float, bounds=(0.0, 1.0), labels: str
     score within its class, so each curve gets the full ε (parallel composition).
     ``labels="private"``: a neighbour may also flip a label, so each class curve is
     ε/2-DP under add/remove and normalised by its noisy total (basic composition: ε).
+    ``model="local"`` (public labels only): each user reports its score's grid cell with
+    the full ε into its class's hierarchical histogram (one report per user); the AUC
+    variance uses the exact noise covariance at the plug-in cell counts.
     Score orientation: higher = more likely positive (scikit-learn's convention).
 
     >>> import numpy as np
@@ -327,6 +372,10 @@ def roc_curve(y_true, y_score, *, epsilon: float, bounds=(0.0, 1.0), labels: str
     y = as_binary_labels(y_true, "y_true")
     s = as_float_array(y_score, "y_score", bounds=bounds)
     check_same_length(y_true=y, y_score=s)
+    if model == "local" and labels == "private":
+        raise ValueError("model='local' roc_curve needs labels='public': with private labels a user would have to "
+                         "hide its class, which the per-class local histograms do not; use model='central' or "
+                         "'secure' for private labels")
     eps_each, nb = (epsilon, "replace") if labels == "public" else (epsilon / 2, "add-remove")
     src = as_source(rng) if rng is not None else None
     curves = []
@@ -346,9 +395,14 @@ def roc_curve(y_true, y_score, *, epsilon: float, bounds=(0.0, 1.0), labels: str
                    params={"labels": labels, "epsilon_per_curve": eps_each, "smoothing": smoothing,
                            **{f"curve_{k}": v for k, v in pos.estimate.params.items()}},
                    n=int(y.size), neighbours="replace",
+                   **({"messages_per_user": 1.0 if pos.estimate.messages_per_user == 1 == neg.estimate.messages_per_user
+                       else max(pos.estimate.messages_per_user, neg.estimate.messages_per_user),
+                       "bits_per_user": max(pos.estimate.bits_per_user, neg.estimate.bits_per_user)}
+                      if model == "local" else {}),
                    details={"fpr": fpr, "tpr": tpr, "thresholds": thresholds, "auc_raw": auc_raw,
-                            "stderr_method": "exact (unsmoothed, public labels)" if labels == "public"
-                            else "delta method (curves divided by noisy class totals)",
+                            "stderr_method": ("exact noise covariance at the plug-in cell counts (unsmoothed)"
+                                              if model == "local" else "exact (unsmoothed, public labels)")
+                            if labels == "public" else "delta method (curves divided by noisy class totals)",
                             "positives": pos, "negatives": neg})
     return fpr, tpr, thresholds, est
 
