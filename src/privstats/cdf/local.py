@@ -28,7 +28,7 @@ from privstats.local.hierarchy import HierarchyState
 from privstats.local.unary import OUE
 from privstats.privacy.randomness import RNGLike, as_generator, as_source
 
-__all__ = ["choose_local_hierarchy", "local_hierarchy", "LocalPrefixNoise", "release_local_prefix_counts"]
+__all__ = ["LocalPrefixNoise", "choose_local_hierarchy", "local_hierarchy", "release_local_prefix_counts"]
 
 ORACLES = ("grr", "olh", "oue", "auto")
 CLIENT_CHUNK = 1 << 15                 # users encoded and aggregated per batch on the deployment path

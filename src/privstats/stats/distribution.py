@@ -274,8 +274,7 @@ def quantiles(x, q, *, epsilon: float, bounds, model: str = "central", method: s
     if model == "local":
         protocol = "ecdf-local-hierarchy+algorithm1"
     return Estimate(values, stderr=None, guarantee=PureDP(epsilon), model=model, protocol=protocol, params=params,
-                    n=int(xs.size), neighbours=neighbours,
-                    **cost)
+                    n=int(xs.size), neighbours=neighbours, **cost)
 
 
 def raw_covariance(result: PrivateECDF) -> np.ndarray:
@@ -395,8 +394,7 @@ def roc_curve(y_true, y_score, *, epsilon: float, bounds=(0.0, 1.0), labels: str
                    params={"labels": labels, "epsilon_per_curve": eps_each, "smoothing": smoothing,
                            **{f"curve_{k}": v for k, v in pos.estimate.params.items()}},
                    n=int(y.size), neighbours="replace",
-                   **({"messages_per_user": 1.0 if pos.estimate.messages_per_user == 1 == neg.estimate.messages_per_user
-                       else max(pos.estimate.messages_per_user, neg.estimate.messages_per_user),
+                   **({"messages_per_user": max(pos.estimate.messages_per_user, neg.estimate.messages_per_user),
                        "bits_per_user": max(pos.estimate.bits_per_user, neg.estimate.bits_per_user)}
                       if model == "local" else {}),
                    details={"fpr": fpr, "tpr": tpr, "thresholds": thresholds, "auc_raw": auc_raw,
