@@ -97,17 +97,17 @@ def test_local_roc_matches_sklearn():
     rng = np.random.default_rng(10)
     y = rng.integers(0, 2, 4000)
     s = np.clip(np.round(rng.normal(0.4 + 0.2 * y, 0.15) * 32) / 32, 1 / 32, 1)    # on the 32-point grid
-    fpr, tpr, thr, est = privstats.roc_curve(y, s, epsilon=200.0, grid=32, model="local", smoothing="none", rng=11)
+    fpr, tpr, _, est = privstats.roc_curve(y, s, epsilon=200.0, grid=32, model="local", smoothing="none", rng=11)
     assert est.value == pytest.approx(roc_auc_score(y, s), abs=1e-9)
     assert est.model == "local" and est.messages_per_user == 1
-    fpr, tpr, thr, est = privstats.roc_curve(y, s, epsilon=2.0, grid=32, model="local", rng=12)
+    fpr, tpr, _, est = privstats.roc_curve(y, s, epsilon=2.0, grid=32, model="local", rng=12)
     assert np.all(np.diff(fpr) >= 0) and np.all(np.diff(tpr) >= 0)
     assert abs(est.details["auc_raw"] - roc_auc_score(y, s)) < 5 * est.stderr
 
 
 def test_local_bad_input_gets_clear_errors():
     x = np.random.default_rng(13).uniform(0, 1, 500)
-    kw = dict(bounds=(0, 1), model="local", rng=0)
+    kw = {"bounds": (0, 1), "model": "local", "rng": 0}
     with pytest.raises(ValueError, match="epsilon"):
         privstats.ecdf(x, epsilon=0.0, **kw)
     with pytest.raises(ValueError, match="x"):

@@ -496,7 +496,7 @@ def _oracle_quadratic(oracle: FrequencyOracle) -> tuple[float, float, float, flo
                      "(use oracle='grr', 'oue' or 'olh')")
 
 
-def _prefix_variances(hh: "HierarchicalHistogram", true_counts, level_sizes) -> np.ndarray:
+def _prefix_variances(hh: HierarchicalHistogram, true_counts, level_sizes) -> np.ndarray:
     """See :meth:`HierarchicalHistogram.prefix_variances`."""
     b, H, d = hh.branching, hh.height, hh.domain_size
     c = np.zeros(hh.padded_size)
@@ -563,7 +563,7 @@ def _prefix_variances(hh: "HierarchicalHistogram", true_counts, level_sizes) -> 
     return total
 
 
-def _prefix_covariance(hh: "HierarchicalHistogram", true_counts, level_sizes) -> np.ndarray:
+def _prefix_covariance(hh: HierarchicalHistogram, true_counts, level_sizes) -> np.ndarray:
     """See :meth:`HierarchicalHistogram.prefix_covariance`."""
     b, H, d, D = hh.branching, hh.height, hh.domain_size, hh.padded_size
     c = np.zeros(D)
