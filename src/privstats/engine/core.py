@@ -38,7 +38,7 @@ __all__ = ["aggregate", "write_reports", "DEFAULT_CHUNK_SIZE"]
 
 DEFAULT_CHUNK_SIZE = 1 << 20
 _MERGE_FAN_IN = 4
-_PARTITIONS_PER_WORKER = 2
+_PARTITIONS_PER_THREAD = 4  # a few tasks per worker thread: a slowed worker's share moves to the others
 
 
 # ---- helpers ---------------------------------------------------------------------------------------------
@@ -259,16 +259,17 @@ def _aggregate_dask(oracle, source, chunk_size: int, client, scheduler, n_worker
 def _run_dask(oracle, source, chunk_size: int, client, progress):
     from distributed import wait
 
-    workers = max(1, len(client.scheduler_info().get("workers", {})))
+    info = client.scheduler_info().get("workers", {})
+    workers = max(1, sum(int(w.get("nthreads", 1)) for w in info.values()))  # worker threads
     leaves = []
     if isinstance(source, (str, os.PathLike)):
-        # partitions of whole row groups, at least chunk_size rows, _PARTITIONS_PER_WORKER per worker: each
+        # partitions of whole row groups, at least chunk_size rows, _PARTITIONS_PER_THREAD per thread: each
         # task streams its row groups in chunks (bounded memory), and few large tasks keep the per-task
         # scheduler round trips (the scheduler sends about one task per worker thread at a time) negligible
         from privstats.engine.format import read_report_metadata
 
         total = read_report_metadata(source)["n"]
-        per_part = max(chunk_size, -(-total // (_PARTITIONS_PER_WORKER * workers)) if total else chunk_size)
+        per_part = max(chunk_size, -(-total // (_PARTITIONS_PER_THREAD * workers)) if total else chunk_size)
         parts = _file_partitions(source, oracle, per_part)
         bar = _Progress(total, progress, "aggregating (dask)")
         for path, groups, rows in parts:
