@@ -142,3 +142,37 @@ def test_numeric_types_of_epsilon_and_inputs_are_accepted_and_not_mutated():
     before = series.copy()
     assert oracle.simulate(series, rng=0).n == 4 and oracle.aggregate(oracle.encode_batch(series, rng=0)).n == 4
     pd.testing.assert_series_equal(series, before)
+
+
+def test_default_encoding_uses_batched_os_csprng_and_never_numpy(monkeypatch):
+    """rng=None: every oracle draws from os.urandom, a few calls per batch (not one per user), no numpy RNG."""
+    import os
+
+    from privstats.local import HierarchicalHistogram
+    from privstats.privacy import randomness
+
+    calls = []
+    real = os.urandom
+
+    def counting_urandom(k):
+        calls.append(k)
+        return real(k)
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("numpy's generator used on the secure path")
+
+    monkeypatch.setattr(randomness.os, "urandom", counting_urandom)
+    for name in ("default_rng", "random", "randint", "binomial", "multinomial"):
+        monkeypatch.setattr(np.random, name, forbidden)
+    for name in ("uint64", "integers", "random"):
+        monkeypatch.setattr(GeneratorSource, name, forbidden)
+    oracles = [GRR(12, 1.0), BinaryRR(1.0), OUE(12, 1.0), OLH(12, 1.0), HadamardResponse(12, 1.0),
+               HierarchicalHistogram(12, 1.0, oracle="grr"), HierarchicalHistogram(12, 1.0, oracle="olh")]
+    values = np.arange(5000) % 2
+    for oracle in oracles:
+        calls.clear()
+        reports = oracle.encode_batch(values)
+        assert oracle.aggregate(reports).n == 5000
+        assert 1 <= len(calls) <= 10, (oracle, len(calls))       # batched: not one call per user
+        calls.clear()
+        assert oracle.aggregate(oracle.encode(1)).n == 1 and len(calls) >= 1
