@@ -41,9 +41,9 @@ from privstats.privacy.guarantees import ApproxDP, PureDP
 from privstats.privacy.randomness import RNGLike, as_generator
 from privstats.ustat import central as C
 from privstats.ustat import kernels as K
-from privstats.ustat.pairs import PairsProtocol
+from privstats.ustat.pairs import PairsProtocol, combination_variance
 from privstats.ustat.params import _oue_variance_bound, choose_bins, choose_depth, choose_P, grr_variance_bound
-from privstats.ustat.quantized import ORACLES, QuantizedUStat
+from privstats.ustat.quantized import MECHANISM_EPSILON_MAX, ORACLES, QuantizedUStat, _plug_in
 from privstats.ustat.tree import DISCARDS, SPLITTINGS, TreeAUC, advanced_level_epsilon
 from privstats.validation import (as_binary_labels, as_domain_values, as_float_array, check_bounds, check_choice,
                                   check_delta, check_epsilon, check_positive_int, check_power_of_two,
@@ -102,7 +102,7 @@ def _run_quantized(A, bins, epsilon, oracle, rng, extra_matrices=()):
     proto = QuantizedUStat(A, epsilon, oracle)
     state = _collect(proto, bins, rng, g)
     value, var, _ = proto.estimate(state)
-    extras = [proto.estimate(state, B)[:2] for B in extra_matrices]
+    extras = [proto.estimate(state, B) for B in extra_matrices]
     return proto, value, var, extras
 
 
@@ -328,12 +328,15 @@ def kendall_tau(x, y, *, epsilon: float, delta: float = 0.0, model: str = "local
             value, std = C.central_release(ex["tau_a"], epsilon=epsilon, sensitivity=4.0 / n, rng=rng)
             return _estimate(value, std**2, epsilon=epsilon, model=model, protocol="central-exact",
                              params={"variant": "a", "sensitivity": 4.0 / n}, n=n, messages=0.0, bits=0.0)
-        ta, sa = C.central_release(ex["tau_a"], epsilon=epsilon / 3, sensitivity=4.0 / n, rng=rng)
-        ny, _ = C.central_release(ex["nontie_y"], epsilon=epsilon / 3, sensitivity=2.0 / n, rng=rng)
-        nz, _ = C.central_release(ex["nontie_z"], epsilon=epsilon / 3, sensitivity=2.0 / n, rng=rng)
-        value, std = _tau_b(ta, sa, ny, nz)
-        return _estimate(value, std**2, epsilon=epsilon, model=model, protocol="central-exact",
-                         params={"variant": "b", "budget_split": [1 / 3] * 3}, n=n, messages=0.0, bits=0.0)
+        g = as_generator(rng) if _simulating(rng) else None  # one stream: three independent noises
+        ta, sa = C.central_release(ex["tau_a"], epsilon=epsilon / 3, sensitivity=4.0 / n, rng=g)
+        ny, sy = C.central_release(ex["nontie_y"], epsilon=epsilon / 3, sensitivity=2.0 / n, rng=g)
+        nz, sz = C.central_release(ex["nontie_z"], epsilon=epsilon / 3, sensitivity=2.0 / n, rng=g)
+        value, grad = _tau_b(ta, ny, nz)
+        var = _independent_delta(grad, (sa, sy, sz))
+        return _estimate(value, var, epsilon=epsilon, model=model, protocol="central-exact",
+                         params={"variant": "b", "budget_split": [1 / 3] * 3}, n=n, messages=0.0, bits=0.0,
+                         details={"tau_a": ta, "nontie_x": ny, "nontie_y": nz})
 
     if model == "secure":
         if method == "all-pairs":
@@ -346,10 +349,10 @@ def kendall_tau(x, y, *, epsilon: float, delta: float = 0.0, model: str = "local
                                  messages=float(n - 1), details={"simulated_noise": "normal (CLT)"})
             g = as_generator(rng)
             na, sa, eps0 = _all_pairs_noise(2.0, epsilon / 3, delta / 3, n - 1, pairs, g)
-            ny_, _, _ = _all_pairs_noise(1.0, epsilon / 3, delta / 3, n - 1, pairs, g)
-            nz_, _, _ = _all_pairs_noise(1.0, epsilon / 3, delta / 3, n - 1, pairs, g)
-            value, std = _tau_b(ex["tau_a"] + na, sa, ex["nontie_y"] + ny_, ex["nontie_z"] + nz_)
-            return _estimate(value, std**2, epsilon=epsilon, delta=delta, model=model, protocol="ustat-all-pairs",
+            ny_, sy, _ = _all_pairs_noise(1.0, epsilon / 3, delta / 3, n - 1, pairs, g)
+            nz_, sz, _ = _all_pairs_noise(1.0, epsilon / 3, delta / 3, n - 1, pairs, g)
+            value, grad = _tau_b(ex["tau_a"] + na, ex["nontie_y"] + ny_, ex["nontie_z"] + nz_)
+            return _estimate(value, _independent_delta(grad, (sa, sy, sz)), epsilon=epsilon, delta=delta, model=model, protocol="ustat-all-pairs",
                              params={"variant": "b", "pair_epsilon": eps0}, n=n, messages=float(n - 1),
                              details={"simulated_noise": "normal (CLT)"})
         xy = np.stack([xs, ys], axis=1)
@@ -368,11 +371,14 @@ def kendall_tau(x, y, *, epsilon: float, delta: float = 0.0, model: str = "local
                                kernel_range=(0.0, 1.0), mechanism="rr")
         pairs = proto.make_pairs(n, g)
         left, right = xy[pairs[:, 0]], xy[pairs[:, 1]]
-        ta, va, info = proto.estimate(proto.backend.compute(left, right, g), pairs, n=n)
-        ny = ties_y.estimate(ties_y.backend.compute(left, right, g), pairs, n=n)[0]
-        nz = ties_z.estimate(ties_z.backend.compute(left, right, g), pairs, n=n)[0]
-        value, std = _tau_b(ta, math.sqrt(va), ny, nz)
-        return _estimate(value, std**2, epsilon=epsilon, model=model, protocol="ustat-pairs",
+        outputs = [p.backend.compute(left, right, g) for p in (proto, ties_y, ties_z)]
+        ta, _, info = proto.estimate(outputs[0], pairs, n=n)
+        ny, nz = ties_y.estimate(outputs[1], pairs, n=n)[0], ties_z.estimate(outputs[2], pairs, n=n)[0]
+        value, grad = _tau_b(ta, ny, nz)
+        # delta method: the three share the pairs (correlated subsampling), their noises are independent
+        var = combination_variance(outputs, grad, [p.backend.noise_variance for p in (proto, ties_y, ties_z)],
+                                   pairs, n=n, P=P)
+        return _estimate(value, var, epsilon=epsilon, model=model, protocol="ustat-pairs",
                          params={"variant": "b", **proto.params, "budget_split": [0.5, 0.25, 0.25]}, n=n,
                          messages=float(P), details=info)
 
@@ -380,16 +386,19 @@ def kendall_tau(x, y, *, epsilon: float, delta: float = 0.0, model: str = "local
     check_positive_int(k, "bins", minimum=2)
     cat = K.quantize(xs, bx, k) * k + K.quantize(ys, by, k)
     orc = _pick_oracle(oracle, n, epsilon, k * k)
+    A = K.kendall_matrix(k, k)
     extra = K.kendall_tie_matrices(k, k) if variant == "b" else ()
-    proto, ta, va, extras = _run_quantized(K.kendall_matrix(k, k), cat, epsilon, orc, rng, extra)
+    proto, ta, va, extras = _run_quantized(A, cat, epsilon, orc, rng, extra)
     params = {"bins": k, "categories": k * k, "oracle": orc, "variant": variant}
     if variant == "a":
         return _estimate(ta, va, epsilon=epsilon, model="local", protocol="ustat-quantized", params=params, n=n,
                          bits=proto.bits_per_user)
-    value, std = _tau_b(ta, math.sqrt(va), extras[0][0], extras[1][0])
-    return _estimate(value, std**2, epsilon=epsilon, model="local", protocol="ustat-quantized", params=params, n=n,
-                     bits=proto.bits_per_user,
-                     details={"tau_a": ta, "nontie_x": extras[0][0], "nontie_y": extras[1][0]})
+    (ny, _, S), (nz, _, _) = extras
+    value, grad = _tau_b(ta, ny, nz)
+    # delta method, exact to first order: the three share the reports, and Σ c·Û_B = Û_{Σ c·B}
+    var = proto.conditional_variance(_plug_in(S, n), grad[0] * A + grad[1] * extra[0] + grad[2] * extra[1])
+    return _estimate(value, var, epsilon=epsilon, model="local", protocol="ustat-quantized", params=params, n=n,
+                     bits=proto.bits_per_user, details={"tau_a": ta, "nontie_x": ny, "nontie_y": nz})
 
 
 def _kendall_bins(n, epsilon):
@@ -398,10 +407,17 @@ def _kendall_bins(n, epsilon):
     return int(ks[int(np.argmin(score))])
 
 
-def _tau_b(tau_a, se_a, nontie_y, nontie_z):
-    """tau-b = tau-a / √(nontie_y · nontie_z) (denominators floored at 1e-3); stderr ignores their noise."""
-    den = math.sqrt(max(nontie_y, 1e-3) * max(nontie_z, 1e-3))
-    return tau_a / den, se_a / den
+def _tau_b(tau_a, nontie_y, nontie_z):
+    """tau-b = tau-a / √(nontie_y · nontie_z) (denominators floored at 1e-3) and its gradient in
+    (tau_a, nontie_y, nontie_z), for delta-method standard errors."""
+    ny, nz = max(nontie_y, 1e-3), max(nontie_z, 1e-3)
+    value = tau_a / math.sqrt(ny * nz)
+    return value, np.array([1 / math.sqrt(ny * nz), -value / (2 * ny), -value / (2 * nz)])
+
+
+def _independent_delta(grad, stds) -> float:
+    """Delta-method variance of a function of independently noised inputs."""
+    return float(np.sum((np.asarray(grad) * np.asarray(stds)) ** 2))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -453,7 +469,8 @@ def gini_coefficient(x, *, epsilon: float, bounds, mean_fraction: float = 0.5, m
                      method: str = "auto", rng: RNGLike = None, **kwargs) -> Estimate:
     """Private Gini coefficient GMD·(n−1)/(2n·mean) of non-negative values; ``mean_fraction`` of ε
     pays for the mean (local/secure: one randomized-rounding bit per user with binary RR; central:
-    discrete Laplace).  The ratio is slightly biased; the stderr is the delta method.
+    discrete Laplace).  The ratio is slightly biased; the stderr is the delta method (the rounding's
+    variance is bounded by its worst case at the estimated mean, so it is slightly conservative).
 
     >>> import numpy as np, privstats
     >>> x = np.random.default_rng(0).exponential(1.0, 100000).clip(0, 10)
@@ -480,7 +497,7 @@ def gini_coefficient(x, *, epsilon: float, bounds, mean_fraction: float = 0.5, m
     mean_c = max(mean, w * 1e-6)
     value = gmd.value * (n - 1) / (2 * n * mean_c)
     var = value**2 * ((gmd.stderr or 0) ** 2 / max(gmd.value, 1e-12) ** 2 + var_mean / mean_c**2)
-    return _estimate(value, var, epsilon=epsilon, model=model, protocol=gmd.protocol + "+mean",
+    return _estimate(value, var, epsilon=epsilon, delta=gmd.delta, model=model, protocol=gmd.protocol + "+mean",
                      params={**gmd.params, "mean_fraction": mean_fraction}, n=n,
                      messages=(gmd.messages_per_user or 0) + (0 if model == "central" else 1),
                      bits=None if gmd.bits_per_user is None else gmd.bits_per_user + (0 if model == "central" else 1),
@@ -490,7 +507,7 @@ def gini_coefficient(x, *, epsilon: float, bounds, mean_fraction: float = 0.5, m
 def _local_mean(xs, lo, hi, epsilon, rng, g):
     """Unbiased LDP mean: randomized rounding to {lo, hi}, then binary randomized response."""
     u = (xs - lo) / (hi - lo)
-    rr = BinaryRR(epsilon)
+    rr = BinaryRR(min(epsilon, MECHANISM_EPSILON_MAX))
     if _simulating(rng):
         bits = (g.random(u.size) < u).astype(np.int64)
         state = rr.simulate(bits, g)
@@ -502,7 +519,10 @@ def _local_mean(xs, lo, hi, epsilon, rng, g):
     est = rr.estimate(state)
     n = xs.size
     frac = float(est.value[1]) / n
-    return lo + (hi - lo) * frac, ((hi - lo) * float(est.stderr[1]) / n) ** 2
+    # Var = RR noise given the bits + the rounding's Σ u(1−u), bounded by n·f(1−f) (conservative)
+    f = min(max(frac, 0.0), 1.0)
+    var_count = float(est.stderr[1]) ** 2 + n * f * (1 - f)
+    return lo + (hi - lo) * frac, (hi - lo) ** 2 * var_count / n**2
 
 
 def collision_probability(x, *, epsilon: float, domain_size: int, delta: float = 0.0, model: str = "local",

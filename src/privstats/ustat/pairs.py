@@ -40,7 +40,7 @@ from privstats.privacy.randomness import GeneratorSource, RNGLike, as_source
 from privstats.privacy.samplers import discrete_laplace
 from privstats.validation import check_choice, check_epsilon, check_positive_int
 
-__all__ = ["PairsProtocol", "TwoPartyBackend", "SimulatedTwoParty", "MECHANISMS"]
+__all__ = ["PairsProtocol", "TwoPartyBackend", "SimulatedTwoParty", "MECHANISMS", "combination_variance"]
 
 MECHANISMS = ("laplace", "rr")
 GRID_BITS = 20  # kernel outputs are snapped to a grid of Δ/2^20 before discrete Laplace noise
@@ -63,7 +63,7 @@ class SimulatedTwoParty:
         self.width = self.hi - self.lo
         self.pair_epsilon, self.mechanism = pair_epsilon, mechanism
         if mechanism == "rr":
-            self.keep = math.exp(pair_epsilon) / (1 + math.exp(pair_epsilon))
+            self.keep = 1.0 / (1.0 + math.exp(-pair_epsilon))  # e^ε/(1 + e^ε), overflow-free
         else:
             self.granularity = self.width / 2**GRID_BITS
             self.scale, self.std = real_noise_scale(self.width, pair_epsilon, self.granularity)
@@ -145,12 +145,7 @@ class PairsProtocol:
 
     def variance(self, n: int, zeta1: float, zeta2: float) -> float:
         """Exact MSE against the population U_f (Theorem 5 corrected; odd n: one user sits out per permutation)."""
-        P, m = self.P, n // 2
-        N = P * m
-        p_pair = m / (n * (n - 1) / 2)
-        dup = P * (P - 1) * m * p_pair
-        one = n * P * (P - 1) * (2 * m / n) ** 2 - 2 * dup
-        return ((N + dup) * zeta2 + one * zeta1) / N**2 + self.backend.noise_variance / N
+        return _design_variance(n, self.P, zeta1, zeta2, self.backend.noise_variance)
 
     def estimate_two_sample(self, outputs: np.ndarray, pairs: np.ndarray, *, n_pos: int,
                             n_neg: int) -> tuple[float, float, dict]:
@@ -184,6 +179,25 @@ class PairsProtocol:
     def params(self) -> dict:
         return {"P": self.P, "mechanism": self.mechanism, "pair_epsilon": self.epsilon / self.P,
                 "kernel_range": list(self.kernel_range)}
+
+
+def _design_variance(n: int, P: int, zeta1: float, zeta2: float, noise_variance: float) -> float:
+    m = n // 2
+    N = P * m
+    p_pair = m / (n * (n - 1) / 2)
+    dup = P * (P - 1) * m * p_pair
+    one = n * P * (P - 1) * (2 * m / n) ** 2 - 2 * dup
+    return ((N + dup) * zeta2 + one * zeta1) / N**2 + noise_variance / N
+
+
+def combination_variance(outputs, coefs, noise_variances, pairs: np.ndarray, *, n: int, P: int) -> float:
+    """Plug-in MSE of ``Σ c_i · mean(outputs_i)`` when several kernels are released on the same pairs
+    with independent noises (the delta method for a function of several pairs estimates, e.g. tau-b)."""
+    v = sum(c * np.asarray(o, dtype=np.float64) for c, o in zip(coefs, outputs))
+    sigma2 = float(sum(c * c * s for c, s in zip(coefs, noise_variances)))
+    zeta2 = max(0.0, float(v.var()) - sigma2)
+    zeta1 = min(max(_shared_cov(v, [pairs[:, 0], pairs[:, 1]], n, float(v.mean())), 0.0), zeta2 / 2) if P > 1 else 0.0
+    return _design_variance(n, P, zeta1, zeta2, sigma2)
 
 
 def _shared_cov(v: np.ndarray, user_cols: list[np.ndarray], n: int, theta: float) -> float:

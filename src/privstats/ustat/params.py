@@ -25,13 +25,17 @@ __all__ = ["grr_variance_bound", "choose_bins", "choose_depth", "choose_P", "tre
 
 def grr_variance_bound(n: int, epsilon: float, k: int) -> float:
     """Theorem 1: 1/(n(1−β)²) + (1+β)²/(2n(n−1)(1−β)⁴), β = k/(k + e^ε − 1)."""
-    beta = k / (k + math.expm1(epsilon))
+    em = math.exp(-epsilon)  # β = k/(k + e^ε − 1) in a form that cannot overflow at huge ε
+    beta = k * em / (k * em - math.expm1(-epsilon))
     return 1 / (n * (1 - beta) ** 2) + (1 + beta) ** 2 / (2 * n * (n - 1) * (1 - beta) ** 4)
 
 
 def _oue_variance_bound(n: int, epsilon: float, k: int) -> float:
-    c = 4 * math.exp(epsilon) / math.expm1(epsilon) ** 2
-    return (1 + k * c) / n + (k * c) ** 2 / (2 * n * (n - 1))
+    """Theorem 1's analogue for OUE: the summed coordinate variances c1 + (k − 1)c0 replace 1/(1−β)² − 1
+    (the true coordinate is kept with probability ½ at any ε, so c1 = coth²(ε/2) → 1, not 0)."""
+    c0 = 4 * math.exp(-epsilon) / math.expm1(-epsilon) ** 2  # 4e^ε/(e^ε − 1)², overflow-free
+    c = 1.0 / math.tanh(epsilon / 2) ** 2 + (k - 1) * c0
+    return (1 + c) / n + c**2 / (2 * n * (n - 1))
 
 
 def choose_bins(n: int, epsilon: float, *, lipschitz: float = 1.0, assumption: str = "kernel",

@@ -38,6 +38,9 @@ from privstats.privacy.randomness import RNGLike
 __all__ = ["QuantizedUStat", "make_oracle", "ORACLES"]
 
 ORACLES = ("grr", "oue", "hr")
+# The core oracles compute e^ε, which overflows past ε ≈ 709.  Above this cap an oracle runs at the cap:
+# its flip probabilities are already below e^-300, and an ε_cap-LDP randomizer is ε-LDP for every ε ≥ ε_cap.
+MECHANISM_EPSILON_MAX = 300.0
 
 
 def make_oracle(name: str, k: int, epsilon: float) -> FrequencyOracle:
@@ -152,9 +155,8 @@ class _VectorModel:
             q, s = self.q, self.s
             per_report = (np.diag(A) - q * A.sum(axis=1) - q * A.sum(axis=0) + q * q * A.sum()) / s**2
             return float(state.counts @ per_report)
-        if self.kind == "unary":
-            g = np.diag(A) + self.c0 * np.trace(A) + (self.c1 - self.c0) * np.diag(A)
-            return float(g @ S)
+        if self.kind == "unary":  # E[û_iᵀAû_i | x] = (1 + c1 − c0)A_xx + c0·tr A; the constant uses the exact n
+            return float((1 + self.c1 - self.c0) * np.diag(A) @ S + state.n * self.c0 * np.trace(A))
         per_report = np.einsum("rk,kl,rl->r", self.U, A, self.U)
         return float(state.counts @ per_report)
 
@@ -173,7 +175,7 @@ class QuantizedUStat:
         self.A = np.asarray(kernel_matrix, dtype=np.float64)
         self.k = self.A.shape[0]
         self.oracle_name = oracle
-        self.oracle = make_oracle(oracle, self.k, epsilon)
+        self.oracle = make_oracle(oracle, self.k, min(float(epsilon), MECHANISM_EPSILON_MAX))
         self.model = _VectorModel(self.oracle)
         self.epsilon = self.oracle.epsilon
 

@@ -75,13 +75,18 @@ def uauc(pos, neg, depth: int) -> int:
 
 
 def _c(eps: float) -> float:
-    return (math.exp(eps) + 1) / math.expm1(eps)
+    return 1.0 / math.tanh(eps / 2)  # (e^ε + 1)/(e^ε − 1), overflow-free
+
+
+def _keep(eps: float) -> float:
+    """e^ε/(1 + e^ε), overflow-free."""
+    return 1.0 / (1.0 + math.exp(-eps))
 
 
 def advanced_level_epsilon(epsilon: float, levels: int, delta: float) -> float:
     """Largest per-level ε̃ whose ``levels``-fold advanced composition (DRV) is (ε, δ); at least ε/levels."""
     def total(e):
-        return e * math.sqrt(2 * levels * math.log(1 / delta)) + levels * e * math.expm1(e)
+        return e * math.sqrt(2 * levels * math.log(1 / delta)) + levels * e * math.expm1(min(e, 700.0))
 
     lo, hi = 0.0, epsilon
     for _ in range(100):
@@ -166,8 +171,7 @@ class TreeAUC:
     def _encode(self, prefixes: np.ndarray, levels: np.ndarray, src) -> tuple[np.ndarray, np.ndarray]:
         j = np.asarray(src.integers(np.left_shift(1, levels).astype(np.int64)), dtype=np.int64).reshape(levels.shape)
         y = 1 - 2 * _parity(j & prefixes)
-        keep = np.asarray(src.random(levels.size)).reshape(levels.shape) < math.exp(self.epsilon_level) / (
-            1 + math.exp(self.epsilon_level))
+        keep = np.asarray(src.random(levels.size)).reshape(levels.shape) < _keep(self.epsilon_level)
         return j, np.where(keep, y, -y).astype(np.int8)
 
     def encode_batch(self, bins, levels=None, rng: RNGLike = None) -> dict[str, np.ndarray]:
@@ -192,7 +196,7 @@ class TreeAUC:
         """Exact probabilities of the reports ``(j, z)`` (shape ``(2^l, 2)``, z = −1, +1) of one level."""
         j = np.arange(2**level)
         y = 1 - 2 * _parity(j & prefix)
-        p = math.exp(self.epsilon_level) / (1 + math.exp(self.epsilon_level))
+        p = _keep(self.epsilon_level)
         out = np.empty((j.size, 2))
         out[:, 1] = np.where(y == 1, p, 1 - p) / j.size
         out[:, 0] = np.where(y == -1, p, 1 - p) / j.size
@@ -254,7 +258,7 @@ class TreeAUC:
     def _simulate_histogram(self, values: np.ndarray, counts: np.ndarray, g: np.random.Generator) -> TreeState:
         n = int(counts.sum())
         state = self.new_state()
-        p_keep = math.exp(self.epsilon_level) / (1 + math.exp(self.epsilon_level))
+        p_keep = _keep(self.epsilon_level)
         if self.splitting == "users":
             sizes = np.full(self.depth, n // self.depth)
             sizes[: n % self.depth] += 1
