@@ -104,3 +104,16 @@ def test_oracle_choice_prefers_krr_at_large_epsilon():
     s = np.r_[g.random(500) * 0.5 + 0.5, g.random(500) * 0.6]
     est = privstats.auc(y, s, epsilon=20.0, method="quantized", domain_size=8, rng=1)
     assert est.params["oracle"] == "grr" and est.stderr < 1e-3
+
+
+def test_bad_kernels_and_huge_dense_domains_get_clear_errors():
+    x = np.random.default_rng(67).random(100)
+    with pytest.raises(ValueError, match="kernel must be a vectorized callable"):
+        privstats.ustatistic(x, lambda a: a, epsilon=1.0, bounds=(0, 1))
+    est = privstats.ustatistic(x, lambda a, b: 0.5, epsilon=1.0, bounds=(0, 1), bins=4, rng=0)  # constant kernel
+    assert math.isfinite(est.value)
+    y = np.r_[np.ones(50, int), np.zeros(50, int)]
+    with pytest.raises(ValueError, match="domain_size.*dense"):  # was a 34 GB allocation
+        privstats.auc(y, x, epsilon=1.0, method="quantized", domain_size=2**16, rng=0)
+    with pytest.raises(ValueError, match="bins.*dense"):
+        privstats.kendall_tau(x, x, epsilon=1.0, bounds=(0, 1), bins=100, rng=0)

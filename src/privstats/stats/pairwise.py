@@ -132,6 +132,28 @@ def _resolve_P(P, epsilon, n, kernel_range, mechanism, zeta):
     return check_positive_int(P, "P")
 
 
+DENSE_MAX_CATEGORIES = 8192  # Protocol A keeps a dense k×k kernel matrix (8192² doubles = 512 MB)
+
+
+def _check_dense(k: int, name: str) -> int:
+    if k > DENSE_MAX_CATEGORIES:
+        raise ValueError(f"{name}: Protocol A keeps a dense k×k kernel matrix and k={k} categories exceed "
+                         f"{DENSE_MAX_CATEGORIES} ({8 * k * k / 1e9:.0f} GB); use fewer bins"
+                         + (" or method='tree'" if name == "domain_size" else ""))
+    return k
+
+
+def _probe_kernel(f, lo, hi):
+    """A user kernel must be a vectorized f(x, y) returning finite values of the broadcast shape."""
+    a, b = np.array([lo, hi, lo]), np.array([hi, lo, lo])
+    try:
+        out = np.broadcast_to(np.asarray(f(a, b), dtype=np.float64), a.shape)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"kernel must be a vectorized callable f(x, y) returning one value per pair: {exc}") from None
+    if not np.all(np.isfinite(out)):
+        raise ValueError("kernel returned NaN or infinite values")
+
+
 def _quantization(quantization):
     return check_choice(quantization, "quantization", K.QUANTISATIONS)
 
@@ -230,7 +252,7 @@ def auc(y_true, y_score, *, epsilon: float, delta: float = 0.0, model: str = "lo
         k, orc = domain_size, _pick_oracle(oracle, min(n_pos, n_neg), epsilon, domain_size)
     else:
         k, orc = _auc_bins(n_pos, n_neg, epsilon, oracle, t)
-    proto = QuantizedUStat(K.auc_matrix(k, t), epsilon, orc)
+    proto = QuantizedUStat(K.auc_matrix(_check_dense(k, "domain_size"), t), epsilon, orc)
     bins_p, bins_n = K.quantize(pos, (lo, hi), k), K.quantize(neg, (lo, hi), k)
     g = as_generator(rng) if _simulating(rng) else None
     sp, sn = _collect(proto, bins_p, rng, g), _collect(proto, bins_n, rng, g)
@@ -384,6 +406,7 @@ def kendall_tau(x, y, *, epsilon: float, delta: float = 0.0, model: str = "local
 
     k = bins or _kendall_bins(n, epsilon)
     check_positive_int(k, "bins", minimum=2)
+    _check_dense(k * k, "bins")
     cat = K.quantize(xs, bx, k) * k + K.quantize(ys, by, k)
     orc = _pick_oracle(oracle, n, epsilon, k * k)
     A = K.kendall_matrix(k, k)
@@ -458,6 +481,7 @@ def gini_mean_difference(x, *, epsilon: float, bounds, delta: float = 0.0, model
                          params=proto.params, n=n, messages=float(P), details=info)
     k = bins or choose_bins(n, epsilon, lipschitz=1.0, assumption="kernel")
     check_positive_int(k, "bins", minimum=2)
+    _check_dense(k, "bins")
     orc = _pick_oracle(oracle, n, epsilon, k)
     proto, value, var, _ = _run_quantized(K.gini_matrix(k, _quantization(quantization)), K.quantize(u, (0, 1), k),
                                           epsilon, orc, rng)
@@ -556,7 +580,7 @@ def collision_probability(x, *, epsilon: float, domain_size: int, delta: float =
         proto, value, var, info = _run_pairs(lambda a_, b_: (a_ == b_) * 1.0, xs, epsilon, P, (0.0, 1.0), "rr", rng)
         est = (value, var, "ustat-pairs", proto.params, float(P), None, info)
     else:
-        orc = _pick_oracle(oracle, n, epsilon, d)
+        orc = _pick_oracle(oracle, n, epsilon, _check_dense(d, "domain_size"))
         proto, value, var, _ = _run_quantized(K.collision_matrix(d), xs, epsilon, orc, rng)
         est = (value, var, "ustat-quantized", {"domain_size": d, "oracle": orc}, 1.0, proto.bits_per_user, {})
     value, var, protocol, params, msgs, bits, details = est
@@ -589,6 +613,7 @@ def ustatistic(x, kernel, *, epsilon: float, bounds=None, kernel_range=None, del
         lo, hi = check_bounds(bounds)
         xs = as_float_array(x, "x", bounds=(lo, hi))
         f: Callable = kernel
+        _probe_kernel(f, lo, hi)
         A = None
         if kernel_range is not None:
             kr = check_bounds(kernel_range, "kernel_range")
@@ -627,6 +652,7 @@ def ustatistic(x, kernel, *, epsilon: float, bounds=None, kernel_range=None, del
     if A is None:
         k = bins or choose_bins(n, epsilon, lipschitz=lipschitz, assumption="kernel")
         check_positive_int(k, "bins", minimum=2)
+        _check_dense(k, "bins")
         how = _quantization(quantization)
         A = K.matrix_from_callable(lambda u, v: f(lo + u * (hi - lo), lo + v * (hi - lo)), k, how)
         cells = K.quantize(xs, (lo, hi), k)

@@ -99,7 +99,7 @@ def matrix_from_callable(f: Callable[[np.ndarray, np.ndarray], np.ndarray], k: i
     """
     if how == "center":
         c = bin_centres(k)
-        a = np.asarray(f(c[:, None], c[None, :]), dtype=np.float64)
+        a = np.broadcast_to(np.asarray(f(c[:, None], c[None, :]), dtype=np.float64), (k, k))
     else:
         if how == "mid":
             t = np.linspace(0.0, 1.0, samples)
@@ -112,8 +112,9 @@ def matrix_from_callable(f: Callable[[np.ndarray, np.ndarray], np.ndarray], k: i
         # x[i, j, s] = (i + off_x[s]) / k, y[i, j, s] = (j + off_y[s]) / k
         x = (i[:, None, None] + off_x[None, None, :]) / k
         y = (i[None, :, None] + off_y[None, None, :]) / k
-        vals = np.asarray(f(np.broadcast_to(x, (k, k, off_x.size)), np.broadcast_to(y, (k, k, off_x.size))),
-                          dtype=np.float64)
+        shape = (k, k, off_x.size)
+        vals = np.broadcast_to(np.asarray(f(np.broadcast_to(x, shape), np.broadcast_to(y, shape)), dtype=np.float64),
+                               shape)
         a = 0.5 * (vals.max(axis=2) + vals.min(axis=2)) if how == "mid" else vals.mean(axis=2)
     if a.shape != (k, k) or not np.all(np.isfinite(a)):
         raise ValueError("kernel must be a vectorized callable returning finite values of the broadcast shape")

@@ -78,7 +78,8 @@ class SimulatedTwoParty:
 
     def kernel_values(self, x_left, x_right) -> np.ndarray:
         """f inside the circuit, clipped to the public kernel range (so the sensitivity holds)."""
-        return np.clip(np.asarray(self.kernel(x_left, x_right), dtype=np.float64), self.lo, self.hi)
+        out = np.asarray(self.kernel(x_left, x_right), dtype=np.float64)
+        return np.clip(np.full(len(x_left), float(out)) if out.ndim == 0 else out, self.lo, self.hi)  # constant kernel
 
     def compute(self, x_left, x_right, rng: RNGLike = None) -> np.ndarray:
         f = self.kernel_values(x_left, x_right)
