@@ -268,21 +268,49 @@ class HadamardMultiMessage:
         msgs = np.asarray(messages)
         if msgs.ndim != 2 or msgs.shape[1] < 2 or msgs.dtype.kind not in "iu":
             raise ValueError("messages must be a 2-d integer array of rows [d, basis...]")
-        d = msgs[:, 0].astype(np.intp)
-        dcount = np.bincount(d) if d.size and d.min() >= 0 else np.zeros(0, dtype=np.int64)
-        if msgs.size and (d.min() < 0 or dcount.size - 1 > min(self.m, msgs.shape[1] - 1)
+        d = msgs[:, 0]
+        if msgs.size and ((msgs.dtype.kind == "i" and msgs.min() < 0) or d.max() > min(self.m, msgs.shape[1] - 1)
                           or msgs.max() >= self.b_prime):       # column 0 holds d <= m < B', so max() checks the basis
             raise ValueError("messages contain a malformed Hadamard message")
-        counts = np.zeros(self.domain_size, dtype=np.int64)
-        one = np.uint32(1)
-        for dd in np.flatnonzero(dcount):
-            if dd == 0:
-                continue                      # trivial null space: the tuple matches no item
-            rows = msgs[:, 1] if dd == 1 and d.min() == 1 == d.max() else msgs[d == dd, 1:1 + dd]
-            rows = rows.astype(np.uint32, copy=False).reshape(-1, dd)
-            items = (_span(rows)[:, 1:] if dd > 1 else rows).ravel() - one   # j ↦ item j − 1 (0 wraps away)
-            counts += np.bincount(items[items < self.domain_size], minlength=self.domain_size)
+        counts = self._count_span_items(msgs, d)
         return CountState(self.name, self.params, state.n + msgs.shape[0], state.counts + counts)
+
+    def _count_span_items(self, msgs: np.ndarray, d: np.ndarray) -> np.ndarray:
+        """c_j for the B items: every nonzero element j of each message's span counts once.
+
+        One pass covers the span {b1, b2, b1^b2} of the first two basis vectors of every
+        row at once (a vector beyond a row's dimension d is masked to 0, and 0 is Hadamard
+        index 0, which is no item); only rows with d >= 3 (a few percent) enumerate the rest
+        of their span.  Bincounts run over all B' indices, so no filtering pass is needed.
+        """
+        bins = self.b_prime
+        if msgs.shape[0] == 0:
+            return np.zeros(self.domain_size, dtype=np.int64)
+        parts = [np.where(d >= 1, msgs[:, 1], 0).astype(np.uint32, copy=False)]
+        if msgs.shape[1] > 2:
+            has2 = d >= 2
+            parts.append(np.where(has2, msgs[:, 2], 0).astype(np.uint32, copy=False))
+            parts.append(np.where(has2, parts[0] ^ parts[1], np.uint32(0)))
+            big = msgs[np.flatnonzero(d >= 3)]                       # a few percent of the rows
+            for dd in range(3, min(int(d.max()), msgs.shape[1] - 1) + 1):
+                rows = big[big[:, 0] == dd, 1:1 + dd].astype(np.uint32, copy=False)
+                if rows.shape[0]:
+                    parts.append(_span(rows)[:, 4:].ravel())          # span elements that use b3…
+        total = np.bincount(np.concatenate(parts), minlength=bins)
+        return total[1:1 + self.domain_size]
+        zero = np.uint32(0)
+        b1 = np.where(d >= 1, msgs[:, 1], 0).astype(np.uint32, copy=False)
+        total += np.bincount(b1, minlength=bins)
+        if msgs.shape[1] > 2:
+            has2 = d >= 2
+            b2 = np.where(has2, msgs[:, 2], 0).astype(np.uint32, copy=False)
+            total += np.bincount(b2, minlength=bins)
+            total += np.bincount(np.where(has2, b1 ^ b2, zero), minlength=bins)
+            for dd in range(3, min(int(d.max()), msgs.shape[1] - 1) + 1):
+                rows = msgs[d == dd, 1:1 + dd].astype(np.uint32, copy=False)
+                if rows.shape[0]:
+                    total += np.bincount(_span(rows)[:, 4:].ravel(), minlength=bins)   # elements using b3…
+        return total[1:1 + self.domain_size]                 # Hadamard index j is item j − 1
 
     # ---- simulation ---------------------------------------------------------------------------------------------
     def sample_messages(self, indices: np.ndarray, n_blanket: int, rng: RNGLike = None) -> np.ndarray:
@@ -324,11 +352,17 @@ class HadamardMultiMessage:
                 out[offset + rows, 1:1 + dd] = canonical_basis(B) if dd > 1 else B
         return out
 
-    def simulate(self, sets, rng: RNGLike = None, *, chunk_users: int = 1 << 15) -> CountState:
-        """Aggregator state for the whole population (message-level, chunked; exact law)."""
+    def simulate(self, sets, rng: RNGLike = None, *, chunk_users: int | None = None) -> CountState:
+        """Aggregator state for the whole population (message-level, chunked; exact law).
+
+        Chunks hold about 2^21 messages (``chunk_users`` overrides), so memory stays bounded
+        however large ρ is; time grows with the n(k + ρ) messages.
+        """
         idx = self._indices(sets)
         g = as_generator(rng)
         state = self.new_state()
+        if chunk_users is None:
+            chunk_users = max(1, (1 << 21) // self.messages_per_user)
         for s in range(0, idx.shape[0], chunk_users):
             part = idx[s:s + chunk_users]
             state = self.aggregate(self.sample_messages(part, part.shape[0] * self.rho, g), state)
