@@ -5,7 +5,10 @@ bits each equal to 1 with probability γ.  Every user sends the same number of
 messages, so the only thing the analyzer learns is the number of ones,
 Σx + Bin(n s, γ) — one Count-Min cell — and a change of one user's bit shifts it by
 ±1.  γ is the smallest value whose exact privacy-loss computation gives (ε, δ).
-Real values in [0, 1] are first randomly rounded to a bit (unbiased).
+With ``inputs="unit"`` (default) real values in [0, 1] are first randomly rounded to a
+bit (unbiased); the standard error then adds the rounding variance Σ x_i(1 − x_i), bounded
+by S(1 − S/n) at the estimated sum S (equal for constant x, never more than n/4).  With
+``inputs="bits"`` values must be 0/1, nothing is rounded and no rounding term is added.
 
 >>> sm = ShuffledSum(n=10_000, epsilon=1.0, delta=1e-6, blanket=4)
 >>> est = sm.estimate(sm.simulate(np.ones(10_000), rng=0))
@@ -24,7 +27,7 @@ from privstats.local.base import CountState
 from privstats.privacy.guarantees import ApproxDP
 from privstats.privacy.randomness import RNGLike, as_generator, as_source
 from privstats.shuffle.calibrate import countmin_delta
-from privstats.validation import as_float_array, check_delta, check_epsilon, check_positive_int
+from privstats.validation import as_float_array, check_choice, check_delta, check_epsilon, check_positive_int
 
 __all__ = ["ShuffledSum"]
 
@@ -52,8 +55,10 @@ class ShuffledSum:
 
     name = "shuffle-sum"
 
-    def __init__(self, *, n: int, epsilon: float, delta: float, blanket: int = 8, gamma: float | None = None):
+    def __init__(self, *, n: int, epsilon: float, delta: float, blanket: int = 8, gamma: float | None = None,
+                 inputs: str = "unit"):
         self.n = check_positive_int(n, "n")
+        self.inputs = check_choice(inputs, "inputs", ("unit", "bits"))
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_delta(delta)
         self.blanket = check_positive_int(blanket, "blanket")
@@ -62,7 +67,7 @@ class ShuffledSum:
     @property
     def params(self) -> dict:
         return {"n": self.n, "epsilon": self.epsilon, "delta": self.delta, "blanket": self.blanket,
-                "gamma": self.gamma}
+                "gamma": self.gamma, "inputs": self.inputs}
 
     messages_per_user = property(lambda self: self.blanket + 1)
     bits_per_user = property(lambda self: float(self.blanket + 1))
@@ -70,9 +75,15 @@ class ShuffledSum:
     def new_state(self) -> CountState:
         return CountState(self.name, self.params, 0, np.zeros(2, dtype=np.int64))
 
+    def _values(self, x) -> np.ndarray:
+        x = as_float_array(x, "x", bounds=(0.0, 1.0))
+        if self.inputs == "bits" and np.any((x != 0) & (x != 1)):
+            raise ValueError("x must hold only 0 and 1 with inputs='bits' (use inputs='unit' for values in [0, 1])")
+        return x
+
     def encode_batch(self, x, rng: RNGLike = None) -> np.ndarray:
         """s + 1 one-bit messages per user (uint8), CSPRNG by default."""
-        x = as_float_array(x, "x", bounds=(0.0, 1.0))
+        x = self._values(x)
         src = as_source(rng)
         bit = src.random(x.size) < x                                      # unbiased randomized rounding
         blank = src.random(x.size * self.blanket) < self.gamma
@@ -80,6 +91,7 @@ class ShuffledSum:
 
     def aggregate(self, messages, state: CountState | None = None) -> CountState:
         state = self.new_state() if state is None else state
+        self._check_state(state)
         m = np.asarray(messages)
         if m.ndim != 1 or (m.size and (m.min() < 0 or m.max() > 1)):
             raise ValueError("messages must be bits (0 or 1)")
@@ -88,17 +100,26 @@ class ShuffledSum:
 
     def simulate(self, x, rng: RNGLike = None) -> CountState:
         """Exact sufficient statistic: ones = Σ Bern(x_i) + Bin(n s, γ)."""
-        x = as_float_array(x, "x", bounds=(0.0, 1.0))
+        x = self._values(x)
         g = as_generator(rng)
         ones = int((g.random(x.size) < x).sum()) + int(g.binomial(x.size * self.blanket, self.gamma))
         total = x.size * (self.blanket + 1)
         return CountState(self.name, self.params, total, np.array([total - ones, ones], dtype=np.int64))
 
+    def _check_state(self, state) -> None:
+        if not isinstance(state, CountState) or state.protocol != self.name or state.params != self.params:
+            raise ValueError(f"state must be a CountState of {self.name} with parameters {self.params}")
+
     def estimate(self, state: CountState) -> Estimate:
+        self._check_state(state)
         users = state.n // (self.blanket + 1)
         value = float(state.counts[1] - users * self.blanket * self.gamma)
-        var = users * self.blanket * self.gamma * (1 - self.gamma) + users / 4.0   # rounding variance ≤ n/4
+        var = users * self.blanket * self.gamma * (1 - self.gamma)
+        if self.inputs == "unit" and users:
+            s = min(max(value, 0.0), float(users))
+            var += s * (1 - s / users)          # Σ x(1−x) ≤ S(1 − S/n) (Cauchy–Schwarz), plug-in S
         return Estimate(value=value, stderr=math.sqrt(var), guarantee=ApproxDP(self.epsilon, self.delta),
                         model="shuffle", protocol=self.name, params=self.params, n=users,
                         messages_per_user=self.messages_per_user, bits_per_user=self.bits_per_user,
-                        details={"stderr_note": "includes a worst-case n/4 randomized-rounding term; 0 for bits"})
+                        details={"stderr_note": "blanket noise only" if self.inputs == "bits" else
+                                 "blanket noise plus the rounding bound S(1 - S/n) at the estimated S"})

@@ -41,6 +41,11 @@ MODELS = ("shuffle", "local", "central")
 DEFAULT_DELTA = 1e-6
 
 
+def default_delta(delta, n: int) -> float:
+    """``delta`` validated; ``None`` means min(1e-6, 1/(10 n)), so δ stays well below 1/n at any n."""
+    return check_delta(min(DEFAULT_DELTA, 1.0 / (10 * max(n, 1))) if delta is None else delta)
+
+
 def _codes(values, domain) -> tuple[np.ndarray, int]:
     """Item codes in [0, d) and d, for an int domain size or a sequence of public labels."""
     if isinstance(domain, (int, np.integer)) and not isinstance(domain, bool):
@@ -98,7 +103,7 @@ def shuffle_protocol(protocol: str, d: int, n: int, epsilon: float, delta: float
     return min(candidates, key=_worst_se)
 
 
-def frequencies(values, *, domain, epsilon: float, delta: float = DEFAULT_DELTA, model: str = "shuffle",
+def frequencies(values, *, domain, epsilon: float, delta: float | None = None, model: str = "shuffle",
                 protocol: str | None = None, rng: RNGLike = None, **options) -> Estimate:
     """Private count of every domain element (``estimate.value[i]`` = count of element i).
 
@@ -109,6 +114,9 @@ def frequencies(values, *, domain, epsilon: float, delta: float = DEFAULT_DELTA,
     ``model="local"``: ε-LDP with ``protocol`` one of ``"auto"``, ``"grr"``, ``"oue"``,
     ``"olh"``, ``"hr"``.  ``model="central"``: ε-DP discrete Laplace on the histogram.
     Extra keyword ``options`` go to the protocol (e.g. ``calibration="chernoff"``).
+    ``values`` are integer codes in [0, domain) when ``domain`` is an int, or any hashable
+    labels (strings, …) when ``domain`` is the public list of labels.  ``delta`` (shuffle
+    only) defaults to min(1e-6, 1/(10 n)); the value used is in ``estimate.guarantee``.
 
     >>> import numpy as np
     >>> est = frequencies(np.zeros(5000, dtype=int), domain=4, epsilon=1.0, model="central", rng=0)
@@ -127,10 +135,11 @@ def frequencies(values, *, domain, epsilon: float, delta: float = DEFAULT_DELTA,
                         protocol="discrete-laplace", params={"domain_size": d, "scale": scale, "sensitivity": 2},
                         n=n, messages_per_user=0, bits_per_user=0)
     if model == "local":
-        from privstats.local.choose import make_oracle
+        from privstats.local.choose import ORACLES, make_oracle
+        check_choice(protocol or "auto", "protocol", {"auto", *ORACLES})
         oracle = make_oracle(protocol or "auto", d, epsilon)
         return oracle.estimate(oracle.simulate(codes, as_generator(rng)))
-    delta = check_delta(delta)
+    delta = default_delta(delta, n)
     proto = shuffle_protocol(protocol or "auto", d, n, epsilon, delta, **options)
     return proto.estimate(proto.simulate(codes, as_generator(rng)))
 
@@ -139,7 +148,7 @@ def _pad_pow2(B: int) -> int:
     return 1 << int(math.ceil(math.log2(max(B, 2))))
 
 
-def range_counts(values, ranges=None, *, domain: int, epsilon: float, delta: float = DEFAULT_DELTA,
+def range_counts(values, ranges=None, *, domain: int, epsilon: float, delta: float | None = None,
                  model: str = "shuffle", rng: RNGLike = None, **options) -> Estimate:
     """Private counts of points in ranges (1-d) or boxes (d-dim), by the dyadic tree of §5.
 
@@ -171,12 +180,22 @@ def range_counts(values, ranges=None, *, domain: int, epsilon: float, delta: flo
         boxes = [((0, j),) for j in range(1, B0 + 1)]
     else:
         boxes = []
-        for r in ranges:
-            box = ((r[0], r[1]),) if dim == 1 else tuple(tuple(b) for b in r)
-            if len(box) != dim or any(not (0 <= int(lo) <= int(hi) <= B0) for lo, hi in box):
-                raise ValueError(f"each range must be {'(lo, hi)' if dim == 1 else f'{dim} pairs (lo, hi)'} with "
-                                 f"0 <= lo <= hi <= {B0}, got {r!r}")
-            boxes.append(box)
+        shape = "(lo, hi)" if dim == 1 else f"{dim} pairs (lo, hi)"
+        if not hasattr(ranges, "__len__") or isinstance(ranges, (str, bytes)):
+            raise ValueError(f"ranges must be a list of (lo, hi) pairs or None, got {ranges!r}")
+        single = dim == 1 and len(ranges) == 2 and all(np.isscalar(e) for e in ranges)   # one (lo, hi)
+        for r in ([ranges] if single else ranges):
+            try:
+                box = ((r[0], r[1]),) if dim == 1 and len(r) == 2 else tuple((b[0], b[1]) for b in r)
+                if len(box) != dim or any(len(b) != 2 for b in (r if dim > 1 else [r])):
+                    raise TypeError
+            except (TypeError, IndexError):
+                raise ValueError(f"ranges must be a list of {shape} (half-open, integer ends), got {r!r}") from None
+            if any(not isinstance(e, (int, np.integer)) or isinstance(e, bool) for b in box for e in b):
+                raise ValueError(f"range ends must be integers (half-open [lo, hi) over item codes), got {r!r}")
+            if any(not (0 <= lo <= hi <= B0) for lo, hi in box):
+                raise ValueError(f"each range must be {shape} with 0 <= lo <= hi <= {B0}, got {r!r}")
+            boxes.append(tuple((int(lo), int(hi)) for lo, hi in box))
     L = int(math.log2(B))
     k = (1 + L) ** dim
     M = B ** dim
@@ -208,7 +227,7 @@ def range_counts(values, ranges=None, *, domain: int, epsilon: float, delta: flo
         params = {"domain": B0, "dims": dim, "tree_leaves": B, "k": k, "scale": scale}
         mpu = bpu = 0
     else:
-        delta = check_delta(delta)
+        delta = default_delta(delta, n)
         proto = HadamardMultiMessage(M, n=n, epsilon=epsilon, delta=delta, k=k, **options)
         est = proto.estimate(proto.simulate(sets, as_generator(rng)))
         noisy, node_se = est.value, est.stderr
@@ -222,7 +241,7 @@ def range_counts(values, ranges=None, *, domain: int, epsilon: float, delta: flo
                     details={"max_terms": max((len(t) for t in terms), default=0)})
 
 
-def shuffle_quantiles(x, q, *, epsilon: float, delta: float | None = DEFAULT_DELTA, bounds, rng: RNGLike = None,
+def shuffle_quantiles(x, q, *, epsilon: float, delta: float | None = None, bounds, rng: RNGLike = None,
                       bins: int = 64, **options) -> Estimate:
     """Quantiles from shuffled range counts (Ghazi et al. App. E): first bin whose noisy prefix count reaches qn.
 
@@ -236,12 +255,12 @@ def shuffle_quantiles(x, q, *, epsilon: float, delta: float | None = DEFAULT_DEL
     True
     """
     epsilon = check_epsilon(epsilon)
-    delta = check_delta(DEFAULT_DELTA if delta is None else delta)
     lo, hi = check_bounds(bounds)
     bins = check_positive_int(bins, "bins", minimum=2)
     if bins & (bins - 1):
         raise ValueError(f"bins must be a power of two, got {bins}")
     xs = as_float_array(x, "x", bounds=(lo, hi))
+    delta = default_delta(delta, xs.size)
     qs = np.atleast_1d(np.asarray(q, dtype=np.float64))
     if qs.ndim != 1 or qs.size == 0 or not np.all(np.isfinite(qs)) or np.any((qs < 0) | (qs > 1)):
         raise ValueError("q must be probabilities in [0, 1]")
@@ -259,7 +278,7 @@ def shuffle_quantiles(x, q, *, epsilon: float, delta: float | None = DEFAULT_DEL
                     details={"q": qs, "prefix_counts": prefix.value, "bin_width": width})
 
 
-def heavy_hitters(values, *, domain: int, epsilon: float, delta: float = DEFAULT_DELTA, threshold: float | None = None,
+def heavy_hitters(values, *, domain: int, epsilon: float, delta: float | None = None, threshold: float | None = None,
                   model: str = "shuffle", rng: RNGLike = None) -> Estimate:
     """Elements whose count is at least ``threshold`` (a prefix tree over log₂B oracles; users split by level).
 
@@ -280,14 +299,19 @@ def heavy_hitters(values, *, domain: int, epsilon: float, delta: float = DEFAULT
     n = codes.size
     L = int(math.log2(B))
     if model == "shuffle":
-        delta = check_delta(delta)
+        delta = default_delta(delta, n)
     comm = {}
 
     def level_estimator(level, items, g):
         size = 1 << level
         m = max(items.size, 2)
+        if items.size == 0:                   # no user drew this level (tiny n): it finds nothing
+            return np.zeros(size), np.full(size, np.inf)
         if model == "central":
-            noisy = add_count_noise(np.bincount(items, minlength=size), epsilon, sensitivity=2, rng=rng)
+            # one stream for all levels: re-seeding every level with the caller's int seed would
+            # reuse the same noise sequence; rng=None keeps the OS CSPRNG for real data
+            noisy = add_count_noise(np.bincount(items, minlength=size), epsilon, sensitivity=2,
+                                    rng=None if rng is None else g)
             return noisy.astype(float), np.full(size, math.sqrt(discrete_laplace_variance(2 / epsilon)))
         if model == "local":
             from privstats.local.choose import make_oracle
