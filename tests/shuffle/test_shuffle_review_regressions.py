@@ -250,3 +250,17 @@ def test_default_delta_stays_below_one_over_n():
     assert small.guarantee.delta == 1e-6
     big = privstats.range_counts(np.zeros(300_000, dtype=int), [(0, 2)], domain=4, epsilon=4.0, rng=0)
     assert big.guarantee.delta == pytest.approx(1 / 3_000_000)
+
+
+def test_countmin_min_estimator_is_unbiased_with_honest_stderr():
+    # the paper's min_r C − γn sat ≈ 3 sds low and reported sqrt(γn(1−γ)) (~2x the real spread of a minimum)
+    x = np.concatenate([np.full(5000, 3), np.random.default_rng(0).integers(0, 32, 5000)])
+    truth = np.bincount(x, minlength=32)
+    reps = 60
+    vals = np.array([privstats.frequencies(x, domain=32, epsilon=1.0, protocol="multi-countmin", tau=8, rng=s).value
+                     for s in range(reps)])
+    est = privstats.frequencies(x, domain=32, epsilon=1.0, protocol="multi-countmin", tau=8, rng=0)
+    se = est.stderr[0]
+    assert np.all(np.abs(vals.mean(axis=0) - truth) <= 5 * se / math.sqrt(reps))
+    sd = vals.std(axis=0, ddof=1)
+    assert 0.75 < np.median(sd) / se < 1.3

@@ -9,7 +9,8 @@ hashed true counts plus i.i.d. Bin(n, γ) noise per cell — which is also the e
 sufficient-statistic simulation.  γ is calibrated numerically
 (:func:`~privstats.shuffle.calibrate.countmin_gamma`) or by the paper's lemmas.
 
-Estimators: ``"min"`` (the paper: min_r C[r, h_r(x)] − γn, biased low) and ``"mean"``
+Estimators: ``"min"`` (the paper's min_r C[r, h_r(x)], minus the exact mean of the minimum of
+τ noise cells instead of the paper's γn, which is biased low by ≈ σ√(2 ln τ)) and ``"mean"``
 (unbiased over the hash choice: mean_r (C[r, h_r(x)] − γn − n/b)/(1 − 1/b)).
 
 >>> cm = CountMinMultiMessage(64, n=4096, epsilon=1.0, delta=1e-6, tau=2)
@@ -23,6 +24,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy import stats
 
 from privstats.estimate import Estimate
 from privstats.local.base import CountState
@@ -180,13 +182,29 @@ class CountMinMultiMessage:
             pick[dup] = g.integers(0, cells, size=int(dup.sum()))
         return np.concatenate([self.hashes(values).ravel(), pick]).astype(np.uint64)
 
+    def min_noise_moments(self) -> tuple[float, float]:
+        """Mean and variance of the minimum of τ i.i.d. Bin(n, γ) cell noises (exact, from the survival function).
+
+        The ``"min"`` estimator subtracts this mean (not γn: the minimum of τ cells sits about
+        σ√(2 ln τ) below it), so it is unbiased for an item none of whose cells takes hash
+        collisions (a collision only adds to a cell); its standard error is this standard deviation.
+        """
+        if getattr(self, "_min_moments", None) is None:
+            mu, sd = self.n * self.gamma, math.sqrt(self.n * self.gamma * (1 - self.gamma))
+            k = np.arange(0, min(self.n, int(mu + 40 * sd + 40)) + 1)
+            tail = stats.binom.sf(k, self.n, self.gamma) ** self.tau        # P(min > k)
+            m1 = float(tail.sum())
+            m2 = float(((2 * k + 1) * tail).sum())
+            self._min_moments = (m1, max(m2 - m1 * m1, 0.0))
+        return self._min_moments
+
     # ---- analyst ------------------------------------------------------------------------------------------------
     def query(self, state: CountState, items) -> np.ndarray:
         """Count estimates for ``items`` (O(τ) each)."""
         table = state.counts
         c = table[self.hashes(np.asarray(items))].astype(np.float64)
         if self.estimator == "min":
-            return c.min(axis=1) - self.gamma * self.n
+            return c.min(axis=1) - self.min_noise_moments()[0]
         return (c.mean(axis=1) - self.gamma * self.n - self.n / self.buckets) / (1 - 1 / self.buckets)
 
     def estimate(self, state: CountState) -> Estimate:
@@ -195,7 +213,7 @@ class CountMinMultiMessage:
         value = self.query(state, np.arange(self.domain_size))
         noise_var = self.n * self.gamma * (1 - self.gamma)
         se = math.sqrt(noise_var / self.tau) / (1 - 1 / self.buckets) if self.estimator == "mean" \
-            else math.sqrt(noise_var)
+            else math.sqrt(self.min_noise_moments()[1])
         return Estimate(value=value, stderr=np.full(self.domain_size, se), guarantee=self.guarantee,
                         model="shuffle", protocol=self.name, params={**self.params, "estimator": self.estimator},
                         n=self.n, messages_per_user=self.messages_per_user, bits_per_user=self.bits_per_user,
