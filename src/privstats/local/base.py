@@ -35,7 +35,7 @@ from privstats.privacy.guarantees import PureDP
 from privstats.privacy.randomness import RNGLike, as_generator
 from privstats.validation import as_domain_values, check_domain_size, check_epsilon
 
-__all__ = ["CountState", "FrequencyOracle", "Reports"]
+__all__ = ["CountState", "FrequencyOracle", "SupportOracle", "Reports", "pack_versioned", "unpack_versioned"]
 
 Reports = Mapping[str, np.ndarray]
 """A batch of reports in columnar form: column name -> array with one row per user."""
@@ -231,3 +231,35 @@ class FrequencyOracle(ABC):
     @staticmethod
     def _bits(k: int) -> int:
         return max(1, math.ceil(math.log2(k)))
+
+
+class SupportOracle(FrequencyOracle):
+    """A "pure" oracle (Wang et al. 2017): each report supports a set of items.
+
+    A report supports item v with probability ``p*`` when the user's value is v and
+    ``q*`` otherwise, independently across users, so the support count S_v gives the
+    unbiased n̂_v = (S_v − n q*)/(p* − q*) with variance
+    (n_v p*(1 − p*) + (n − n_v) q*(1 − q*))/(p* − q*)².  GRR, OUE, OLH and Hadamard
+    response all have this form; they differ in p*, q* and how S is counted.
+    """
+
+    @property
+    @abstractmethod
+    def support_probabilities(self) -> tuple[float, float]:
+        """``(p*, q*)``."""
+
+    @property
+    @abstractmethod
+    def gap(self) -> float:
+        """p* − q*, computed without cancellation for tiny ε."""
+
+    def _support_counts(self, state: CountState) -> np.ndarray:
+        return state.counts
+
+    def _debias(self, state: CountState) -> np.ndarray:
+        return (self._support_counts(state) - state.n * self.support_probabilities[1]) / self.gap
+
+    def variance(self, n: int, true_counts) -> np.ndarray:
+        c = np.asarray(true_counts, dtype=float)
+        p, q = self.support_probabilities
+        return (c * p * (1 - p) + (n - c) * q * (1 - q)) / self.gap**2

@@ -18,14 +18,14 @@ import math
 
 import numpy as np
 
-from privstats.local.base import CountState, FrequencyOracle
+from privstats.local.base import CountState, SupportOracle
 from privstats.privacy.randomness import RNGLike, as_generator, as_source
 from privstats.validation import as_domain_values
 
 __all__ = ["GRR", "BinaryRR"]
 
 
-class GRR(FrequencyOracle):
+class GRR(SupportOracle):
     """Generalized (k-ary) randomized response over ``domain_size`` values."""
 
     name = "grr"
@@ -78,13 +78,9 @@ class GRR(FrequencyOracle):
         counts = c - resampled + g.multinomial(int(resampled.sum()), np.full(self.domain_size, 1.0 / self.domain_size))
         return CountState(self.name, self.params, int(c.sum()), counts.astype(np.int64))
 
-    def _debias(self, state: CountState) -> np.ndarray:
-        return (state.counts - state.n * self.q) / self.gap
-
-    def variance(self, n: int, true_counts) -> np.ndarray:
-        c = np.asarray(true_counts, dtype=float)
-        p, q = self.p, self.q
-        return (c * p * (1 - p) + (n - c) * q * (1 - q)) / self.gap**2
+    @property
+    def support_probabilities(self) -> tuple[float, float]:
+        return self.p, self.q
 
 
 class BinaryRR(GRR):

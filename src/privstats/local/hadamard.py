@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from privstats.local.base import CountState, FrequencyOracle
+from privstats.local.base import CountState, SupportOracle
 from privstats.privacy.randomness import RNGLike, as_generator, as_source
 from privstats.validation import as_domain_values
 
@@ -69,7 +69,7 @@ def fwht(a: np.ndarray) -> np.ndarray:
     return a
 
 
-class HadamardResponse(FrequencyOracle):
+class HadamardResponse(SupportOracle):
     """Hadamard response over ``domain_size`` values: one index in [K], K = 2^ceil(log2(d+1))."""
 
     name = "hr"
@@ -141,15 +141,15 @@ class HadamardResponse(FrequencyOracle):
         return CountState(self.name, self.params, n, counts)
 
     # ---- analyst ------------------------------------------------------------------------
-    def _debias(self, state: CountState) -> np.ndarray:
-        transformed = fwht(state.counts.astype(np.int64))
-        in_own_set = (state.n + transformed[1 : self.domain_size + 1]) / 2
-        return (in_own_set - state.n / 2) / self.gap
+    @property
+    def support_probabilities(self) -> tuple[float, float]:
+        """A report lies in C_v w.p. p if the value is v and w.p. 1/2 otherwise (orthogonal rows)."""
+        return self.p, 0.5
 
-    def variance(self, n: int, true_counts) -> np.ndarray:
-        c = np.asarray(true_counts, dtype=float)
-        p = self.p
-        return (c * p * (1 - p) + (n - c) / 4) / self.gap**2
+    def _support_counts(self, state: CountState) -> np.ndarray:
+        """S_v = #reports in C_v = (n + (H h)_{v+1})/2, by one fast Walsh–Hadamard transform."""
+        transformed = fwht(state.counts.astype(np.int64))
+        return (state.n + transformed[1 : self.domain_size + 1]) / 2
 
     def user_linear_variance(self, weights) -> np.ndarray:
         """Per value x: variance of one user's contribution to Σ_v w_v n̂_v.

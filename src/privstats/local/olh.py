@@ -35,7 +35,7 @@ import math
 
 import numpy as np
 
-from privstats.local.base import CountState, FrequencyOracle
+from privstats.local.base import CountState, SupportOracle
 from privstats.privacy.randomness import RNGLike, as_generator, as_source
 from privstats.validation import as_domain_values, check_positive_int
 
@@ -101,7 +101,7 @@ def olh_hash(seeds, values, g: int) -> np.ndarray:
     return _bucket_of(z, g).reshape(s.shape)
 
 
-class OLH(FrequencyOracle):
+class OLH(SupportOracle):
     """Optimized local hashing over ``domain_size`` values with ``g`` hash buckets."""
 
     name = "olh"
@@ -196,13 +196,10 @@ class OLH(FrequencyOracle):
         return CountState(self.name, self.params, n, counts.astype(np.int64))
 
     # ---- analyst ------------------------------------------------------------------------
-    def _debias(self, state: CountState) -> np.ndarray:
-        return (state.counts - state.n / self.g) / self.gap
-
-    def variance(self, n: int, true_counts) -> np.ndarray:
-        c = np.asarray(true_counts, dtype=float)
-        p, r = self.p, 1.0 / self.g
-        return (c * p * (1 - p) + (n - c) * r * (1 - r)) / self.gap**2
+    @property
+    def support_probabilities(self) -> tuple[float, float]:
+        """A report supports its own value w.p. p and any other value w.p. 1/g (random hash)."""
+        return self.p, 1.0 / self.g
 
     def user_linear_variance(self, weights) -> np.ndarray:
         """Per value x: variance of one user's contribution to Σ_v w_v n̂_v (indicators independent)."""

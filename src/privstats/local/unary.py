@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from privstats.local.base import CountState, FrequencyOracle
+from privstats.local.base import CountState, SupportOracle
 from privstats.privacy.randomness import RNGLike, as_generator, as_source
 from privstats.validation import as_domain_values
 
@@ -41,7 +41,7 @@ def _bit_table() -> np.ndarray:
 _BITS_OF_BYTE = _bit_table()
 
 
-class OUE(FrequencyOracle):
+class OUE(SupportOracle):
     """Optimized unary encoding over ``domain_size`` values: d bits per user."""
 
     name = "oue"
@@ -165,13 +165,9 @@ class OUE(FrequencyOracle):
         return CountState(self.name, self.params, n, counts.astype(np.int64))
 
     # ---- analyst ------------------------------------------------------------------------
-    def _debias(self, state: CountState) -> np.ndarray:
-        return (state.counts - state.n * self.q) / self.gap
-
-    def variance(self, n: int, true_counts) -> np.ndarray:
-        c = np.asarray(true_counts, dtype=float)
-        p, q = self.p, self.q
-        return (c * p * (1 - p) + (n - c) * q * (1 - q)) / self.gap**2
+    @property
+    def support_probabilities(self) -> tuple[float, float]:
+        return self.p, self.q
 
     def user_linear_variance(self, weights) -> np.ndarray:
         """Per value x: variance of one user's contribution to Σ_v w_v n̂_v (bits independent)."""
