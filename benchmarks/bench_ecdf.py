@@ -12,7 +12,7 @@ and the newest compatible scikit-learn (1.8.0), and runs ``diffprivlib.tools.qua
 on the same data file in a subprocess (its import time is not counted).  OpenDP's
 ``make_private_quantile`` (Smith's mechanism on a candidate grid) runs in this process.
 
-    python benchmarks/bench_ecdf.py [--runs 5] [--venv /tmp/privstats-bench-diffprivlib]
+    python benchmarks/bench_ecdf.py [--runs 5] [--venv DIR]   (default: privstats-bench-diffprivlib in the temp dir)
 """
 
 from __future__ import annotations
@@ -120,7 +120,8 @@ def opendp_quantiles(x, qs, epsilon, candidates=4097):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--venv", default="/tmp/privstats-bench-diffprivlib", help="virtualenv for diffprivlib")
+    ap.add_argument("--venv", default=os.path.join(tempfile.gettempdir(), "privstats-bench-diffprivlib"),
+                    help="virtualenv for diffprivlib (created on first use)")
     args = ap.parse_args(argv)
     rng = np.random.default_rng(0)
     N = 2 ** 15
