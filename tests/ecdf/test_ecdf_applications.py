@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import privstats
-from privstats.cdf.quantiles import independent_exponential_quantiles, inverse_ecdf, joint_exponential_quantiles
+from privstats.cdf.quantiles import inverse_ecdf, joint_exponential_quantiles
 from privstats.cdf.smoothing import smooth
 from privstats.cdf.tree import BinaryTreeMechanism
 

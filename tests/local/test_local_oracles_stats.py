@@ -84,7 +84,7 @@ def pooled_chi2_pvalue(a, b, min_count=10):
     ca = np.bincount(a - lo)
     cb = np.bincount(b - lo, minlength=ca.size)
     ca = np.pad(ca, (0, cb.size - ca.size))
-    edges, acc_a, acc_b, table = [], 0, 0, []
+    acc_a, acc_b, table = 0, 0, []
     for x, y in zip(ca, cb):
         acc_a, acc_b = acc_a + x, acc_b + y
         if acc_a + acc_b >= min_count:

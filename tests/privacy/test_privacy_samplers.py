@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from privstats.privacy import randomness
 from privstats.privacy.randomness import GeneratorSource, SecureSource
 from privstats.privacy.samplers import bernoulli_exp, discrete_gaussian, discrete_laplace, gaussian, laplace
 

@@ -2,7 +2,6 @@
 
 import math
 
-import numpy as np
 import pytest
 
 from privstats.privacy import local_epsilon_for, shuffled_epsilon

@@ -30,7 +30,6 @@ statistic, never a function that redraws.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache

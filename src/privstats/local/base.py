@@ -32,7 +32,7 @@ import numpy as np
 
 from privstats.estimate import Estimate
 from privstats.privacy.guarantees import PureDP
-from privstats.privacy.randomness import RNGLike, as_generator
+from privstats.privacy.randomness import RNGLike
 from privstats.validation import as_domain_values, check_domain_size, check_epsilon
 
 __all__ = ["CountState", "FrequencyOracle", "SupportOracle", "Reports", "pack_versioned", "unpack_versioned"]

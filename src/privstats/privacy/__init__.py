@@ -24,4 +24,5 @@ __all__ = [
     "BudgetLedger", "BudgetExceededError",
     "RandomSource", "SecureSource", "GeneratorSource", "as_source", "as_generator",
     "bernoulli_exp", "discrete_laplace", "discrete_gaussian", "laplace", "gaussian",
+    "shuffled_epsilon", "local_epsilon_for",
 ]

@@ -164,7 +164,7 @@ def optimal_composition(epsilon: float, k: int, delta: float, delta0: float = 0.
     delta0 = check_delta(delta0, "delta0", allow_zero=True)
     total_delta = -math.expm1(k * math.log1p(-delta0) + math.log1p(-delta))
     if total_delta >= 1:
-        raise ValueError(f"the composed delta 1 - (1-delta0)^k (1-delta) rounds to 1: the guarantee is vacuous")
+        raise ValueError("the composed delta 1 - (1-delta0)^k (1-delta) rounds to 1: the guarantee is vacuous")
     log_target = math.log(delta) if delta > 0 else -math.inf
 
     def ok(eg: float) -> bool:
