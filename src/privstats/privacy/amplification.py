@@ -11,8 +11,14 @@ Three bounds, all for replace-one neighbours with n public:
   hockey-stick divergence is computed *exactly* (a sum over C with a closed-form
   binomial-CDF cutoff per C), not by their step-wise discretisation.  Valid for all ε0.
 * ``"balle"`` — Balle, Bell, Gascón and Nissim, *The Privacy Blanket of the Shuffle
-  Model* (CRYPTO 2019), Thm 3.1, for k-ary randomized response (pass ``k``):
-  ε = max(√(14 ln(2/δ)(e^ε0+k−1)/(n−1)), 27(e^ε0+k−1)/(n−1)), valid when that ε ≤ 1.
+  Model* (CRYPTO 2019; arXiv:1903.02837).  With ``k`` (k-ary randomized response): their
+  Thm 3.1, ε = max(√(14 ln(2/δ)(e^ε0+k−1)/(n−1)), 27(e^ε0+k−1)/(n−1)), valid when that
+  ε ≤ 1.  Without ``k`` (any ε0-LDP randomizer): their Hoeffding privacy-blanket bound
+  (:func:`blanket_hoeffding_delta`) with the generic blanket mass γ = e^−ε0 and privacy
+  amplification variable range (e^ε+1)(e^ε0−e^−ε0), the parameters of the authors' code
+  (BorjaBalle/amplification-by-shuffling, ``LDPMechanism``); ε is the smallest value
+  whose δ(ε) ≤ δ.  It raises when the bound certifies no ε < ε0 (it needs roughly
+  ε0 ≲ ½ ln(n / ln(1/δ)), cf. their Cor. 5.3.1).
 
 >>> round(shuffled_epsilon(4.0, 100_000, 1e-6, method="fmt"), 4)   # apple/ml-shuffling-amplification README
 0.5378
@@ -29,7 +35,8 @@ from scipy import stats
 
 from privstats.validation import check_delta, check_epsilon, check_positive_int
 
-__all__ = ["shuffled_epsilon", "local_epsilon_for", "clone_delta", "krr_blanket_delta", "AMPLIFICATION_METHODS"]
+__all__ = ["shuffled_epsilon", "local_epsilon_for", "clone_delta", "krr_blanket_delta", "blanket_hoeffding_delta",
+           "AMPLIFICATION_METHODS"]
 
 AMPLIFICATION_METHODS = ("balle", "fmt", "fmt-numeric")
 
@@ -102,10 +109,7 @@ def _fmt_closed(epsilon0: float, n: int, delta: float) -> float:
     return math.log(1 + (b / d) * (a + c))
 
 
-def _balle(epsilon0: float, n: int, delta: float, k: int | None) -> float:
-    if k is None:
-        raise ValueError("method='balle' is the privacy-blanket bound for k-ary randomized response: pass k "
-                         "(the randomizer's domain size)")
+def _balle(epsilon0: float, n: int, delta: float, k: int) -> float:
     k = check_positive_int(k, "k", minimum=2)
     if n < 2:
         raise ValueError("n must be >= 2 for method='balle'")
@@ -117,6 +121,47 @@ def _balle(epsilon0: float, n: int, delta: float, k: int | None) -> float:
             f"epsilon={eps:.4g} > 1 for n={n}, k={k} (Thm 3.1 needs epsilon <= 1)"
         )
     return eps
+
+
+def blanket_hoeffding_delta(eps: float, n: int, gamma: float, spread: float) -> float:
+    """Balle et al.'s Hoeffding privacy-blanket bound on δ(ε) for n shuffled reports.
+
+    ``gamma`` is (a lower bound on) the blanket mass of the local randomizer and
+    ``spread`` (an upper bound on) the range of its privacy amplification variable L_ε:
+    δ ≤ spread²/(4(e^ε−1)γn) · (1 − γ(1 − exp(−2(e^ε−1)²/spread²)))^n.
+    Generic ε0-LDP randomizer: γ = e^−ε0, spread = (e^ε+1)(e^ε0−e^−ε0); k-ary RR:
+    γ = k/(e^ε0+k−1), spread = (1−γ)k(e^ε+1).  Larger spread or smaller γ give a larger δ.
+    """
+    if eps <= 0:
+        return 1.0
+    a = math.expm1(eps)
+    log_delta = (2 * math.log(spread) - math.log(4 * a) - math.log(gamma * n)
+                 + n * math.log1p(-gamma * -math.expm1(-2 * a * a / (spread * spread))))
+    return math.exp(min(log_delta, 0.0))
+
+
+def _generic_blanket_delta(eps: float, epsilon0: float, n: int) -> float:
+    if eps >= epsilon0:
+        return 0.0                                     # ε0-LDP reports are ε0-DP after any post-processing
+    spread = (math.exp(eps) + 1) * 2 * math.sinh(epsilon0)
+    return blanket_hoeffding_delta(eps, n, math.exp(-epsilon0), spread)
+
+
+def _krr_hoeffding_delta(eps: float, epsilon0: float, n: int, k: int) -> float:
+    """The same Hoeffding bound with k-RR's exact blanket mass and range (never larger than the generic one)."""
+    if eps >= epsilon0:
+        return 0.0
+    gamma = k / (math.exp(epsilon0) + k - 1)
+    return blanket_hoeffding_delta(eps, n, gamma, (1 - gamma) * k * (math.exp(eps) + 1))
+
+
+def _balle_generic(epsilon0: float, n: int, delta: float) -> float:
+    if n < 2 or _generic_blanket_delta(epsilon0 * (1 - 1e-9), epsilon0, n) > delta:
+        raise ValueError(
+            f"epsilon0={epsilon0:.4g} is outside the validity range of the Balle et al. generic blanket bound: "
+            f"it certifies no epsilon below epsilon0 for n={n}, delta={delta} (it needs e^(2 epsilon0) well "
+            "below n/ln(1/delta), cf. their Cor. 5.3.1); use method='fmt-numeric'")
+    return _bisect_eps(lambda e: _generic_blanket_delta(e, epsilon0, n), delta, epsilon0, tol=1e-7)
 
 
 def _bisect_eps(delta_of_eps, delta: float, hi: float, tol: float = 1e-6) -> float:
@@ -138,8 +183,9 @@ def shuffled_epsilon(epsilon0: float, n: int, delta: float, method: str = "fmt-n
     """Central ε of the shuffled output of n ε0-LDP reports at the given δ.
 
     ``method`` is ``"fmt"`` (closed form), ``"fmt-numeric"`` (exact clone divergence)
-    or ``"balle"`` (privacy blanket, k-ary RR only, needs ``k``).  Raises ValueError
-    when ε0 is outside the chosen bound's validity range.
+    or ``"balle"`` (privacy blanket: Thm 3.1 for k-ary RR when ``k`` is given, else the
+    generic ε0-LDP Hoeffding bound).  Raises ValueError when ε0 is outside the chosen
+    bound's validity range.
 
     >>> e = shuffled_epsilon(2.0, 10_000, 1e-6)
     >>> 0 < e < 2.0
@@ -153,7 +199,7 @@ def shuffled_epsilon(epsilon0: float, n: int, delta: float, method: str = "fmt-n
     if method == "fmt":
         return min(epsilon0, _fmt_closed(epsilon0, n, delta))
     if method == "balle":
-        return _balle(epsilon0, n, delta, k)
+        return _balle_generic(epsilon0, n, delta) if k is None else _balle(epsilon0, n, delta, k)
     if n == 1:
         return epsilon0
     return _bisect_eps(lambda e: clone_delta(e, epsilon0, n), delta, epsilon0)
@@ -184,6 +230,9 @@ def local_epsilon_for(epsilon: float, n: int, delta: float, method: str = "fmt-n
         if hi <= 0:
             raise ValueError(f"n={n} is too small for the FMT closed form at delta={delta} "
                              f"(needs n > 16 ln(4/delta) = {16 * math.log(4 / delta):.1f})")
+    elif method == "balle" and k is None:
+        # the generic bound is vacuous beyond ε0 ≈ ½ ln(n / ln(1/δ)) and its ε grows with ε0 below that
+        hi = max(epsilon, 0.5 * math.log(n)) + 1.0
     elif method == "balle":
         # ε ≤ 1 and ε grows with ε0: the largest valid ε0 solves 14 ln(2/δ)(e^ε0+k−1)/(n−1) = min(ε,1)^2
         _balle(1e-9, n, delta, k)  # raises for a bad k or hopeless n
