@@ -9,6 +9,11 @@
 * :class:`ShuffledRAPPOR` — each user sends the B-bit indicator of its value with every
   bit flipped w.p. p = 1/(1 + e^{ε0/2}), where ε0 is the largest local ε whose shuffled
   output is (ε, δ)-DP by the accountant (``method``, default ``"fmt-numeric"``).
+  A RAPPOR-specific clone probability does not help: for y ∉ {x, x'} and B ≥ 3,
+  min_z R(y)(z) / ½(R(x)(z) + R(x')(z)) = e^−ε0 exactly (all-ones at x, x', zero at y),
+  so FMT's generic p is already tight.  The gain is in Balle et al.'s blanket:
+  RAPPOR's blanket mass is (1−p^B)e^−ε0/2 + p^B e^ε0/2 ≈ e^−ε0/2, not e^−ε0; using it
+  needs RAPPOR's range of the amplification variable and an exact check (not done).
 
 >>> rr = ShuffledKRR(4, n=10_000, epsilon=1.0, delta=1e-6)
 >>> 0 < rr.gamma < 1
