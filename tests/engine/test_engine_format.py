@@ -23,7 +23,10 @@ PROTOCOLS = available_protocols()
 
 
 def _values(oracle, n, seed=0):
-    return np.random.default_rng(seed).integers(0, oracle.domain_size, n)
+    """Users' values: items of the domain, or reals in [0, 1] for shuffle-sum (no domain)."""
+    rng = np.random.default_rng(seed)
+    d = getattr(oracle, "domain_size", None)
+    return rng.integers(0, d, n) if d is not None else rng.random(n)
 
 
 def test_every_registered_protocol_is_importable_and_has_an_example():

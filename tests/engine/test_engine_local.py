@@ -19,7 +19,10 @@ def _oracle(name):
 
 
 def _values(oracle, n, seed=0):
-    return np.random.default_rng(seed).integers(0, oracle.domain_size, n)
+    """Users' values: items of the domain, or reals in [0, 1] for shuffle-sum (no domain)."""
+    rng = np.random.default_rng(seed)
+    d = getattr(oracle, "domain_size", None)
+    return rng.integers(0, d, n) if d is not None else rng.random(n)
 
 
 def _concat(batches):

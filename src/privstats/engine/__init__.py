@@ -6,6 +6,7 @@
   per partition tree-merged on a Dask cluster (``engine="dask"``).
 * :mod:`privstats.engine.format` — the versioned report format (docs/report-format.md).
 * :mod:`privstats.engine.registry` — protocol name + params → oracle.
+* :class:`ShuffledMessages` — shuffle-model protocols as oracles (rows are messages).
 
 pyarrow (extra ``arrow``) is needed for files, dask[distributed] (extra ``dask``)
 for the Dask engine; both are imported only when used.
@@ -20,6 +21,7 @@ for the Dask engine; both are imported only when used.
 True
 """
 
+from privstats.engine.adapters import ShuffledMessages
 from privstats.engine.core import DEFAULT_CHUNK_SIZE, aggregate, write_reports
 from privstats.engine.format import FORMAT_VERSION, ReportFormatError, ReportWriter, read_report_metadata
 from privstats.engine.registry import available_protocols, build_oracle, register_protocol
@@ -35,4 +37,5 @@ __all__ = [
     "build_oracle",
     "register_protocol",
     "available_protocols",
+    "ShuffledMessages",
 ]

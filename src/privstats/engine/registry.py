@@ -40,6 +40,14 @@ def _hierarchical_histogram(params: Mapping[str, Any]):
     return HierarchicalHistogram(**{k: v for k, v in params.items() if k != "level_oracles"})
 
 
+def _shuffled(name: str) -> Factory:
+    def factory(params: Mapping[str, Any]):
+        from privstats.engine.adapters import build_shuffled
+
+        return build_shuffled(name, params)  # rows are messages; see privstats.engine.adapters
+    return factory
+
+
 # name -> factory or "module:Class" (called with **params).  Other engineers: add entries here.
 _FACTORIES: dict[str, Factory | str] = {
     "grr": "privstats.local.grr:GRR",
@@ -48,6 +56,11 @@ _FACTORIES: dict[str, Factory | str] = {
     "olh": "privstats.local.olh:OLH",
     "hr": "privstats.local.hadamard:HadamardResponse",
     "hierarchical-histogram": _hierarchical_histogram,
+    "shuffle-krr": _shuffled("shuffle-krr"),
+    "shuffle-rappor": _shuffled("shuffle-rappor"),
+    "shuffle-hadamard": _shuffled("shuffle-hadamard"),
+    "shuffle-countmin": _shuffled("shuffle-countmin"),
+    "shuffle-sum": _shuffled("shuffle-sum"),
 }
 
 # name -> small params for tests and docs (every registered protocol should have one)
@@ -59,6 +72,17 @@ _EXAMPLES: dict[str, dict] = {
     "hr": {"domain_size": 9, "epsilon": 1.0},
     "hierarchical-histogram": {"domain_size": 40, "epsilon": 2.0, "branching": 4, "oracle": "auto",
                                "split": "budget", "level_oracles": ["grr", "oue", "oue"]},
+    # shuffle model (rows are messages).  Derived params (gamma, epsilon0, rho, ...) are set by hand, NOT
+    # calibrated to the (epsilon, delta) shown: small message streams for the format tests only
+    "shuffle-krr": {"domain_size": 10, "n": 1000, "epsilon": 1.0, "delta": 1e-6, "gamma": 0.5,
+                    "epsilon0": 2.3978952727983707},
+    "shuffle-rappor": {"domain_size": 13, "n": 1000, "epsilon": 1.0, "delta": 1e-6, "epsilon0": 2.0,
+                       "flip_probability": 0.2689414213699951},
+    "shuffle-hadamard": {"domain_size": 9, "n": 1000, "epsilon": 1.0, "delta": 1e-6, "k": 1, "rho": 3, "tau": 6,
+                         "b_prime": 16},
+    "shuffle-countmin": {"domain_size": 20, "n": 1000, "epsilon": 1.0, "delta": 1e-6, "tau": 3, "buckets": 16,
+                         "gamma": 0.0625, "seed": 5},
+    "shuffle-sum": {"n": 1000, "epsilon": 1.0, "delta": 1e-6, "blanket": 3, "gamma": 0.25, "inputs": "unit"},
 }
 
 
