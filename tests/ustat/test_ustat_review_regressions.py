@@ -113,7 +113,13 @@ def test_bad_kernels_and_huge_dense_domains_get_clear_errors():
     est = privstats.ustatistic(x, lambda a, b: 0.5, epsilon=1.0, bounds=(0, 1), bins=4, rng=0)  # constant kernel
     assert math.isfinite(est.value)
     y = np.r_[np.ones(50, int), np.zeros(50, int)]
-    with pytest.raises(ValueError, match="domain_size.*dense"):  # was a 34 GB allocation
-        privstats.auc(y, x, epsilon=1.0, method="quantized", domain_size=2**16, rng=0)
+    # structured kernels run in O(k) with k-RR/OUE up to 2^20 categories (was a 34 GB dense allocation)
+    with pytest.raises(ValueError, match="domain_size.*at most"):
+        privstats.auc(y, x, epsilon=1.0, method="quantized", domain_size=2**20 + 1, rng=0)
+    with pytest.raises(ValueError, match="bins.*at most"):
+        privstats.kendall_tau(x, x, epsilon=1.0, bounds=(0, 1), bins=1100, rng=0)
+    # Hadamard response and user kernels keep the dense k×k path and its limit
+    with pytest.raises(ValueError, match="domain_size.*dense"):
+        privstats.auc(y, x, epsilon=1.0, method="quantized", domain_size=2**16, oracle="hr", rng=0)
     with pytest.raises(ValueError, match="bins.*dense"):
-        privstats.kendall_tau(x, x, epsilon=1.0, bounds=(0, 1), bins=100, rng=0)
+        privstats.ustatistic(x, lambda a, b: a * b, epsilon=1.0, bounds=(0, 1), bins=10**4, rng=0)

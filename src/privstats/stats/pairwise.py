@@ -43,7 +43,8 @@ from privstats.ustat import central as C
 from privstats.ustat import kernels as K
 from privstats.ustat.pairs import PairsProtocol, combination_variance
 from privstats.ustat.params import _oue_variance_bound, choose_bins, choose_depth, choose_P, grr_variance_bound
-from privstats.ustat.quantized import MECHANISM_EPSILON_MAX, ORACLES, QuantizedUStat, _plug_in
+from privstats.ustat.quantized import (DENSE_MAX_CATEGORIES, MECHANISM_EPSILON_MAX, ORACLES,
+                                       STRUCTURED_MAX_CATEGORIES, QuantizedUStat)
 from privstats.ustat.tree import DISCARDS, SPLITTINGS, TreeAUC, advanced_level_epsilon
 from privstats.validation import (as_binary_labels, as_domain_values, as_float_array, check_bounds, check_choice,
                                   check_delta, check_epsilon, check_positive_int, check_power_of_two,
@@ -132,14 +133,23 @@ def _resolve_P(P, epsilon, n, kernel_range, mechanism, zeta):
     return check_positive_int(P, "P")
 
 
-DENSE_MAX_CATEGORIES = 8192  # Protocol A keeps a dense k×k kernel matrix (8192² doubles = 512 MB)
-
-
 def _check_dense(k: int, name: str) -> int:
+    """User kernels: Protocol A keeps a dense k×k matrix."""
     if k > DENSE_MAX_CATEGORIES:
         raise ValueError(f"{name}: Protocol A keeps a dense k×k kernel matrix and k={k} categories exceed "
                          f"{DENSE_MAX_CATEGORIES} ({8 * k * k / 1e9:.0f} GB); use fewer bins"
                          + (" or method='tree'" if name == "domain_size" else ""))
+    return k
+
+
+def _check_structured(k: int, name: str, oracle: str) -> int:
+    """AUC, Gini, Kendall and collision kernels run in O(k) with k-RR/OUE; Hadamard response (no
+    structured variance yet) and user kernels stay on the dense k×k path."""
+    if oracle == "hr":
+        return _check_dense(k, name)
+    if k > STRUCTURED_MAX_CATEGORIES:
+        raise ValueError(f"{name}: Protocol A supports at most {STRUCTURED_MAX_CATEGORIES} categories, got k={k}; "
+                         "use fewer bins" + (" or method='tree'" if name == "domain_size" else ""))
     return k
 
 
@@ -252,7 +262,7 @@ def auc(y_true, y_score, *, epsilon: float, delta: float = 0.0, model: str = "lo
         k, orc = domain_size, _pick_oracle(oracle, min(n_pos, n_neg), epsilon, domain_size)
     else:
         k, orc = _auc_bins(n_pos, n_neg, epsilon, oracle, t)
-    proto = QuantizedUStat(K.auc_matrix(_check_dense(k, "domain_size"), t), epsilon, orc)
+    proto = QuantizedUStat(K.AUCOperator(_check_structured(k, "domain_size", orc), t), epsilon, orc)
     bins_p, bins_n = K.quantize(pos, (lo, hi), k), K.quantize(neg, (lo, hi), k)
     g = as_generator(rng) if _simulating(rng) else None
     sp, sn = _collect(proto, bins_p, rng, g), _collect(proto, bins_n, rng, g)
@@ -269,7 +279,7 @@ def _auc_bins(n_pos, n_neg, epsilon, oracle, ties, k_max=128):
     best, best_score = (2, oracles[0]), math.inf
     for orc in oracles:
         for k in range(2, k_max + 1):
-            proto = QuantizedUStat(K.auc_matrix(k, ties), epsilon, orc)
+            proto = QuantizedUStat(K.AUCOperator(k, ties), epsilon, orc)
             score = proto.two_sample_variance(np.full(k, n_pos / k), np.full(k, n_neg / k)) + 0.25 / k**4
             if score < best_score:
                 best, best_score = (k, orc), score
@@ -283,7 +293,7 @@ def _auto_local_auc(n_pos, n_neg, epsilon, delta, domain_size, splitting, ties, 
       (the ``auc_one`` regime; Theorem 3's bound is loose by a constant);
     * Protocol A: its exact variance at uniform class histograms plus the tie term (1/(2k²))².
 
-    B is kept when the domain is given and large (A's k×k matrix would not fit) and skipped when it
+    B is kept when the domain is given and large (> 256; A's variance grows with k) and skipped when it
     cannot run (domain not a power of two, a class smaller than the depth).  A depends on the
     quantisation: with point masses closer than 1/k (``ithdigit``) only B with a fine domain works.
     """
@@ -302,7 +312,7 @@ def _auto_local_auc(n_pos, n_neg, epsilon, delta, domain_size, splitting, ties, 
         k, orc = domain_size, _pick_oracle(oracle, nmin, epsilon, domain_size)
     else:
         k, orc = _auc_bins(n_pos, n_neg, epsilon, oracle, ties or "half")
-    proto = QuantizedUStat(K.auc_matrix(k, ties or "half"), epsilon, orc)
+    proto = QuantizedUStat(K.AUCOperator(k, ties or "half"), epsilon, orc)
     pred_a = proto.two_sample_variance(np.full(k, n_pos / k), np.full(k, n_neg / k)) + 0.25 / k**4
     return "tree" if pred_tree <= pred_a else "quantized"
 
@@ -406,11 +416,11 @@ def kendall_tau(x, y, *, epsilon: float, delta: float = 0.0, model: str = "local
 
     k = bins or _kendall_bins(n, epsilon)
     check_positive_int(k, "bins", minimum=2)
-    _check_dense(k * k, "bins")
     cat = K.quantize(xs, bx, k) * k + K.quantize(ys, by, k)
     orc = _pick_oracle(oracle, n, epsilon, k * k)
-    A = K.kendall_matrix(k, k)
-    extra = K.kendall_tie_matrices(k, k) if variant == "b" else ()
+    _check_structured(k * k, "bins", orc)
+    A = K.KendallOperator(k, k)
+    extra = K.kendall_tie_operators(k, k) if variant == "b" else ()
     proto, ta, va, extras = _run_quantized(A, cat, epsilon, orc, rng, extra)
     params = {"bins": k, "categories": k * k, "oracle": orc, "variant": variant}
     if variant == "a":
@@ -419,7 +429,7 @@ def kendall_tau(x, y, *, epsilon: float, delta: float = 0.0, model: str = "local
     (ny, _, S), (nz, _, _) = extras
     value, grad = _tau_b(ta, ny, nz)
     # delta method, exact to first order: the three share the reports, and Σ c·Û_B = Û_{Σ c·B}
-    var = proto.conditional_variance(_plug_in(S, n), grad[0] * A + grad[1] * extra[0] + grad[2] * extra[1])
+    var = proto.plug_in_variance(S, n, A.combine(grad[0], (grad[1], extra[0]), (grad[2], extra[1])))
     return _estimate(value, var, epsilon=epsilon, model="local", protocol="ustat-quantized", params=params, n=n,
                      bits=proto.bits_per_user, details={"tau_a": ta, "nontie_x": ny, "nontie_y": nz})
 
@@ -481,9 +491,9 @@ def gini_mean_difference(x, *, epsilon: float, bounds, delta: float = 0.0, model
                          params=proto.params, n=n, messages=float(P), details=info)
     k = bins or choose_bins(n, epsilon, lipschitz=1.0, assumption="kernel")
     check_positive_int(k, "bins", minimum=2)
-    _check_dense(k, "bins")
     orc = _pick_oracle(oracle, n, epsilon, k)
-    proto, value, var, _ = _run_quantized(K.gini_matrix(k, _quantization(quantization)), K.quantize(u, (0, 1), k),
+    _check_structured(k, "bins", orc)
+    proto, value, var, _ = _run_quantized(K.GiniOperator(k, _quantization(quantization)), K.quantize(u, (0, 1), k),
                                           epsilon, orc, rng)
     return _estimate(w * value, w * w * var, epsilon=epsilon, model="local", protocol="ustat-quantized",
                      params={"bins": k, "oracle": orc, "quantization": quantization}, n=n, bits=proto.bits_per_user)
@@ -580,8 +590,9 @@ def collision_probability(x, *, epsilon: float, domain_size: int, delta: float =
         proto, value, var, info = _run_pairs(lambda a_, b_: (a_ == b_) * 1.0, xs, epsilon, P, (0.0, 1.0), "rr", rng)
         est = (value, var, "ustat-pairs", proto.params, float(P), None, info)
     else:
-        orc = _pick_oracle(oracle, n, epsilon, _check_dense(d, "domain_size"))
-        proto, value, var, _ = _run_quantized(K.collision_matrix(d), xs, epsilon, orc, rng)
+        orc = _pick_oracle(oracle, n, epsilon, d)
+        _check_structured(d, "domain_size", orc)
+        proto, value, var, _ = _run_quantized(K.CollisionOperator(d), xs, epsilon, orc, rng)
         est = (value, var, "ustat-quantized", {"domain_size": d, "oracle": orc}, 1.0, proto.bits_per_user, {})
     value, var, protocol, params, msgs, bits, details = est
     details = {**details, "renyi2_entropy": -math.log(min(max(value, 1e-12), 1.0))}

@@ -129,3 +129,205 @@ def check_kernel_matrix(a, name: str = "kernel") -> np.ndarray:
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains NaN or infinite values")
     return 0.5 * (arr + arr.T)
+
+
+# ---------------------------------------------------------------------------------------------
+# Structured kernels: A·v, Aᵀ·v and A∘A without the k×k matrix (O(k) memory and time)
+# ---------------------------------------------------------------------------------------------
+class KernelOperator:
+    """A k×k kernel matrix known through ``matvec``/``rmatvec`` (and ``squared()`` = A∘A, ``diagonal()``).
+
+    Protocol A's estimate and exact variance only need these (see ``privstats.ustat.quantized``).
+
+    >>> op = AUCOperator(3, ties="half")
+    >>> op.matvec(np.array([1.0, 2.0, 4.0])).tolist()
+    [0.5, 2.0, 5.0]
+    >>> bool(np.array_equal(op.to_dense(), auc_matrix(3, "half")))
+    True
+    """
+
+    k: int
+
+    def matvec(self, v: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def rmatvec(self, v: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def diagonal(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def squared(self) -> KernelOperator:
+        """The elementwise square A∘A."""
+        raise NotImplementedError
+
+    def symmetrized(self) -> KernelOperator:
+        """(A + Aᵀ)/2, the kernel a one-sample U-statistic actually uses."""
+        raise NotImplementedError
+
+    def to_dense(self) -> np.ndarray:
+        """The k×k matrix (small k only; cross-checks)."""
+        return np.stack([self.matvec(e) for e in np.eye(self.k)], axis=1)
+
+
+def _step_apply(v: np.ndarray, lower: float, diag: float, upper: float) -> np.ndarray:
+    """(M v)_a for M_ab = lower·I[b<a] + diag·I[a=b] + upper·I[b>a], along the last axis, O(k)."""
+    c = np.cumsum(v, axis=-1)
+    below = c - v  # Σ_{b<a}
+    above = c[..., -1:] - c  # Σ_{b>a}
+    return lower * below + diag * v + upper * above
+
+
+class StepOperator(KernelOperator):
+    """``A_ab = lower·I[a>b] + diag·I[a=b] + upper·I[a<b]``: the AUC step (1, ½ or 0, 0), the identity
+    (0, 1, 0; collision), sign(a−b) (1, 0, −1), I[a≠b] (1, 0, 1), all ones (1, 1, 1)."""
+
+    def __init__(self, k: int, lower: float, diag: float, upper: float):
+        self.k, self.lower, self.diag, self.upper = int(k), float(lower), float(diag), float(upper)
+
+    def matvec(self, v):
+        return _step_apply(np.asarray(v, dtype=np.float64), self.lower, self.diag, self.upper)
+
+    def rmatvec(self, v):
+        return _step_apply(np.asarray(v, dtype=np.float64), self.upper, self.diag, self.lower)
+
+    def diagonal(self):
+        return np.full(self.k, self.diag)
+
+    def squared(self):
+        return StepOperator(self.k, self.lower**2, self.diag**2, self.upper**2)
+
+    def symmetrized(self):
+        half = (self.lower + self.upper) / 2
+        return StepOperator(self.k, half, self.diag, half)
+
+
+def AUCOperator(k: int, ties: str = "half") -> StepOperator:
+    """Structured :func:`auc_matrix`."""
+    return StepOperator(k, 1.0, 0.5 if ties == "half" else 0.0, 0.0)
+
+
+def CollisionOperator(k: int) -> StepOperator:
+    """Structured :func:`collision_matrix` (the identity)."""
+    return StepOperator(k, 0.0, 1.0, 0.0)
+
+
+class GiniOperator(KernelOperator):
+    """Structured :func:`gini_matrix`: ``|a − b|/k`` off the diagonal (prefix sums of v and b·v)."""
+
+    def __init__(self, k: int, how: str = "avg", power: int = 1):
+        self.k, self.how, self.power = int(k), how, power
+        self.diag = {"mid": 1 / (2 * k), "avg": 1 / (3 * k), "center": 0.0}[how] ** power
+
+    def matvec(self, v):
+        v = np.asarray(v, dtype=np.float64)
+        k = self.k
+        a = np.arange(k, dtype=np.float64) - (k - 1) / 2  # centred indices: less cancellation
+        if self.power == 2:  # Σ_b (a − b)² v_b = a²Σv − 2aΣbv + Σb²v (the diagonal term is 0)
+            out = (a * a * v.sum() - 2 * a * (a @ v) + (a * a) @ v) / k**2
+        else:  # Σ_{b<a}(a − b)v_b + Σ_{b>a}(b − a)v_b
+            below0, below1 = _step_apply(v, 1, 0, 0), _step_apply(a * v, 1, 0, 0)
+            above0, above1 = _step_apply(v, 0, 0, 1), _step_apply(a * v, 0, 0, 1)
+            out = (a * below0 - below1 + above1 - a * above0) / k
+        return out + self.diag * v
+
+    rmatvec = matvec
+
+    def diagonal(self):
+        return np.full(self.k, self.diag)
+
+    def squared(self):
+        if self.power != 1:
+            raise NotImplementedError("only A∘A of the Gini kernel is needed")
+        return GiniOperator(self.k, self.how, power=2)
+
+    def symmetrized(self):
+        return self
+
+
+class KronOperator(KernelOperator):
+    """``Σ_t c_t · (P_t ⊗ Q_t)`` on a product grid (category ``y·kz + z``), each factor a
+    :class:`StepOperator`; Kendall's sign product is ``sign ⊗ sign``, its tie kernels
+    ``I[≠] ⊗ 1`` and ``1 ⊗ I[≠]``.  A∘A is again such a sum (pairwise products of terms)."""
+
+    def __init__(self, ky: int, kz: int, terms):
+        self.ky, self.kz, self.k = int(ky), int(kz), int(ky) * int(kz)
+        self.terms = [(float(c), p, q) for c, p, q in terms]
+
+    def _apply(self, v, transpose):
+        V = np.asarray(v, dtype=np.float64).reshape(self.ky, self.kz)
+        out = np.zeros_like(V)
+        for c, p, q in self.terms:
+            lo_p, up_p = (p.upper, p.lower) if transpose else (p.lower, p.upper)
+            lo_q, up_q = (q.upper, q.lower) if transpose else (q.lower, q.upper)
+            W = _step_apply(V, lo_q, q.diag, up_q)  # along z
+            out += c * _step_apply(W.T, lo_p, p.diag, up_p).T  # along y
+        return out.reshape(-1)
+
+    def matvec(self, v):
+        return self._apply(v, False)
+
+    def rmatvec(self, v):
+        return self._apply(v, True)
+
+    def diagonal(self):
+        return np.full(self.k, sum(c * p.diag * q.diag for c, p, q in self.terms))
+
+    def squared(self):
+        def prod(s, t):
+            return StepOperator(s.k, s.lower * t.lower, s.diag * t.diag, s.upper * t.upper)
+
+        return KronOperator(self.ky, self.kz, [(c1 * c2, prod(p1, p2), prod(q1, q2))
+                                               for c1, p1, q1 in self.terms for c2, p2, q2 in self.terms])
+
+    def symmetrized(self):
+        def t(p):
+            return StepOperator(p.k, p.upper, p.diag, p.lower)
+
+        return KronOperator(self.ky, self.kz, [(c / 2, p, q) for c, p, q in self.terms]
+                            + [(c / 2, t(p), t(q)) for c, p, q in self.terms])
+
+    def combine(self, *weighted) -> KronOperator:
+        """``c0·self + Σ c_i·op_i`` for ``weighted = (c0, (c1, op1), ...)``."""
+        c0, rest = weighted[0], weighted[1:]
+        terms = [(c0 * c, p, q) for c, p, q in self.terms]
+        for c, op in rest:
+            terms += [(c * ci, p, q) for ci, p, q in op.terms]
+        return KronOperator(self.ky, self.kz, terms)
+
+
+def KendallOperator(ky: int, kz: int) -> KronOperator:
+    """Structured :func:`kendall_matrix`: sign(Δy)·sign(Δz)."""
+    return KronOperator(ky, kz, [(1.0, StepOperator(ky, 1, 0, -1), StepOperator(kz, 1, 0, -1))])
+
+
+def kendall_tie_operators(ky: int, kz: int) -> tuple[KronOperator, KronOperator]:
+    """Structured :func:`kendall_tie_matrices`: I[y ≠ y'] and I[z ≠ z']."""
+    return (KronOperator(ky, kz, [(1.0, StepOperator(ky, 1, 0, 1), StepOperator(kz, 1, 1, 1))]),
+            KronOperator(ky, kz, [(1.0, StepOperator(ky, 1, 1, 1), StepOperator(kz, 1, 0, 1))]))
+
+
+class DenseOperator(KernelOperator):
+    """A k×k matrix behind the operator interface (user kernels)."""
+
+    def __init__(self, A: np.ndarray):
+        self.A = np.asarray(A, dtype=np.float64)
+        self.k = self.A.shape[0]
+
+    def matvec(self, v):
+        return self.A @ v
+
+    def rmatvec(self, v):
+        return self.A.T @ v
+
+    def diagonal(self):
+        return np.diag(self.A).copy()
+
+    def squared(self):
+        return DenseOperator(self.A * self.A)
+
+    def symmetrized(self):
+        return DenseOperator(0.5 * (self.A + self.A.T))
+
+    def to_dense(self):
+        return self.A

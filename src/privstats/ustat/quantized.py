@@ -34,13 +34,18 @@ import numpy as np
 
 from privstats.local.base import CountState, FrequencyOracle
 from privstats.privacy.randomness import RNGLike
+from privstats.ustat.kernels import DenseOperator, KernelOperator
 
-__all__ = ["QuantizedUStat", "make_oracle", "ORACLES"]
+__all__ = ["QuantizedUStat", "make_oracle", "ORACLES", "DENSE_MAX_CATEGORIES", "STRUCTURED_MAX_CATEGORIES"]
 
 ORACLES = ("grr", "oue", "hr")
 # The core oracles compute e^ε, which overflows past ε ≈ 709.  Above this cap an oracle runs at the cap:
 # its flip probabilities are already below e^-300, and an ε_cap-LDP randomizer is ε-LDP for every ε ≥ ε_cap.
 MECHANISM_EPSILON_MAX = 300.0
+# Dense path (user kernels, Hadamard response): a k×k float64 matrix (8192² = 512 MB).  The structured
+# kernels (AUC, Gini, Kendall, collision) with k-RR/OUE need O(k) memory; their cap is STRUCTURED_MAX_CATEGORIES.
+DENSE_MAX_CATEGORIES = 8192
+STRUCTURED_MAX_CATEGORIES = 1 << 20
 
 
 def make_oracle(name: str, k: int, epsilon: float) -> FrequencyOracle:
@@ -75,7 +80,7 @@ class _VectorModel:
             self.s = self.p - self.q
         elif "bits" in oracle.report_fields and oracle.state_size == k:  # OUE: outputs not enumerable
             self.kind = "unary"
-            v = np.asarray(oracle.variance(1, np.eye(k, dtype=np.int64)[0]), dtype=np.float64)
+            v = np.asarray(oracle.variance(1, np.eye(1, k, dtype=np.int64)[0]), dtype=np.float64)
             self.c1, self.c0 = float(v[0]), float(v[1] if k > 1 else v[0])
         else:
             probs0 = np.asarray(oracle.output_probabilities(0), dtype=np.float64)
@@ -90,31 +95,33 @@ class _VectorModel:
                 counts[r] = 1
                 self.U[r] = oracle._debias(CountState(oracle.name, oracle.params, 1, counts))
 
-    def cov_sum(self, h: np.ndarray) -> np.ndarray:
-        """T = Σ_x h_x Cov(û | x)."""
+    def cov_sum(self, h: np.ndarray, n: float | None = None) -> np.ndarray:
+        """T = Σ_x h_x Cov(û | x) (``n`` defaults to Σh)."""
+        n = h.sum() if n is None else n
         if self.kind == "grr":
-            q, s, n = self.q, self.s, h.sum()
+            q, s = self.q, self.s
             T = -(n * q * q) - q * s * (h[:, None] + h[None, :])
             T[np.diag_indices_from(T)] += n * q + s * h - s * s * h
             return T / s**2
         if self.kind == "unary":
-            return np.diag(self.c0 * h.sum() + (self.c1 - self.c0) * h)
+            return np.diag(self.c0 * n + (self.c1 - self.c0) * h)
         mix = h @ self.Pi
         P = np.diag(mix) - self.Pi.T @ (h[:, None] * self.Pi)
         return self.U.T @ P @ self.U
 
-    def times_cov(self, A: np.ndarray, h: np.ndarray) -> np.ndarray:
+    def times_cov(self, A: np.ndarray, h: np.ndarray, n: float | None = None) -> np.ndarray:
         """A @ T(h) in O(k²) for the closed-form oracles (T = Σ_x h_x Cov(û|x))."""
+        n = h.sum() if n is None else n
         if self.kind == "grr":
-            q, s, n = self.q, self.s, h.sum()
+            q, s = self.q, self.s
             a1, ah = A.sum(axis=1), A @ h
             out = A * ((n * q + s * h - s * s * h) / s**2)[None, :]
             out -= (n * q * q / s**2) * a1[:, None]
             out -= (q / s) * (ah[:, None] + np.outer(a1, h))
             return out
         if self.kind == "unary":
-            return A * (self.c0 * h.sum() + (self.c1 - self.c0) * h)[None, :]
-        return A @ self.cov_sum(h)
+            return A * (self.c0 * n + (self.c1 - self.c0) * h)[None, :]
+        return A @ self.cov_sum(h, n)
 
     def quad(self, W: np.ndarray) -> np.ndarray:
         """(w_xᵀ Cov(û|x) w_x)_x for the rows w_x of W."""
@@ -163,6 +170,79 @@ class _VectorModel:
     def debias(self, state: CountState) -> np.ndarray:
         return np.asarray(self.oracle._debias(state), dtype=np.float64)
 
+    # ---- structured path: the same quantities from A·v, Aᵀ·v and (A∘A)·v, O(k) memory -----------
+    def cov_parts(self, h: np.ndarray, n: float | None = None) -> tuple[np.ndarray, list]:
+        """T = Σ_x h_x Cov(û|x) as diag(d) + Σ u vᵀ: k-RR is diagonal plus rank ≤ 3, unary diagonal
+        (``n`` defaults to Σh)."""
+        n = h.sum() if n is None else n
+        if self.kind == "grr":
+            q, s = self.q, self.s
+            one = np.ones(h.size)
+            d = (n * q + (s - s * s) * h) / s**2
+            return d, [(-(n * q * q) / s**2 * one, one), (-(q / s) * h, one), (-(q / s) * one, h)]
+        return self.c0 * n + (self.c1 - self.c0) * h, []
+
+    @staticmethod
+    def quad_form(T, x: np.ndarray) -> float:
+        """xᵀ T x for T = diag(d) + Σ u vᵀ."""
+        d, low = T
+        return float(d @ (x * x) + sum((x @ u) * (v @ x) for u, v in low))
+
+    @staticmethod
+    def trace_pair(op, sq, T1, T2) -> float:
+        """tr(A T1 Aᵀ T2) for T_i = diag(d_i) + Σ u vᵀ, from A·v, Aᵀ·v and (A∘A)·v."""
+        d1, low1 = T1
+        d2, low2 = T2
+        out = d2 @ sq.matvec(d1)  # tr(A D1 Aᵀ D2) = d2ᵀ(A∘A)d1
+        Au = [(op.matvec(u), op.matvec(v)) for u, v in low1]
+        out += sum(d2 @ (au * av) for au, av in Au)  # tr(A u vᵀ Aᵀ D2) = (Av)ᵀD2(Au)
+        out += sum(d1 @ (op.rmatvec(z) * op.rmatvec(w)) for w, z in low2)  # zᵀ A D1 Aᵀ w
+        out += sum((w @ av) * (z @ au) for au, av in Au for w, z in low2)  # (vᵀAᵀw)(zᵀAu)
+        return float(out)
+
+    def diagonal_op(self, state: CountState, S: np.ndarray, op) -> float:
+        """:meth:`diagonal` from the operator."""
+        dA = op.diagonal()
+        if self.kind == "grr":
+            q, s = self.q, self.s
+            one = np.ones(op.k)
+            r, c = op.matvec(one), op.rmatvec(one)
+            per_report = (dA - q * r - q * c + q * q * r.sum()) / s**2
+            return float(state.counts @ per_report)
+        return float((1 + self.c1 - self.c0) * dA @ S + state.n * self.c0 * dA.sum())
+
+    def conditional_variance_op(self, h: np.ndarray, op, n: float) -> float:
+        """:meth:`QuantizedUStat.conditional_variance` for a symmetric operator A (k-RR or unary)."""
+        sq, one = op.squared(), np.ones(op.k)
+        g, r, dA = op.matvec(h), op.matvec(one), op.diagonal()
+        row2 = sq.matvec(one)
+        sw2 = g @ g - 2 * op.matvec(g) + row2  # Σ_b W_xb², W_x = A(h − e_x)
+        wxx, sw = g - dA, g.sum() - r
+        if self.kind == "grr":
+            q, s = self.q, self.s
+            quad = (q * sw2 + s * wxx**2 - (q * sw + s * wxx) ** 2) / s**2
+            ar = op.matvec(r)
+            t1 = q * q * row2.sum() + 2 * q * s * row2 + s * s * dA**2
+            vx = q * r + s * dA
+            t2 = q * (q * q * (r @ r) + 2 * q * s * ar + s * s * row2) + s * vx**2
+            t3 = q * (q * r.sum() + s * r) + s * vx
+            tsq = (t1 - 2 * t2 + t3**2) / s**4
+        else:
+            c0, dc = self.c0, self.c1 - self.c0
+            quad = c0 * sw2 + dc * wxx**2
+            tsq = c0 * c0 * row2.sum() + 2 * c0 * dc * row2 + dc * dc * dA**2
+        T = self.cov_parts(h, n)
+        lin = 4 * np.sum(h * quad)
+        pair = 2 * (self.trace_pair(op, sq, T, T) - np.sum(h * tsq))
+        return float((lin + pair) / (n * (n - 1)) ** 2)
+
+    def two_sample_variance_op(self, hp: np.ndarray, hn: np.ndarray, op, n_pos: float, n_neg: float) -> float:
+        """:meth:`QuantizedUStat.two_sample_variance` from the operator (k-RR or unary)."""
+        Tp, Tn = self.cov_parts(hp, n_pos), self.cov_parts(hn, n_neg)
+        ap, an = op.rmatvec(hp), op.matvec(hn)
+        v = self.quad_form(Tn, ap) + self.quad_form(Tp, an) + self.trace_pair(op, op.squared(), Tn, Tp)
+        return float(v / (n_pos * n_neg) ** 2)
+
 
 class QuantizedUStat:
     """Protocol A over k bins with kernel matrix ``A`` (rows positive, columns negative for two samples).
@@ -171,13 +251,34 @@ class QuantizedUStat:
     ``simulate`` (direct draw of the state), ``estimate`` / ``estimate_two_sample`` (analyst).
     """
 
-    def __init__(self, kernel_matrix: np.ndarray, epsilon: float, oracle: str = "grr"):
-        self.A = np.asarray(kernel_matrix, dtype=np.float64)
-        self.k = self.A.shape[0]
+    def __init__(self, kernel_matrix, epsilon: float, oracle: str = "grr"):
+        k = kernel_matrix.k if isinstance(kernel_matrix, KernelOperator) else np.shape(kernel_matrix)[0]
+        self.k = int(k)
         self.oracle_name = oracle
         self.oracle = make_oracle(oracle, self.k, min(float(epsilon), MECHANISM_EPSILON_MAX))
         self.model = _VectorModel(self.oracle)
         self.epsilon = self.oracle.epsilon
+        self.A = self._resolve(kernel_matrix)
+
+    @property
+    def structured(self) -> bool:
+        """True when the kernel is a structured operator evaluated in O(k) (k-RR and OUE)."""
+        return isinstance(self.A, KernelOperator)
+
+    def _resolve(self, A):
+        """A structured operator stays one for k-RR/OUE; otherwise (user matrices, Hadamard response)
+        the dense k×k matrix, the cross-checked O(k²) path."""
+        if A is None:
+            return self.A
+        if isinstance(A, KernelOperator):
+            if self.model.kind in ("grr", "unary") and not isinstance(A, DenseOperator):
+                return A
+            if A.k > DENSE_MAX_CATEGORIES:
+                raise ValueError(f"oracle {self.oracle_name!r} has no structured variance: Protocol A would need a "
+                                 f"dense k×k matrix and k={A.k} exceeds {DENSE_MAX_CATEGORIES}; use oracle='grr' or "
+                                 "'oue', or fewer bins")
+            return A.to_dense()
+        return np.asarray(A, dtype=np.float64)
 
     # ---- client / aggregator ----------------------------------------------------------
     def encode_batch(self, bins, rng: RNGLike = None) -> dict[str, np.ndarray]:
@@ -195,43 +296,61 @@ class QuantizedUStat:
     # ---- analyst ---------------------------------------------------------------------------
     def estimate(self, state: CountState, A: np.ndarray | None = None) -> tuple[float, float, np.ndarray]:
         """One-sample estimate, its plug-in variance and the debiased histogram ``Ŝ``."""
-        A = self.A if A is None else A
+        A = self._resolve(A)
         n = state.n
         if n < 2:
             raise ValueError("at least two users are needed for a pairwise statistic")
         S = self.model.debias(state)
-        value = (S @ A @ S - self.model.diagonal(state, S, A)) / (n * (n - 1))
-        return float(value), self.conditional_variance(_plug_in(S, n), A), S
+        if isinstance(A, KernelOperator):
+            value = (S @ A.matvec(S) - self.model.diagonal_op(state, S, A)) / (n * (n - 1))
+        else:
+            value = (S @ A @ S - self.model.diagonal(state, S, A)) / (n * (n - 1))
+        return float(value), self.plug_in_variance(S, n, A), S
 
     def estimate_two_sample(self, pos: CountState, neg: CountState) -> tuple[float, float]:
         """``Ŝ⁺ᵀ A Ŝ⁻ / (n⁺n⁻)`` and its plug-in variance."""
         Sp, Sn = self.model.debias(pos), self.model.debias(neg)
-        value = Sp @ self.A @ Sn / (pos.n * neg.n)
-        return float(value), self.two_sample_variance(_plug_in(Sp, pos.n), _plug_in(Sn, neg.n))
+        ASn = self.A.matvec(Sn) if self.structured else self.A @ Sn
+        value = Sp @ ASn / (pos.n * neg.n)
+        clipped = self.two_sample_variance(_plug_in(Sp, pos.n), _plug_in(Sn, neg.n))
+        return float(value), max(clipped, self.two_sample_variance(Sp, Sn, pos.n, neg.n))
+
+    def plug_in_variance(self, S: np.ndarray, n: int, A=None) -> float:
+        """Conditional variance at the larger of two plug-ins: the clipped, rescaled histogram (right when
+        noise swamps the data) and the raw debiased ``S`` (right when k ≫ n but the data still shows:
+        clipping there spreads most of the mass uniformly and understated the stderr by up to 40%)."""
+        return max(self.conditional_variance(_plug_in(S, n), A), self.conditional_variance(S, A, n))
 
     # ---- exact variances ------------------------------------------------------------------------
-    def conditional_variance(self, h, A: np.ndarray | None = None) -> float:
+    def conditional_variance(self, h, A=None, n: float | None = None) -> float:
         """Exact Var(Û | data) for the data histogram ``h`` (realized-diagonal form; for
         independent-coordinate oracles exact up to O(n⁻²) relative terms)."""
-        A = self.A if A is None else A
+        A = self._resolve(A)
         h = np.asarray(h, dtype=np.float64)
-        n = h.sum()
+        n = h.sum() if n is None else n  # n: the number of users when h is a raw (noisy) plug-in
+        if isinstance(A, KernelOperator):
+            return self.model.conditional_variance_op(h, A.symmetrized(), n)
+        A = 0.5 * (A + A.T)  # Σ_{i≠j} û_iᵀAû_j only sees the symmetric part; the formulas assume it
         W = (A @ h)[None, :] - A  # row x: A(h − e_x)
         lin = 4 * np.sum(h * self.model.quad(W))
-        AT = self.model.times_cov(A, h)
+        AT = self.model.times_cov(A, h, n)
         quad = 2 * (np.sum(AT * AT.T) - np.sum(h * self.model.trace_sq(A)))
         return float((lin + quad) / (n * (n - 1)) ** 2)
 
-    def two_sample_variance(self, h_pos, h_neg) -> float:
-        """Exact Var(Ŝ⁺ᵀAŜ⁻/(n⁺n⁻) | data) for the two class histograms."""
+    def two_sample_variance(self, h_pos, h_neg, n_pos: float | None = None, n_neg: float | None = None) -> float:
+        """Exact Var(Ŝ⁺ᵀAŜ⁻/(n⁺n⁻) | data) for the two class histograms (class sizes default to their sums)."""
         hp, hn = np.asarray(h_pos, dtype=np.float64), np.asarray(h_neg, dtype=np.float64)
+        n_pos = hp.sum() if n_pos is None else n_pos
+        n_neg = hn.sum() if n_neg is None else n_neg
         A = self.A
+        if self.structured:
+            return self.model.two_sample_variance_op(hp, hn, A, n_pos, n_neg)
         ap, an = A.T @ hp, A @ hn
-        ATn, AtTp = self.model.times_cov(A, hn), self.model.times_cov(A.T, hp)  # A·T⁻, Aᵀ·T⁺
-        quad_neg = ap @ self.model.times_cov(ap[None, :], hn)[0]  # apᵀ T⁻ ap
-        quad_pos = an @ self.model.times_cov(an[None, :], hp)[0]  # anᵀ T⁺ an
+        ATn, AtTp = self.model.times_cov(A, hn, n_neg), self.model.times_cov(A.T, hp, n_pos)  # A·T⁻, Aᵀ·T⁺
+        quad_neg = ap @ self.model.times_cov(ap[None, :], hn, n_neg)[0]  # apᵀ T⁻ ap
+        quad_pos = an @ self.model.times_cov(an[None, :], hp, n_pos)[0]  # anᵀ T⁺ an
         v = quad_neg + quad_pos + np.sum(ATn * AtTp.T)  # + tr(A T⁻ Aᵀ T⁺)
-        return float(v / (hp.sum() * hn.sum()) ** 2)
+        return float(v / (n_pos * n_neg) ** 2)
 
     def population_variance(self, D, n: int) -> float:
         """Var(Û) when n values are i.i.d. from the distribution ``D`` over the bins (Lemma 1,
@@ -240,6 +359,15 @@ class QuantizedUStat:
             raise ValueError("population_variance needs a report-histogram oracle (grr or hr)")
         D = np.asarray(D, dtype=np.float64)
         A = self.A
+        if self.structured:  # M2 = diag(D) + T(D), diagonal plus rank 3
+            A = A.symmetrized()
+            d, low = self.model.cov_parts(D)
+            M2, AD = (d + D, low), A.matvec(D)
+            theta = D @ AD
+            zeta1 = self.model.quad_form(M2, AD) - theta**2
+            zeta2 = self.model.trace_pair(A, A.squared(), M2, M2) - theta**2
+            return float(2 / (n * (n - 1)) * (2 * (n - 2) * zeta1 + zeta2))
+        A = 0.5 * (A + A.T)
         M2 = np.diag(D) + self.model.cov_sum(D)
         theta = D @ A @ D
         zeta1 = (A @ D) @ M2 @ (A @ D) - theta**2
