@@ -17,6 +17,13 @@ computed in O(n + k²) from the aggregated reports, never over pairs (P-A3):
 
 For two samples with public labels (AUC) no diagonal exists: ``Û = Ŝ⁺ᵀ A Ŝ⁻/(n⁺n⁻)``.
 
+Structured kernels (``kernels.KernelOperator``: AUC step, Gini ``|a − b|``, Kendall sign ⊗ sign on a
+product grid, identity) skip the k×k matrix with k-RR and OUE: value, diagonal correction and exact
+variance only need ``A·v``, ``Aᵀ·v`` and ``(A∘A)·v`` (O(k) by prefix sums), because the summed noise
+covariance ``T = Σ_x h_x Cov(û|x)`` is diagonal plus rank 3 (k-RR) or diagonal (OUE), so
+``tr(A T₁ Aᵀ T₂)`` and ``xᵀTx`` reduce to such products.  Hadamard response and user matrices keep
+the dense path (≤ ``DENSE_MAX_CATEGORIES``), which also serves as the cross-check.
+
 Variances are exact given the data (``conditional_variance``), or over i.i.d. data
 from a distribution D (``population_variance``, Lemma 1 in general form).
 
