@@ -39,6 +39,7 @@ from privstats.estimate import Estimate
 from privstats.local import BinaryRR
 from privstats.privacy.guarantees import ApproxDP, PureDP
 from privstats.privacy.randomness import RNGLike, as_generator
+from privstats.privacy.samplers import gaussian
 from privstats.ustat import central as C
 from privstats.ustat import kernels as K
 from privstats.ustat.pairs import PairsProtocol, combination_variance
@@ -118,12 +119,19 @@ def _run_pairs(kernel, x, epsilon, P, kernel_range, mechanism, rng):
 
 def _all_pairs_noise(width, epsilon, delta, pairs_per_user, n_pairs, rng):
     """Gaussian (CLT) draw of the mean of n_pairs Laplace(width/ε₀) noises; ε₀ from advanced composition
-    over the ``pairs_per_user`` pairs each user is in (all-pairs baseline, simulated: never enumerated)."""
+    over the ``pairs_per_user`` pairs each user is in (all-pairs baseline, simulated: never enumerated).
+
+    This is a simulation of the baseline's error, not a release mechanism, so it needs a seeded ``rng``
+    and draws with the simulation-only floating-point sampler.
+    """
     if delta <= 0:
         raise ValueError("method='all-pairs' uses advanced composition and needs delta > 0")
+    if rng is None:
+        raise ValueError("method='all-pairs' is a simulated baseline (its noise is drawn from the exact variance, "
+                         "pairs are never enumerated): pass rng as a seed; use method='pairs' on real data")
     eps0 = advanced_level_epsilon(epsilon, int(pairs_per_user), delta)
     std = math.sqrt(2 * (width / eps0) ** 2 / n_pairs)
-    return float(as_generator(rng).normal(0.0, std)), std, eps0
+    return float(gaussian(std, rng=rng)), std, eps0
 
 
 def _resolve_P(P, epsilon, n, kernel_range, mechanism, zeta):
@@ -379,7 +387,7 @@ def kendall_tau(x, y, *, epsilon: float, delta: float = 0.0, model: str = "local
                 return _estimate(ex["tau_a"] + noise, std**2, epsilon=epsilon, delta=delta, model=model,
                                  protocol="ustat-all-pairs", params={"variant": "a", "pair_epsilon": eps0}, n=n,
                                  messages=float(n - 1), details={"simulated_noise": "normal (CLT)"})
-            g = as_generator(rng)
+            g = None if rng is None else as_generator(rng)   # one stream for the three simulated draws
             na, sa, eps0 = _all_pairs_noise(2.0, epsilon / 3, delta / 3, n - 1, pairs, g)
             ny_, sy, _ = _all_pairs_noise(1.0, epsilon / 3, delta / 3, n - 1, pairs, g)
             nz_, sz, _ = _all_pairs_noise(1.0, epsilon / 3, delta / 3, n - 1, pairs, g)
