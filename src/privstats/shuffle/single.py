@@ -65,7 +65,23 @@ def krr_gamma(k: int, n: int, epsilon: float, delta: float, calibration: str = "
 
 
 class _ShuffleBase:
+    """What the single-message protocols share: public parameters, state checks, one message per user."""
+
     name = ""
+    messages_per_user = 1
+
+    def __init__(self, domain_size: int, n: int, epsilon: float, delta: float):
+        self.domain_size = check_domain_size(domain_size)
+        self.n = check_positive_int(n, "n", minimum=2)
+        self.epsilon = check_epsilon(epsilon)
+        self.delta = check_delta(delta)
+
+    def new_state(self) -> CountState:
+        return CountState(self.name, self.params, 0, np.zeros(self.domain_size, dtype=np.int64))
+
+    def encode(self, value, rng: RNGLike = None) -> np.ndarray:
+        """One user's message (a batch of one); OS CSPRNG by default."""
+        return self.encode_batch([value], rng)
 
     @property
     def guarantee(self) -> ApproxDP:
@@ -80,14 +96,10 @@ class ShuffledKRR(_ShuffleBase):
     """Shuffled k-ary randomized response with blanket calibration."""
 
     name = "shuffle-krr"
-    messages_per_user = 1
 
     def __init__(self, domain_size: int, *, n: int, epsilon: float, delta: float, calibration: str = "exact",
                  gamma: float | None = None):
-        self.domain_size = check_domain_size(domain_size)
-        self.n = check_positive_int(n, "n", minimum=2)
-        self.epsilon = check_epsilon(epsilon)
-        self.delta = check_delta(delta)
+        super().__init__(domain_size, n, epsilon, delta)
         self.calibration = calibration if gamma is None else "given"
         self.gamma = krr_gamma(self.domain_size, self.n, self.epsilon, self.delta, calibration) if gamma is None \
             else float(gamma)
@@ -104,15 +116,9 @@ class ShuffledKRR(_ShuffleBase):
     def bits_per_user(self) -> float:
         return max(1, math.ceil(math.log2(self.domain_size)))
 
-    def new_state(self) -> CountState:
-        return CountState(self.name, self.params, 0, np.zeros(self.domain_size, dtype=np.int64))
-
     def encode_batch(self, values, rng: RNGLike = None) -> np.ndarray:
         """One message (a value in [0, k)) per user; CSPRNG by default."""
         return self.local.encode_batch(values, rng)["value"]
-
-    def encode(self, value, rng: RNGLike = None) -> np.ndarray:
-        return self.encode_batch([value], rng)
 
     def aggregate(self, messages, state: CountState | None = None) -> CountState:
         state = self.new_state() if state is None else state
@@ -141,14 +147,10 @@ class ShuffledRAPPOR(_ShuffleBase):
     """Shuffled RAPPOR / symmetric unary encoding, ε0 from the amplification accountant."""
 
     name = "shuffle-rappor"
-    messages_per_user = 1
 
     def __init__(self, domain_size: int, *, n: int, epsilon: float, delta: float, method: str = "fmt-numeric",
                  epsilon0: float | None = None):
-        self.domain_size = check_domain_size(domain_size)
-        self.n = check_positive_int(n, "n", minimum=2)
-        self.epsilon = check_epsilon(epsilon)
-        self.delta = check_delta(delta)
+        super().__init__(domain_size, n, epsilon, delta)
         self.method = method if epsilon0 is None else "given"
         self.epsilon0 = local_epsilon_for(self.epsilon, self.n, self.delta, method) if epsilon0 is None \
             else check_epsilon(epsilon0, "epsilon0")
@@ -163,9 +165,6 @@ class ShuffledRAPPOR(_ShuffleBase):
     def bits_per_user(self) -> float:
         return float(self.domain_size)
 
-    def new_state(self) -> CountState:
-        return CountState(self.name, self.params, 0, np.zeros(self.domain_size, dtype=np.int64))
-
     def encode_batch(self, values, rng: RNGLike = None) -> np.ndarray:
         """One message per user: its packed B-bit noisy indicator (rows of uint8)."""
         values = as_domain_values(values, self.domain_size)
@@ -174,9 +173,6 @@ class ShuffledRAPPOR(_ShuffleBase):
         bits[np.arange(values.size), values] = True
         flips = src.random(values.size * self.domain_size).reshape(bits.shape) < self.p
         return np.packbits(bits ^ flips, axis=1)
-
-    def encode(self, value, rng: RNGLike = None) -> np.ndarray:
-        return self.encode_batch([value], rng)
 
     def aggregate(self, messages, state: CountState | None = None) -> CountState:
         state = self.new_state() if state is None else state
