@@ -33,16 +33,6 @@ def small_demo(tmp_path_factory):
     return json.loads(proc.stdout), out, proc.stderr
 
 
-def _available(name: str) -> bool:
-    import privstats
-
-    try:
-        getattr(privstats, name)
-    except (ImportError, AttributeError):
-        return False
-    return True
-
-
 def test_demo_json_has_oracle_table(small_demo):
     result, _, _ = small_demo
     rows = result["oracles"]
@@ -62,7 +52,7 @@ def test_demo_json_has_oracle_table(small_demo):
         assert r["max_abs_error"] < 6 * r["exact_std"] * math.sqrt(2 * math.log(2 * r["domain"])) + 1e-12
 
 
-def test_demo_runs_every_available_statistic(small_demo):
+def test_demo_runs_every_statistic(small_demo):
     result, _, _ = small_demo
     labels = {r["statistic"] for r in result["rows"]}
     expected = {"frequencies": "frequency of item 0", "ecdf": "ECDF F(40)", "quantiles": "median",
@@ -71,10 +61,7 @@ def test_demo_runs_every_available_statistic(small_demo):
                 "gini_coefficient": "Gini coefficient", "collision_probability": "collision probability",
                 "hosmer_lemeshow": "Hosmer–Lemeshow H", "range_counts": "range share [0, d/8)"}
     for public, label in expected.items():
-        if _available(public):
-            assert label in labels, f"privstats.{public} is importable but the demo has no {label!r} row"
-        else:
-            assert any(public in u for u in result["unavailable"]), f"missing note for {public}"
+        assert label in labels, f"the demo has no {label!r} row for privstats.{public}"
     for r in result["rows"]:
         assert r["model"] in ("local", "shuffle", "secure", "central")
         if r["estimate"] is not None:
@@ -161,10 +148,8 @@ def test_demo_report_and_png_figures(small_demo):
     assert "Frequency oracles" in text and "Statistics under each trust model" in text
     figures = result["figures"]
     assert any(f.endswith("oracles_error_vs_epsilon.png") for f in figures)
-    if _available("ecdf"):
-        assert any(f.endswith("ecdf.png") for f in figures)
-    if _available("roc_curve"):
-        assert any(f.endswith("roc.png") for f in figures)
+    assert any(f.endswith("ecdf.png") for f in figures)
+    assert any(f.endswith("roc.png") for f in figures)
     if result["rows"]:
         assert any(f.endswith("error_vs_epsilon.png") for f in figures)
     for f in figures:

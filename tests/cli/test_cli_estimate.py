@@ -15,18 +15,6 @@ def run_cli(*args, timeout=120):
                           timeout=timeout)
 
 
-def _available(name: str) -> bool:
-    import privstats
-
-    try:
-        getattr(privstats, name)
-    except (ImportError, AttributeError):
-        return False
-    return True
-
-
-def needs(name):
-    return pytest.mark.skipif(not _available(name), reason=f"privstats.{name} has not landed")
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +54,6 @@ def _json(proc):
     return json.loads(proc.stdout)
 
 
-@needs("frequencies")
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
 def test_frequencies_from_file(fmt, table, csv_file, parquet_file):
     path = csv_file if fmt == "csv" else parquet_file
@@ -81,7 +68,6 @@ def test_frequencies_from_file(fmt, table, csv_file, parquet_file):
     assert np.any(np.abs(value - np.bincount(table["other"], minlength=8)) > 5 * se)
 
 
-@needs("frequencies")
 def test_frequencies_of_text_categories(table, csv_file):
     out = _json(run_cli("estimate", "frequencies", "--input", csv_file, "--column", "city",
                         "--categories", "paris,lyon,nice", "--epsilon", 3, "--model", "central", "--seed", 1,
@@ -91,7 +77,6 @@ def test_frequencies_of_text_categories(table, csv_file):
     assert np.all(np.abs(np.asarray(out["value"]) - truth) < 5 * np.asarray(out["stderr"]) + 1e-9)
 
 
-@needs("quantiles")
 def test_quantiles_parquet_text_output(parquet_file, table):
     proc = run_cli("estimate", "quantiles", "--input", parquet_file, "--column", "income", "--bounds", 0, 100,
                    "--epsilon", 1, "--quantiles", 0.5, "--model", "central", "--seed", 3)
@@ -99,7 +84,6 @@ def test_quantiles_parquet_text_output(parquet_file, table):
     assert "guarantee" in proc.stdout and "central" in proc.stdout
 
 
-@needs("ecdf")
 def test_ecdf_json_evaluates_at_points(csv_file, table):
     out = _json(run_cli("estimate", "ecdf", "--input", csv_file, "--column", "income", "--bounds", 0, 100,
                         "--epsilon", 50, "--model", "central", "--at", 25, 50, 75, "--seed", 2, "--json"))
@@ -108,7 +92,6 @@ def test_ecdf_json_evaluates_at_points(csv_file, table):
     assert np.allclose(out["cdf"], exact, atol=0.05)
 
 
-@needs("auc")
 def test_auc_with_label_column(csv_file, table):
     from sklearn.metrics import roc_auc_score
 
@@ -201,14 +184,11 @@ def test_read_columns_in_process(csv_file, table, tmp_path):
 
 def test_library_errors_are_reported_not_raised(csv_file):
     # income is in [0, 100]; bounds that exclude values must fail cleanly (library ValueError → exit 2)
-    if not _available("gini_mean_difference"):
-        pytest.skip("privstats.gini_mean_difference has not landed")
     code, out, err = run_main("estimate", "gini_mean_difference", "--input", csv_file, "--column", "income",
                               "--bounds", 0, 10, "--epsilon", 1, "--model", "central")
     assert code == 2 and "invalid input" in err and out == ""
 
 
-@needs("kendall_tau")
 def test_kendall_two_columns_in_process(csv_file, table):
     from scipy import stats
 
@@ -221,7 +201,6 @@ def test_kendall_two_columns_in_process(csv_file, table):
     assert abs(res["value"] - exact) < 5 * res["stderr"]
 
 
-@needs("roc_curve")
 def test_roc_json_curve(csv_file, table):
     code, out, err = run_main("estimate", "roc", "--input", csv_file, "--column", "score", "--label", "label",
                               "--bounds", 0, 1, "--epsilon", 50, "--model", "central", "--seed", 9, "--json")
