@@ -31,7 +31,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
 
 from privstats.validation import check_delta, check_epsilon, check_positive_int
 
@@ -49,6 +48,8 @@ def _pair_delta(eps: float, alpha: float, n_clones: int, clone_prob: float) -> f
     α > ½, so {P > e^ε Q} = {a < β(C+1)} and each conditional divergence is a difference
     of two binomial CDFs.  The reverse direction is the same by the symmetry a ↦ C+1−a.
     """
+    from scipy import stats  # imported here: scipy.stats is slow to import and `import privstats` is not
+
     if alpha <= 0.5:
         return 0.0
     e = math.exp(eps)
