@@ -123,8 +123,10 @@ def test_challenge_depends_on_secret_key_and_report_id():
     r1 = joint_randomness(KEY, TASK, ids, 2)
     r2 = joint_randomness(bytes(16), TASK, ids, 2)
     r3 = joint_randomness(KEY, b"other-task", ids, 2)
-    assert not np.array_equal(r1.t, r2.t) and not np.array_equal(r1.t, r3.t)
-    assert len(set(r1.t.tolist())) == 4
+    assert r1.t != r2.t and r1.t != r3.t
+    assert not np.array_equal(r1.lam, r2.lam) and not np.array_equal(r1.lam, r3.lam)
+    assert len(set(r1.lam[:, 0].tolist())) == 4                         # per report
+    assert joint_randomness(KEY, TASK, ids, 2, job_id=b"job-2").t != r1.t  # per verification job
     assert np.array_equal(joint_randomness(KEY, TASK, ids, 2).lam, r1.lam)
     with pytest.raises(ValueError, match="report_ids"):
         joint_randomness(KEY, TASK, [b"short"], 1)
@@ -149,18 +151,23 @@ def test_messages_reveal_nothing_but_uniform_values_for_honest_reports():
     assert np.array_equal(FIELD.neg(w0), w1)
 
 
-def _small_acceptance(q, x, square_error, trials, seed):
+def _small_acceptance(q, x, square_error, trials, seed, per_job=4):
+    """Acceptance rate over ``trials`` reports spread over trials/per_job jobs (t is drawn per job)."""
     f = SmallField(q)
     layout = OneHotLayout((x.size,))
     xs = np.repeat(x[None, :], trials, axis=0)
-    return _run(xs, layout, seed=seed, field=f, square_error=square_error).mean(), layout
+    s0, s1 = share_contributions(xs, layout, rng=seed, field=f, square_error=square_error)
+    ids = _ids(trials, seed + 1)
+    ok = [validate_shares(s0[i:i + per_job], s1[i:i + per_job], layout, KEY, TASK, ids[i:i + per_job], field=f,
+                          job_id=i.to_bytes(8, "little")) for i in range(0, trials, per_job)]
+    return float(np.concatenate(ok).mean()), layout
 
 
 @pytest.mark.parametrize("x, delta", [([0, 2, -1], 0), ([0, 2, -1], 5), ([1, 1, -1], 0), ([3, 0, 0], 0),
                                       ([0, 1, 1], 0), ([5, -4, 0], 3)])
 def test_soundness_bound_holds_in_a_small_field(x, delta):
     """Over F_101 the bound (2N - 1)/q = 5/101 is observable; the observed rate must stay under it."""
-    q, trials = 101, 40_000
+    q, trials = 101, 20_000
     rate, layout = _small_acceptance(q, np.asarray(x, dtype=np.int64), delta, trials, seed=len(x) + delta)
     bound = soundness_error(layout, p=q)
     assert bound == pytest.approx(5 / 101)
@@ -170,7 +177,7 @@ def test_soundness_bound_holds_in_a_small_field(x, delta):
 def test_small_field_cheater_does_get_through_sometimes():
     """The check is probabilistic: in F_101 some invalid reports pass, at a rate well above 0 —
     the bound is not vacuous, and the 2^61 field is what makes it negligible."""
-    q, trials = 101, 40_000
+    q, trials = 101, 20_000
     rate, _ = _small_acceptance(q, np.array([0, 2, -1]), 0, trials, seed=9)
     assert rate > 1 / q / 4
 

@@ -43,7 +43,7 @@ from privstats.secure.validity import (
     PrepState,
     check_value,
     decide,
-    expand_field_seed,
+    expand_seeds,
     joint_randomness,
     prepare,
     share_contributions,
@@ -214,9 +214,7 @@ def decode_shares(spec: SecureSpec, payloads: list[bytes], party: int) -> np.nda
         return arr
     if any(len(p) != 16 for p in payloads):
         raise ValueError("a helper share must be a 16-byte seed")
-    if not payloads:
-        return np.zeros((0, L), dtype=np.uint64)
-    return np.stack([expand_field_seed(p, L) for p in payloads])
+    return _F.from_words(expand_seeds(payloads, L)) if payloads else np.zeros((0, L), dtype=np.uint64)
 
 
 # --------------------------------------------------------------------------- servers
@@ -299,9 +297,10 @@ class SecureAggregator:
             raise ValueError("party must be 0 (leader) or 1 (helper)")
         self.spec, self.party, self.verify_key, self.task_id = spec, party, bytes(verify_key), bytes(task_id)
 
-    def prepare(self, report_ids: list[bytes], shares: np.ndarray) -> PrepState:
-        """Verification step 1: the state, whose ``d_share`` is sent to the other server."""
-        rand = joint_randomness(self.verify_key, self.task_id, report_ids, self.spec.layout.n_blocks)
+    def prepare(self, report_ids: list[bytes], shares: np.ndarray, job_id: bytes) -> PrepState:
+        """Verification step 1 for a job: the state, whose ``d_share`` is sent to the other server."""
+        rand = joint_randomness(self.verify_key, self.task_id, report_ids, self.spec.layout.n_blocks,
+                                job_id=job_id)
         return prepare(shares, self.party, self.spec.layout, rand)
 
     def check(self, state: PrepState, other_d: np.ndarray) -> np.ndarray:
@@ -429,10 +428,10 @@ def _open_roc(spec: SecureSpec, parts, meta):
 # ------------------------------------------------------------------ in-process run
 
 def verify_batch(leader: SecureAggregator, helper: SecureAggregator, report_ids: list[bytes],
-                 leader_shares: np.ndarray, helper_shares: np.ndarray) -> np.ndarray:
+                 leader_shares: np.ndarray, helper_shares: np.ndarray, job_id: bytes = b"") -> np.ndarray:
     """Both servers' verification steps in process (the services exchange the same messages)."""
-    s0 = leader.prepare(report_ids, leader_shares)
-    s1 = helper.prepare(report_ids, helper_shares)
+    s0 = leader.prepare(report_ids, leader_shares, job_id)
+    s1 = helper.prepare(report_ids, helper_shares, job_id)
     w1 = helper.check(s1, s0.d_share)
     w0 = leader.check(s0, s1.d_share)
     return decide(w0, w1)
@@ -461,7 +460,7 @@ def run_in_process(spec: SecureSpec, values, labels=None, *, rng: RNGLike = None
         ids = [r.report_id for r in block]
         sh0 = decode_shares(spec, [r.leader_share for r in block], 0)
         sh1 = decode_shares(spec, [r.helper_seed for r in block], 1)
-        ok = verify_batch(agg[0], agg[1], ids, sh0, sh1)
+        ok = verify_batch(agg[0], agg[1], ids, sh0, sh1, job_id=start.to_bytes(8, "little"))
         totals[0].add(sh0, ok)
         totals[1].add(sh1, ok)
     parts = [agg[p].partial(totals[p], rng=None if rng is None else src) for p in (0, 1)]

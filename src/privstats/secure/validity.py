@@ -72,6 +72,7 @@ __all__ = [
     "check_value",
     "decide",
     "expand_field_seed",
+    "expand_seeds",
     "joint_randomness",
     "prepare",
     "share_contributions",
@@ -141,6 +142,31 @@ class Field61:
         return Field61.add(Field61.reduce(lo), Field61.mul(Field61.reduce(hi), np.uint64(1 << 32)))
 
     @staticmethod
+    def matmul(x: Any, r: Any) -> np.ndarray:
+        """X (B, n) @ R (n, k) over F_p with float64 BLAS, exactly.
+
+        Both sides are split in three 21-bit limbs; a limb product is < 2^42, so a sum of
+        2048 of them is < 2^53 and exact in float64.  Longer rows are summed in chunks.
+        """
+        x = np.asarray(x, dtype=np.uint64)
+        r = np.asarray(r, dtype=np.uint64)
+        B, n = x.shape
+        k = r.shape[1]
+        m21 = np.uint64((1 << 21) - 1)
+        out = np.zeros((B, k), dtype=np.uint64)
+        for c0 in range(0, n, 2048):
+            xc, rc = x[:, c0:c0 + 2048], r[c0:c0 + 2048]
+            r_l = np.concatenate([((rc >> np.uint64(21 * b)) & m21).astype(np.float64) for b in range(3)], axis=1)
+            for a in range(3):
+                xa = ((xc >> np.uint64(21 * a)) & m21).astype(np.float64)
+                prod = (xa @ r_l).astype(np.uint64)                        # (B, 3k), exact
+                for b in range(3):
+                    term = Field61.reduce(prod[:, b * k:(b + 1) * k])
+                    term = Field61.mul(term, np.uint64(pow(2, 21 * (a + b), P61)))
+                    out = Field61.add(out, term)
+        return out
+
+    @staticmethod
     def from_int64(v: np.ndarray) -> np.ndarray:
         """Signed integers (|v| < p) to field elements."""
         v = np.asarray(v, dtype=np.int64)
@@ -188,6 +214,11 @@ class SmallField:
 
     def dot(self, x, y):
         return np.sum(self.mul(x, y), axis=-1, dtype=np.uint64) % self._q
+
+    def matmul(self, x, r):
+        x = np.asarray(x, dtype=np.uint64)
+        r = np.asarray(r, dtype=np.uint64)
+        return np.sum(self.mul(x[:, :, None], r[None, :, :]), axis=1, dtype=np.uint64) % self._q
 
     def from_int64(self, v):
         return (np.asarray(v, dtype=np.int64) % self.p).astype(np.uint64)
@@ -252,11 +283,42 @@ class OneHotLayout:
         return x
 
 
-def expand_field_seed(seed: bytes, n: int, field: Any = FIELD) -> np.ndarray:
-    """A server's share from a 16-byte seed: AES-128-CTR words mapped to the field."""
-    from privstats.secure.sharing import prg_expand
+_PRG_KEY = hashlib.sha256(b"privstats/validity/prg/v1").digest()[:16]
 
-    return field.from_words(prg_expand(seed, n))
+
+def expand_seeds(seeds, n_words: int, *, chunk_bytes: int = 1 << 24) -> np.ndarray:
+    """(B, n_words) uint64: each 16-byte seed expanded by fixed-key AES-128 (vectorized).
+
+    Word pair i of seed s is π(σ(s ⊕ i)) ⊕ σ(s ⊕ i), π = AES-128 under a fixed public key
+    and σ(a‖b) = (a ⊕ b)‖a: the tweakable correlation-robust hash of Guo, Katz, Wang and
+    Yu (S&P 2020), the construction behind VDAF's fixed-key AES XOF.  One cipher call
+    per chunk of reports, no per-report Python work.
+    """
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+    raw = b"".join(bytes(x) for x in seeds) if not isinstance(seeds, bytes) else seeds
+    if len(raw) % 16:
+        raise ValueError("seeds must be 16-byte values")
+    B = len(raw) // 16
+    m = (n_words + 1) // 2
+    s = np.frombuffer(raw, dtype="<u8").reshape(B, 1, 2)
+    out = np.empty((B, 2 * m), dtype=np.uint64)
+    rows = max(1, chunk_bytes // (16 * max(m, 1)))
+    ctr = np.arange(m, dtype=np.uint64)
+    enc = Cipher(algorithms.AES(_PRG_KEY), modes.ECB()).encryptor()
+    for start in range(0, B, rows):
+        blk = np.repeat(s[start:start + rows], m, axis=1)             # (b, m, 2)
+        y0 = blk[:, :, 0] ^ ctr[None, :]
+        y1 = blk[:, :, 1]
+        sig = np.stack([y0 ^ y1, y0], axis=2).astype("<u8")
+        pi = np.frombuffer(enc.update(sig.tobytes()), dtype="<u8").reshape(sig.shape)
+        out[start:start + rows] = (pi ^ sig).reshape(-1, 2 * m)
+    return out[:, :n_words]
+
+
+def expand_field_seed(seed: bytes, n: int, field: Any = FIELD) -> np.ndarray:
+    """A server's share from a 16-byte seed (:func:`expand_seeds` mapped to the field)."""
+    return field.from_words(expand_seeds([seed], n)[0])
 
 
 def share_contributions(x, layout: OneHotLayout, *, rng: RNGLike = None, field: Any = FIELD,
@@ -278,38 +340,48 @@ def share_contributions(x, layout: OneHotLayout, *, rng: RNGLike = None, field: 
     c = field.mul(a, a)
     if square_error is not None:
         c = field.add(c, field.from_int64(np.broadcast_to(np.asarray(square_error, dtype=np.int64), c.shape)))
-    full = np.concatenate([field.from_int64(x), a, c], axis=1)
+    xf = x.astype(np.uint64) if x.dtype.kind in "iu" and x.size and x.min() >= 0 and x.max() < field.p \
+        else field.from_int64(x)
+    full = np.concatenate([xf, a, c], axis=1)
     if seeds is None:
         helper = field.from_words(src.uint64((B, layout.share_length)))
     else:
         if len(seeds) != B:
             raise ValueError("one seed per report is needed")
-        helper = np.stack([expand_field_seed(s, layout.share_length, field) for s in seeds]) if B else \
-            np.zeros((0, layout.share_length), dtype=np.uint64)
+        helper = field.from_words(expand_seeds(seeds, layout.share_length))
     return field.sub(full, helper), helper
 
 
 @dataclass(frozen=True)
 class JointRandomness:
-    """The servers' per-report challenge: t (B,), and weights lam, mu (B, n_blocks)."""
+    """The servers' challenge for one verification job: t (shared by the job's reports),
+    and per-report weights lam, mu (B, n_blocks)."""
 
-    t: np.ndarray
+    t: int
     lam: np.ndarray
     mu: np.ndarray
 
 
-def joint_randomness(verify_key: bytes, task_id: bytes, report_ids, n_blocks: int,
-                     field: Any = FIELD) -> JointRandomness:
+def _prf_key(verify_key: bytes, task_id: bytes) -> bytes:
+    if len(verify_key) < 16:
+        raise ValueError("verify_key must have at least 16 bytes")
+    return hmac.new(verify_key, b"privstats/validity/v1" + bytes(task_id), hashlib.sha256).digest()
+
+
+def joint_randomness(verify_key: bytes, task_id: bytes, report_ids, n_blocks: int, field: Any = FIELD,
+                     *, job_id: bytes = b"") -> JointRandomness:
     """Challenges both servers derive from their shared ``verify_key`` (never given to clients).
 
-    AES-128 keyed with HMAC-SHA256(verify_key, task_id) maps each 16-byte report id to a
-    per-report seed s; word j is AES(s XOR j) (fixed-key, counter mode), vectorized over
-    the batch in one cipher call.
+    t = HMAC-SHA256(K, "t" ‖ job_id) for the verification job (one evaluation point for all
+    its reports, so the sketch is a matrix product), with K = HMAC-SHA256(verify_key,
+    task_id); the per-report weights are AES-128 (keyed by K) of the report id, then of
+    that block XOR a counter, vectorized over the batch.  Clients never see the verify
+    key, so t, λ and μ are unpredictable to them when they commit their shares, whatever
+    job their report lands in.
     """
     from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-    if len(verify_key) < 16:
-        raise ValueError("verify_key must have at least 16 bytes")
+    key = _prf_key(verify_key, task_id)
     if isinstance(report_ids, np.ndarray) and report_ids.dtype == np.dtype("S16"):
         raw, B = report_ids.tobytes(), report_ids.shape[0]
     else:
@@ -317,30 +389,28 @@ def joint_randomness(verify_key: bytes, task_id: bytes, report_ids, n_blocks: in
         if any(len(r) != 16 for r in ids):
             raise ValueError("report_ids must be 16-byte values")
         raw, B = b"".join(ids), len(ids)
-    key = hmac.new(verify_key, b"privstats/validity/v1" + bytes(task_id), hashlib.sha256).digest()
+    t_word = int.from_bytes(hmac.new(key, b"t" + bytes(job_id), hashlib.sha256).digest()[:8], "little")
+    t = int(field.from_words(np.array([t_word], dtype=np.uint64))[0])
     enc = Cipher(algorithms.AES(key[:16]), modes.ECB()).encryptor()
     s = np.frombuffer(enc.update(raw), dtype="<u8").reshape(B, 2)
-    m = 1 + 2 * n_blocks
+    m = 2 * n_blocks
     blocks = np.repeat(s[:, None, :], m, axis=1).copy()
     blocks[:, :, 1] ^= np.arange(m, dtype=np.uint64)[None, :]
     enc2 = Cipher(algorithms.AES(key[16:]), modes.ECB()).encryptor()
     out = np.frombuffer(enc2.update(blocks.astype("<u8").tobytes()), dtype="<u8").reshape(B, m, 2)[:, :, 0]
     w = field.from_words(out.astype(np.uint64))
-    return JointRandomness(t=w[:, 0], lam=w[:, 1:1 + n_blocks], mu=w[:, 1 + n_blocks:])
+    return JointRandomness(t=t, lam=w[:, :n_blocks], mu=w[:, n_blocks:])
 
 
-def _powers(t: np.ndarray, n: int, field: Any) -> np.ndarray:
-    """(B, n): t^0 .. t^{n-1}, by doubling (log2 n vectorized steps)."""
-    B = t.shape[0]
-    pw = np.empty((B, n), dtype=np.uint64)
-    pw[:, 0] = 1
-    k, tk = 1, t.copy()
-    while k < n:
-        m = min(k, n - k)
-        pw[:, k:k + m] = field.mul(pw[:, :m], tk[:, None])
-        tk = field.mul(tk, tk)
-        k *= 2
-    return pw
+def _challenge_matrix(t: int, n: int, p: int) -> np.ndarray:
+    """(n, 3): columns t^i, t^{2i} and 1, i = 0..n-1, mod p (once per job, not per report)."""
+    col = np.empty((n, 3), dtype=np.uint64)
+    v, w, t2 = 1, 1, t * t % p
+    for i in range(n):
+        col[i, 0], col[i, 1] = v, w
+        v, w = v * t % p, w * t2 % p
+    col[:, 2] = 1
+    return col
 
 
 @dataclass
@@ -365,16 +435,15 @@ def prepare(shares: np.ndarray, party: int, layout: OneHotLayout, rand: JointRan
     if party not in (0, 1):
         raise ValueError("party must be 0 (leader) or 1 (helper)")
     nb, off = layout.n_blocks, layout.offsets
-    pw = _powers(rand.t, max(layout.sizes), field)
-    pw2 = field.mul(pw, pw)
+    if rand.lam.shape != (sh.shape[0], nb):
+        raise ValueError("the joint randomness does not match the batch")
+    ch = _challenge_matrix(rand.t, max(layout.sizes), field.p)
     z = np.empty((sh.shape[0], nb), dtype=np.uint64)
     zs = np.empty_like(z)
     sums = np.empty_like(z)
     for b, size in enumerate(layout.sizes):          # a few blocks; the arithmetic is over the batch
-        xb = sh[:, off[b]:off[b + 1]]
-        z[:, b] = field.dot(xb, pw[:, :size])
-        zs[:, b] = field.dot(xb, pw2[:, :size])
-        sums[:, b] = field.dot(xb, np.ones((1, size), dtype=np.uint64))
+        res = field.matmul(sh[:, off[b]:off[b + 1]], ch[:size])
+        z[:, b], zs[:, b], sums[:, b] = res[:, 0], res[:, 1], res[:, 2]
     a = sh[:, layout.length:layout.length + nb]
     c = sh[:, layout.length + nb:]
     return PrepState(party, field.sub(z, a), a, c, zs, sums, rand)
@@ -401,7 +470,7 @@ def decide(w_leader: np.ndarray, w_helper: np.ndarray, field: Any = FIELD) -> np
 
 
 def validate_shares(leader: np.ndarray, helper: np.ndarray, layout: OneHotLayout, verify_key: bytes,
-                    task_id: bytes, report_ids, field: Any = FIELD) -> np.ndarray:
+                    task_id: bytes, report_ids, field: Any = FIELD, *, job_id: bytes = b"") -> np.ndarray:
     """Run both servers' steps in process; returns the (B,) accept mask.
 
     >>> lay = OneHotLayout((3,))
@@ -409,7 +478,7 @@ def validate_shares(leader: np.ndarray, helper: np.ndarray, layout: OneHotLayout
     >>> validate_shares(s0, s1, lay, bytes(16), b"t", [bytes(16)]).tolist()
     [True]
     """
-    rand = joint_randomness(verify_key, task_id, report_ids, layout.n_blocks, field)
+    rand = joint_randomness(verify_key, task_id, report_ids, layout.n_blocks, field, job_id=job_id)
     st0 = prepare(leader, 0, layout, rand, field)
     st1 = prepare(helper, 1, layout, rand, field)
     return decide(check_value(st0, st1.d_share, field), check_value(st1, st0.d_share, field), field)
