@@ -160,6 +160,13 @@ class GeneratorSource(RandomSource):
 RNGLike = Union[None, int, np.random.Generator, RandomSource]
 
 
+def _seed(rng) -> int:
+    """An integer seed >= 0 (numpy's own error for a negative one does not name ``rng``)."""
+    if rng < 0:
+        raise ValueError(f"rng seed must be an integer >= 0, got {rng}")
+    return int(rng)
+
+
 def as_source(rng: RNGLike = None) -> RandomSource:
     """Resolve the ``rng`` argument of a function that draws.
 
@@ -173,7 +180,7 @@ def as_source(rng: RNGLike = None) -> RandomSource:
     if isinstance(rng, np.random.Generator):
         return GeneratorSource(rng)
     if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
-        return GeneratorSource(np.random.default_rng(int(rng)))
+        return GeneratorSource(np.random.default_rng(_seed(rng)))
     raise TypeError(f"rng must be None, an int seed, a numpy Generator or a RandomSource, not {type(rng).__name__}")
 
 
@@ -190,7 +197,7 @@ def as_generator(rng: RNGLike = None) -> np.random.Generator:
     if isinstance(rng, GeneratorSource):
         return rng.generator
     if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
-        return np.random.default_rng(int(rng))
+        return np.random.default_rng(_seed(rng))
     raise TypeError(
         "rng must be None, an int seed or a numpy Generator for simulation "
         f"(got {type(rng).__name__}; simulation is not a path for protecting real data)"
