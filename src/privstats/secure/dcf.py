@@ -109,7 +109,7 @@ def gen_lt(alphas: np.ndarray, depth: int, beta: int = 1, rng: RNGLike = None) -
     t0 = np.zeros(n, dtype=np.uint64)
     t1 = np.ones(n, dtype=np.uint64)
     v_alpha = np.zeros(n, dtype=np.uint64)
-    beta = np.uint64(beta % (1 << 64))
+    beta = np.uint64(beta % (1 << 64))  # type: ignore[assignment]
     cw_s = np.zeros((n, L, 2), dtype=np.uint64)
     cw_v = np.zeros((n, L), dtype=np.uint64)
     cw_tl = np.zeros((n, L), dtype=np.uint64)
@@ -213,7 +213,7 @@ class FSSECDFServer:
         if mechanism.n_points != 1 << keys.depth:
             raise ValueError("the FSS grid must have 2^L points, matching the keys' depth")
         self.keys, self.mechanism, self._rng = keys, mechanism, rng
-        self._noise = None
+        self._noise: np.ndarray | None = None
 
     def cumulative_share(self) -> np.ndarray:
         lt = full_domain_eval(self.keys).sum(axis=0, dtype=np.uint64)     # shares of #{t < cell}
