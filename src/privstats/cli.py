@@ -573,6 +573,8 @@ def _service_command(args) -> int:
                        f"{exc}") from None
     except ValueError as exc:
         raise CLIError(str(exc)) from None
+    except RuntimeError as exc:          # privstats.client.ServiceError: the server refused or is down
+        raise CLIError(str(exc)) from None
 
 
 def _task_new(args) -> int:

@@ -293,7 +293,9 @@ class Client:
         return est
 
     def status(self, role: str | None = None) -> dict:
-        """A role's status (reports stored, pending, budget); collect token."""
+        """A role's status (reports stored, pending, budget): collect token; the shuffler's: upload token."""
         role = role or self.task.collect_role()
-        return self._request("GET", f"{self._base(role)}/tasks/{self.task.task_id}/status",
-                             token=self._token("collect"))
+        kind = "collect" if role == self.task.collect_role() else "upload"
+        base = self.url if (self.url is not None and role in (self.task.collect_role(), self.task.upload_role())
+                            and self.task.collect_role() == self.task.upload_role()) else self.task.url(role)
+        return self._request("GET", f"{base}/tasks/{self.task.task_id}/status", token=self._token(kind))

@@ -50,7 +50,7 @@ from privstats.services.storage import BudgetExceededError, Storage
 from privstats.services.tasks import RoleSecrets, Task, build_protocol
 from privstats.services.wire import WireError, record_layout, unpack_upload_array
 
-__all__ = ["Collector", "create_app", "CollectError", "STATE_NAME"]
+__all__ = ["Collector", "create_app", "CollectError", "STATE_NAME", "run_collection", "check_collection_id"]
 
 STATE_NAME = "state"
 _COLLECTION_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -160,34 +160,51 @@ class Collector:
         Idempotent per ``collection_id`` (a retry returns the stored result and spends nothing).
         Raises :class:`CollectError` (nothing spent) below ``min_batch`` or over the budget.
         """
-        cid = check_collection_id(collection_id)
-        done = self.storage.get_collection(None, self.tid, cid)
-        if done is not None:
-            return done
-        with self.storage.transaction() as conn:
-            done = self.storage.get_collection(conn, self.tid, cid)
-            if done is not None:
-                return done
+        def release(conn: Any) -> tuple[int, Any]:
             row = self.storage.get_aggregate(conn, self.tid, STATE_NAME, for_update=True)
             state = self.oracle.new_state() if row is None else CountState.from_bytes(row[1])
-            if state.n < self.task.min_batch:
-                raise CollectError("batch_too_small", f"the batch has {state.n} reports, below the task's "
-                                                      f"min_batch={self.task.min_batch}; nothing was released")
-            estimate = self.oracle.estimate(state)
-            try:
-                led = self.storage.spend(conn, self.tid, self.task.guarantee_value, f"collection {cid}")
-            except BudgetExceededError as exc:
-                raise CollectError("budget_exceeded", str(exc)) from None
-            result = {"collection_id": cid, "estimate": estimate.to_dict(), "n": int(state.n),
-                      "budget_spent": led.spent.to_dict(), "budget_remaining": led.remaining.to_dict()}
-            self.storage.put_collection(conn, self.tid, cid, result)
-        return result
+            return state.n, (lambda: self.oracle.estimate(state))
+
+        return run_collection(self.storage, self.task, collection_id, release)
 
     def status(self) -> dict:
         led = self.storage.ledger(None, self.tid)
         return {"task_id": self.task.task_id, "role": "collector", "n_reports": self.state().n,
                 "budget_total": led.total.to_dict(), "budget_spent": led.spent.to_dict(),
                 "budget_remaining": led.remaining.to_dict(), "collections": len(led.entries)}
+
+
+def run_collection(storage: Storage, task: Task, collection_id: Any, release: Any) -> dict:
+    """The collection protocol every role shares (collector, analyzer, the secure model's leader).
+
+    In one transaction: return the stored result of ``collection_id`` if any; else
+    ``release(conn) -> (n_reports, make_estimate)`` reads (and locks) the role's state; refuse below
+    ``task.min_batch``; spend ``task.guarantee`` from the durable ledger (BudgetExceededError ->
+    :class:`CollectError`, nothing recorded); compute the estimate; store the result under
+    ``collection_id``; commit.  Nothing is released unless all of it commits.
+    """
+    cid = check_collection_id(collection_id)
+    tid = task.id_bytes
+    done = storage.get_collection(None, tid, cid)
+    if done is not None:
+        return done
+    with storage.transaction() as conn:
+        done = storage.get_collection(conn, tid, cid)
+        if done is not None:
+            return done
+        n, make_estimate = release(conn)
+        if n < task.min_batch:
+            raise CollectError("batch_too_small", f"the batch has {n} reports, below the task's "
+                                                  f"min_batch={task.min_batch}; nothing was released")
+        try:
+            led = storage.spend(conn, tid, task.guarantee_value, f"collection {cid}")
+        except BudgetExceededError as exc:
+            raise CollectError("budget_exceeded", str(exc)) from None
+        estimate = make_estimate()
+        result = {"collection_id": cid, "estimate": estimate.to_dict(), "n": int(n),
+                  "budget_spent": led.spent.to_dict(), "budget_remaining": led.remaining.to_dict()}
+        storage.put_collection(conn, tid, cid, result)
+    return result
 
 
 # ------------------------------------------------------------------------------------------------- HTTP
