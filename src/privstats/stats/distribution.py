@@ -191,8 +191,14 @@ def ecdf(x, *, epsilon: float, bounds, grid=1024, smoothing: str | None = None, 
     params = {**(mech if model == "local" else mech.params()), "smoothing": smoothing}
     if model == "secure":
         params.update(servers=2 if protocol == "fss" else n_servers, secure_protocol=protocol)
+    details = {"thresholds": thresholds, "raw": raw, "noise_model": noise_model}
+    if neighbours != "replace":
+        # n is private under add/remove: publish only the noisy total the mechanism already released
+        # (the last cumulative count, covered by the same epsilon), never the exact n
+        details["noisy_n"] = float(noise_model["total"])
     est = Estimate(values, stderr=se, guarantee=PureDP(epsilon), model=model, protocol=name, params=params,
-                   n=int(xs.size), neighbours=neighbours, details={"thresholds": thresholds, "raw": raw, "noise_model": noise_model}, **cost)
+                   n=int(xs.size) if neighbours == "replace" else None, neighbours=neighbours, details=details,
+                   **cost)
     return PrivateECDF(thresholds, values, se, estimate=est, raw=raw)
 
 
@@ -282,7 +288,7 @@ def quantiles(x, q, *, epsilon: float, bounds, model: str = "central", method: s
     if model == "local":
         protocol = "ecdf-local-hierarchy+algorithm1"
     return Estimate(values, stderr=None, guarantee=PureDP(epsilon), model=model, protocol=protocol, params=params,
-                    n=int(xs.size), neighbours=neighbours, **cost)
+                    n=public_n, neighbours=neighbours, **cost)         # n is private (None) under add/remove
 
 
 def raw_covariance(result: PrivateECDF) -> np.ndarray:
