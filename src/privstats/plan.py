@@ -96,6 +96,8 @@ def statistic_range(statistic: str, *, n: int | None = None, bounds=None) -> tup
         return (float(bounds[0]), float(bounds[1]))
     if statistic in ("frequencies", "range_counts") and n is not None:
         return (0.0, float(n))
+    if statistic == "hosmer_lemeshow":
+        return (0.0, 100.0)      # not bounded; a stderr above ~100 makes any calibration verdict noise
     return None
 
 

@@ -170,7 +170,7 @@ def test_hl_budget_option_changes_the_noise():
     rng = np.random.default_rng(3)
     p = rng.uniform(0.1, 0.9, 2000)
     y = (rng.uniform(size=2000) < p).astype(int)
-    tight = privstats.hosmer_lemeshow(y, p, epsilon=1.0, depth=8, rng=0)
+    tight = privstats.hosmer_lemeshow(y, p, epsilon=1.0, depth=8, budget="tight", rng=0)
     paper = privstats.hosmer_lemeshow(y, p, epsilon=1.0, depth=8, budget="paper", rng=0)
     assert tight.params["epsilon_prime"] == pytest.approx(1 / 13) and paper.params["epsilon_prime"] == pytest.approx(1 / 17)
     assert tight.guarantee.epsilon == pytest.approx(1.0) == paper.guarantee.epsilon
