@@ -23,7 +23,7 @@ import numpy as np
 
 from privstats.privacy.guarantees import Guarantee
 
-__all__ = ["Estimate", "TRUST_MODELS", "POSTPROCESS", "constrain", "laplace_normal_halfwidth"]
+__all__ = ["POSTPROCESS", "TRUST_MODELS", "Estimate", "constrain", "laplace_normal_halfwidth"]
 
 TRUST_MODELS = ("local", "shuffle", "secure", "central")
 POSTPROCESS = ("clip", "none")
@@ -116,9 +116,10 @@ class Estimate:
         else:
             if self.stderr is None:
                 raise ValueError("this estimate has no standard error, so no confidence interval")
-            centre = self.details.get("unbiased", self.value) if isinstance(self.details, dict) else self.value
+            details = self.details if isinstance(self.details, dict) else {}
+            centre = details.get("unbiased", self.value)
             v, s = np.asarray(centre, dtype=float), np.asarray(self.stderr, dtype=float)
-            law = self.details.get("ci_law") if isinstance(self.details, dict) else None
+            law = details.get("ci_law")
             if law is not None and v.ndim == 0:
                 h = laplace_normal_halfwidth(level, law["laplace_scale"], law.get("normal_sd", 0.0))
             else:
@@ -182,7 +183,8 @@ class Estimate:
                 f"model={self.model!r}, protocol={self.protocol!r}, n={self.n})")
 
 
-def constrain(est: Estimate, lo: float, hi: float, *, postprocess: str = "clip", monotone: bool = False) -> Estimate:
+def constrain(est: Estimate, lo: float, hi: float, *, postprocess: str = "clip",
+              monotone: bool = False) -> Estimate:
     """``est`` with its value projected into ``[lo, hi]`` (and sorted if ``monotone``).
 
     ``postprocess="clip"`` (default): the value is clipped (post-processing, no privacy

@@ -25,11 +25,20 @@ def test_hl_at_n_6366_epsilon_1_is_close_to_the_exact_statistic():
     exact = float(_hl_statistic(E1 / 2**20, E0 / 2**20, O1, O0, 0.5))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        vals = np.array([privstats.hosmer_lemeshow(y, p, epsilon=1.0, bootstrap=200, rng=r).details["unbiased"]
-                         for r in range(12)])
-        old = np.array([privstats.hosmer_lemeshow(y, p, epsilon=1.0, budget="tight", bootstrap=200,
-                                                   rng=r).details["H_plain"]
-                        for r in range(6)])
+        vals = np.array(
+            [
+                privstats.hosmer_lemeshow(y, p, epsilon=1.0, bootstrap=200, rng=r).details["unbiased"]
+                for r in range(12)
+            ]
+        )
+        old = np.array(
+            [
+                privstats.hosmer_lemeshow(y, p, epsilon=1.0, budget="tight", bootstrap=200, rng=r).details[
+                    "H_plain"
+                ]
+                for r in range(6)
+            ]
+        )
     rmse = float(np.sqrt(np.mean((vals - exact) ** 2)))
     # old: the pre-issue release (tight split, no bias removal).
     # the exact cuts differ from the private ones, so the reference is not the target exactly:

@@ -293,8 +293,8 @@ def quantiles(x, q, *, epsilon: float, bounds, model: str = "central", method: s
         d = est.details
         edges = bounds[0] + d["bin_width"] * np.arange(1, d["prefix_counts"].size + 1)
         n = est.n or 1
-        band = (edges, d["prefix_counts"] / n, np.asarray(d["prefix_stderr"]) / n)
-        return _finish_quantiles(est, qs, band, bounds, postprocess)
+        shuffle_band = (edges, d["prefix_counts"] / n, np.asarray(d["prefix_stderr"]) / n)
+        return _finish_quantiles(est, qs, shuffle_band, bounds, postprocess)
     xs = as_float_array(x, "x", bounds=bounds)
     public_n = xs.size if neighbours == "replace" else None          # n is private under add/remove
     chosen = _auto_quantile_method(qs.size, public_n) if method == "auto" else method
@@ -305,7 +305,7 @@ def quantiles(x, q, *, epsilon: float, bounds, model: str = "central", method: s
         chosen = "tree"
     check_choice(chosen, "method", ("exponential", "independent", "joint", "tree"))
     order = np.argsort(qs)
-    band = None
+    band: tuple | None = None
     if chosen == "tree":
         res = ecdf(xs, epsilon=epsilon, bounds=bounds, grid=grid, smoothing="isotonic", neighbours=neighbours,
                    model=model, rng=rng, **kwargs)
@@ -366,7 +366,7 @@ def _finish_quantiles(est: Estimate, qs, band, bounds, postprocess) -> Estimate:
         lo95, hi95 = ci_fn(0.95)
         stderr = (hi95 - lo95) / (2 * 1.959963984540054)
         details["interval_method"] = "inverted pointwise band of a raw private ECDF"
-    return replace(est, value=value, stderr=stderr, details=details, support=tuple(map(float, bounds)))
+    return replace(est, value=value, stderr=stderr, details=details, support=(float(bounds[0]), float(bounds[1])))
 
 
 def raw_covariance(result: PrivateECDF) -> np.ndarray:

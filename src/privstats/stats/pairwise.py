@@ -297,7 +297,7 @@ def auc(y_true, y_score, *, epsilon: float, delta: float = 0.0, model: str | Non
                          details={**det, "stderr_note": "plug-in, ignores the data-dependent pruning"}, support=(0.0, 1.0), postprocess=postprocess, statistic="auc")
     t = ties or "half"
     opt = _plan_auc_quantized(n=n, epsilon=epsilon, n_pos=n_pos, domain_size=domain_size, oracle=oracle, ties=t)
-    k, orc = (opt.params["domain_size"], opt.params["oracle"]) if opt is not None else (domain_size, oracle)
+    k, orc = (opt.params["domain_size"], opt.params["oracle"]) if opt is not None else (int(domain_size or 2), oracle)
     proto = QuantizedUStat(K.AUCOperator(_check_structured(k, "domain_size", orc), t), epsilon, orc)
     bins_p, bins_n = K.quantize(pos, (lo, hi), k), K.quantize(neg, (lo, hi), k)
     g = as_generator(rng) if _simulating(rng) else None
