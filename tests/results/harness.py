@@ -29,6 +29,7 @@ class Case:
     exact: float | np.ndarray
     predicted: float
     pick: Callable[[privstats.Estimate], np.ndarray] | None = None  # value compared (default: unbiased)
+    entries: slice | None = None  # entries compared (default: all)
 
 
 def _unbiased(est) -> np.ndarray:
@@ -116,6 +117,7 @@ def freq_case(model: str, n: int, epsilon: float, seed: int = 0, delta: float = 
         exact[d // 2 :],
         opt.stderr,
         pick=lambda e: _unbiased(e)[d // 2 :],
+        entries=slice(d // 2, None),
     )
 
 
@@ -185,7 +187,7 @@ def coverage(case: Case, reps: int, level: float = 0.95) -> float:
         warnings.simplefilter("ignore")
         for r in range(reps):
             est = case.run(5000 + r)
-            lo, hi = est.ci(level)
+            lo, hi = (np.atleast_1d(v)[case.entries or slice(None)] for v in est.ci(level))
             ex = np.atleast_1d(case.exact)
             hits.append(np.atleast_1d((np.asarray(lo) <= ex) & (ex <= np.asarray(hi))))
     return float(np.mean(np.concatenate(hits)))
