@@ -527,14 +527,16 @@ def _add_service_parsers(sub) -> None:
     serve.add_argument("--task", required=True, metavar="FILE", help="task.json (the role's secrets are read "
                                                                      "from task.<role>.json next to it)")
     serve.add_argument("--secrets", metavar="FILE", help="the role's secrets file (default task.<role>.json)")
-    serve.add_argument("--db", metavar="URL", help="sqlite:///FILE (default: a SQLite file next to the task) or "
-                                                  "postgresql+psycopg://USER@HOST:PORT/DB")
+    serve.add_argument("--db", metavar="URL",
+                       help="sqlite:///FILE (default: a SQLite file next to the task) or "
+                            "postgresql+psycopg://USER@HOST:PORT/DB")
     serve.add_argument("--host", help="listen address (default: the host of the role's URL in the task)")
     serve.add_argument("--port", type=int, help="listen port (default: the port of the role's URL)")
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
 
     submit = sub.add_parser("submit", help="encode values on this device and upload them (client role)",
-                            description="Randomize values with the task's protocol (OS CSPRNG) and upload them.")
+                            description="Randomize values with the task's protocol (OS CSPRNG) and "
+                                        "upload them.")
     submit.add_argument("--task", required=True, metavar="FILE")
     submit.add_argument("--input", required=True, metavar="FILE", help="a .csv or .parquet file")
     submit.add_argument("--column", required=True, metavar="COL")
@@ -546,8 +548,15 @@ def _add_service_parsers(sub) -> None:
                              description="Spend one collection of the task's budget and print the estimate.")
     collect.add_argument("--task", required=True, metavar="FILE")
     collect.add_argument("--url", help="server URL (default: the task's collector or analyzer)")
-    collect.add_argument("--token", help="collect token (default: task.analyst.json or $PRIVSTATS_COLLECT_TOKEN)")
+    collect.add_argument("--token",
+                         help="collect token (default: task.analyst.json or $PRIVSTATS_COLLECT_TOKEN)")
     collect.add_argument("--collection-id", help="idempotency key (a retry with the same id spends nothing)")
+    collect.add_argument("--min-reports", type=int, metavar="N",
+                         help="release only once the batch holds at least N reports "
+                              "(with --wait: wait for them)")
+    collect.add_argument("--wait", type=float, default=0.0, metavar="S",
+                         help="retry for up to S seconds while the batch is below --min-batch (e.g. the "
+                              "shuffler has not forwarded it yet)")
     collect.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -620,16 +629,28 @@ def _submit(args) -> int:
 
 
 def _collect(args) -> int:
-    from privstats.client import Client
+    import uuid
 
-    with Client(args.url, args.task, args.token) as client:
-        est = client.collect(args.collection_id)
+    from privstats.client import Client, ServiceError
+
+    cid = args.collection_id or uuid.uuid4().hex
+    deadline = time.monotonic() + max(args.wait, 0.0)
+    with Client(args.url, args.task, args.token, collect_url=args.url) as client:
+        while True:
+            try:
+                query = {} if args.min_reports is None else {"min_reports": args.min_reports}
+                est = client.collect(cid, **query)
+                break
+            except ServiceError as exc:
+                if exc.code != "batch_too_small" or time.monotonic() >= deadline:
+                    raise
+                time.sleep(1.0)
     if args.json:
         print(json.dumps(est.to_dict(), allow_nan=False))
         return 0
     print(f"protocol {est.protocol}  model {est.model}  n {est.n}  guarantee {est.guarantee}")
     value, se = np.atleast_1d(est.value), np.atleast_1d(est.stderr)
-    for i, (v, s) in enumerate(zip(value, se)):
+    for i, (v, s) in enumerate(zip(value, se, strict=True)):
         print(f"{i:>6}  {v:12.2f}  ± {s:.2f}")
     return 0
 
