@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import json
 import math
+import re
 import shutil
 import subprocess
 import sys
@@ -72,15 +73,15 @@ def _exact_reference(label: str, seed: int):
     """Non-private values computed here independently of the demo's own exact code."""
     if label == "frequency of item 0":
         return np.mean(demo.demo_data("zipf", "small", seed) == 0)
+    first = re.search(r", first (\d+) users$", label)          # a costly row run on the first users only
+    m = int(first.group(1)) if first else None
     if label.startswith("range share [0, d/8)"):
-        z = demo.demo_data("zipf", "small", seed)
-        if "first" in label:
-            z = z[: demo.SHUFFLE_RANGE_USERS]
+        z = demo.demo_data("zipf", "small", seed)[:m]
         return np.count_nonzero(z <= demo.SIZES["small"].domain // 8 - 1) / z.size
     if label == "ECDF F(40)":
         return np.mean(demo.demo_data("incomes", "small", seed) <= 40.0)
-    if label == "median":
-        x = np.sort(demo.demo_data("incomes", "small", seed))
+    if label.startswith("median"):
+        x = np.sort(demo.demo_data("incomes", "small", seed)[:m])
         return x[math.ceil(0.5 * x.size) - 1]
     if label == "Gini mean difference":
         return pdist(demo.demo_data("incomes", "small", seed)[:, None], "cityblock").mean()
@@ -246,3 +247,53 @@ def test_every_trust_model_of_quantiles_and_ranges_runs():
     assert {r["model"] for r in result.rows if r["statistic"] == "median"} == {"local", "shuffle", "secure", "central"}
     assert {r["model"] for r in result.rows if r["statistic"].startswith("range share")} == {"local", "shuffle",
                                                                                            "central"}
+
+
+def test_demo_report_notes_list_the_runs_caveats(small_demo):
+    result, out, _ = small_demo
+    notes = result["notes"]
+    text = (out / "report.md").read_text(encoding="utf-8")
+    notes_section = text.split("## Notes", 1)[1]
+    assert "None." not in notes_section
+    for note in notes:
+        assert note in notes_section
+    assert any("simulation" in n and "rng=None" in n for n in notes)
+    # the 'secure' summarization row's curator sees the raw points it fetches: said in the notes
+    assert any("summarization" in n and "curator" in n and "raw points" in n for n in notes)
+    # a row run on a subset of the users, and the rows run at the headline ε only, are listed
+    subset_rows = [r for r in result["rows"] if "first" in r["statistic"]]
+    assert subset_rows and any(f"first {demo.SHUFFLE_RANGE_USERS} of" in n for n in notes)
+    for statistic, model in demo.HEADLINE_ONLY:
+        assert any(n.startswith(f"{statistic} [{model}] runs at the headline ε") for n in notes), statistic
+        eps = {r["epsilon"] for r in result["rows"] if r["model"] == model and r["statistic"] in _LABELS[statistic]}
+        assert eps <= {1.0}
+
+
+_LABELS = {"frequencies": {"frequency of item 0"},
+           "range_counts": {"range share [0, d/8)", f"range share [0, d/8), first {demo.SHUFFLE_RANGE_USERS} users"},
+           "quantiles": {"median", f"median, first {demo.SHUFFLE_QUANTILE_USERS} users"},
+           "roc_curve": {"ROC curve AUC"}}
+
+
+def test_demo_prints_its_time_and_help_promises_none(tmp_path, capsys):
+    proc = run_cli("demo", "--size", "tiny", "--only", "gini", "--out", str(tmp_path / "r"))
+    assert proc.returncode == 0, proc.stderr
+    finished = proc.stdout.strip().splitlines()[-2]
+    assert re.fullmatch(r"Demo finished in \d+\.\d s \(statistics .* s of CPU\)\.", finished), finished
+    from privstats.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["demo", "--help"])
+    help_text = capsys.readouterr().out
+    assert "min" not in help_text.replace("minimum", "")
+
+
+def test_every_series_of_a_figure_has_its_own_colour_and_marker():
+    from privstats.plotting import _MODEL_STYLE, series_styles
+
+    names = ["GRR", "OUE", "OLH", "HadamardResponse", "best_oracle → OUE", "BinaryRR (item 0 vs rest)"]
+    styles = series_styles(names)
+    assert len({c for c, _ in styles.values()}) == len(names)
+    assert len({m for _, m in styles.values()}) == len(names)
+    mixed = series_styles(["local", "GRR", "central", "OUE", "shuffle", "secure"])
+    assert len(set(mixed.values())) == 6 and mixed["central"] == _MODEL_STYLE["central"]
