@@ -17,8 +17,12 @@ import numpy as np
 import privstats
 
 OUT = Path(__file__).resolve().parent / "figures"
-STYLE = {"local": ("tab:red", "o", "-"), "shuffle": ("tab:orange", "s", "--"),
-         "secure": ("tab:green", "^", "-."), "central": ("tab:blue", "D", ":")}
+STYLE = {
+    "local": ("tab:red", "o", "-"),
+    "shuffle": ("tab:orange", "s", "--"),
+    "secure": ("tab:green", "^", "-."),
+    "central": ("tab:blue", "D", ":"),
+}
 EPS = (0.25, 0.5, 1.0, 2.0, 4.0)
 
 
@@ -56,8 +60,17 @@ def frequencies() -> None:
     for k, model in enumerate(("local", "shuffle", "central")):
         color, marker, _ = STYLE[model]
         est = privstats.frequencies(x, domain=64, epsilon=1.0, model=model, rng=1)
-        ax.errorbar(np.arange(16) + 0.25 * (k - 1), est.value[:16], yerr=1.96 * np.asarray(est.stderr)[:16], ls="none",
-                    marker=marker, color=color, ms=4, capsize=2, label=f"{model} (95% CI)")
+        ax.errorbar(
+            np.arange(16) + 0.25 * (k - 1),
+            est.value[:16],
+            yerr=1.96 * np.asarray(est.stderr)[:16],
+            ls="none",
+            marker=marker,
+            color=color,
+            ms=4,
+            capsize=2,
+            label=f"{model} (95% CI)",
+        )
     ax.set_yscale("log")
     ax.set_ylim(bottom=100)
     ax.set_xlabel("item")
@@ -95,8 +108,14 @@ def heavy_hitters() -> None:
         est = privstats.heavy_hitters(x, domain=4096, epsilon=1.0, model=model, rng=1)
         found = set(est.value.tolist())
         idx = [i for i, item in enumerate(top) if item in found]
-        ax.plot(idx, truth[top][idx] * (1.08 + 0.08 * k), ls="none", marker=marker, color=color,
-                label=f"found by {model}")
+        ax.plot(
+            idx,
+            truth[top][idx] * (1.08 + 0.08 * k),
+            ls="none",
+            marker=marker,
+            color=color,
+            label=f"found by {model}",
+        )
     ax.set_yscale("log")
     ax.set_xlabel("rank of item")
     ax.set_ylabel("count")
@@ -112,7 +131,7 @@ def ecdf() -> None:
     fig, ax = plt.subplots(figsize=(6.4, 3.4))
     ax.step(grid, exact, where="post", color="black", label="exact")
     for model in ("local", "secure", "central"):
-        color, marker, ls = STYLE[model]
+        color, _marker, ls = STYLE[model]
         F = privstats.ecdf(x, epsilon=0.5, bounds=(0, 256), model=model, rng=1)
         ax.plot(grid, F.evaluate(grid), color=color, ls=ls, label=model)
     ax.set_xlim(0, 150)
@@ -129,11 +148,20 @@ def quantiles() -> None:
 
     def run(model, eps, rep):
         kw = {"delta": 1e-6} if model == "shuffle" else {}
-        return float(privstats.quantiles(x, [0.5], epsilon=eps, bounds=(0, 256), model=model,
-                                         rng=10 * rep + 1, **kw).value[0])
+        return float(
+            privstats.quantiles(
+                x, [0.5], epsilon=eps, bounds=(0, 256), model=model, rng=10 * rep + 1, **kw
+            ).value[0]
+        )
 
-    _error_vs_eps("quantiles.png", "median of 20,000 incomes: |error| vs ε (mean of 3 runs)",
-                  "|private − exact| (thousands)", ("local", "shuffle", "secure", "central"), run, exact)
+    _error_vs_eps(
+        "quantiles.png",
+        "median of 20,000 incomes: |error| vs ε (mean of 3 runs)",
+        "|private − exact| (thousands)",
+        ("local", "shuffle", "secure", "central"),
+        run,
+        exact,
+    )
 
 
 def _scores(n):
@@ -151,8 +179,14 @@ def auc() -> None:
     def run(model, eps, rep):
         return float(privstats.auc(y, s, epsilon=eps, model=model, bounds=(0, 1), rng=10 * rep + 1).value)
 
-    _error_vs_eps("auc.png", "AUC, n = 20,000: |error| vs ε (mean of 3 runs)", "|private − exact|",
-                  ("local", "secure", "central"), run, exact)
+    _error_vs_eps(
+        "auc.png",
+        "AUC, n = 20,000: |error| vs ε (mean of 3 runs)",
+        "|private − exact|",
+        ("local", "secure", "central"),
+        run,
+        exact,
+    )
 
 
 def roc_curve() -> None:
@@ -180,9 +214,13 @@ def hosmer_lemeshow() -> None:
     y_cal = (rng.random(p.size) < p).astype(int)
     y_mis = (rng.random(p.size) < np.clip(1.3 * p, 0, 1)).astype(int)
     fig, ax = plt.subplots(figsize=(6.4, 3.4))
-    for label, y, color, marker in (("calibrated", y_cal, "tab:blue", "o"),
-                                    ("miscalibrated (×1.3)", y_mis, "tab:red", "s")):
-        pv = [privstats.hosmer_lemeshow(y, p, epsilon=e, rng=1, bootstrap=500).details["p_value"] for e in EPS]
+    for label, y, color, marker in (
+        ("calibrated", y_cal, "tab:blue", "o"),
+        ("miscalibrated (×1.3)", y_mis, "tab:red", "s"),
+    ):
+        pv = [
+            privstats.hosmer_lemeshow(y, p, epsilon=e, rng=1, bootstrap=500).details["p_value"] for e in EPS
+        ]
         ax.plot(EPS, pv, color=color, marker=marker, label=label)
     ax.axhline(0.05, color="grey", ls=":", lw=1)
     ax.set_xscale("log")
@@ -204,11 +242,18 @@ def kendall_tau() -> None:
     exact = kendalltau(a, b).statistic
 
     def run(model, eps, rep):
-        return float(privstats.kendall_tau(a, b, epsilon=eps, model=model, bounds=(-3, 3),
-                                           rng=10 * rep + 1).value)
+        return float(
+            privstats.kendall_tau(a, b, epsilon=eps, model=model, bounds=(-3, 3), rng=10 * rep + 1).value
+        )
 
-    _error_vs_eps("kendall_tau.png", "Kendall's tau-b, n = 10,000: |error| vs ε (mean of 3 runs)",
-                  "|private − exact|", ("local", "secure", "central"), run, exact)
+    _error_vs_eps(
+        "kendall_tau.png",
+        "Kendall's tau-b, n = 10,000: |error| vs ε (mean of 3 runs)",
+        "|private − exact|",
+        ("local", "secure", "central"),
+        run,
+        exact,
+    )
 
 
 def gini() -> None:
@@ -218,11 +263,20 @@ def gini() -> None:
     exact = 2.0 * np.sum((2 * np.arange(n) - n + 1) * xs) / (n * (n - 1))
 
     def run(model, eps, rep):
-        return float(privstats.gini_mean_difference(x, epsilon=eps, model=model, bounds=(0, 256),
-                                                    rng=10 * rep + 1).value)
+        return float(
+            privstats.gini_mean_difference(
+                x, epsilon=eps, model=model, bounds=(0, 256), rng=10 * rep + 1
+            ).value
+        )
 
-    _error_vs_eps("gini.png", "Gini mean difference, n = 20,000: |error| vs ε (mean of 3 runs)",
-                  "|private − exact|", ("local", "secure", "central"), run, exact)
+    _error_vs_eps(
+        "gini.png",
+        "Gini mean difference, n = 20,000: |error| vs ε (mean of 3 runs)",
+        "|private − exact|",
+        ("local", "secure", "central"),
+        run,
+        exact,
+    )
 
 
 def ustatistic() -> None:
@@ -231,11 +285,20 @@ def ustatistic() -> None:
     exact = float(np.sum(c * (c - 1)) / (x.size * (x.size - 1)))
 
     def run(model, eps, rep):
-        return float(privstats.collision_probability(x, epsilon=eps, domain_size=16, model=model,
-                                                     rng=10 * rep + 1).value)
+        return float(
+            privstats.collision_probability(
+                x, epsilon=eps, domain_size=16, model=model, rng=10 * rep + 1
+            ).value
+        )
 
-    _error_vs_eps("collision_probability.png", "collision probability, n = 50,000: |error| vs ε",
-                  "|private − exact|", ("local", "secure", "central"), run, exact)
+    _error_vs_eps(
+        "collision_probability.png",
+        "collision probability, n = 50,000: |error| vs ε",
+        "|private − exact|",
+        ("local", "secure", "central"),
+        run,
+        exact,
+    )
 
 
 def summarize() -> None:
@@ -248,8 +311,14 @@ def summarize() -> None:
     ax.scatter(target[:, 0], target[:, 1], s=6, color="black", marker="x", label="buyer's target")
     res = privstats.summarize(owners, target, size=30, epsilon=2.0, delta=1e-6, rng=1)
     pts = res.points(owners)
-    ax.scatter(pts[:, 0], pts[:, 1], s=30, color="tab:green", marker="^",
-               label=f"private summary (MMD² {res.mmd2:.3g})")
+    ax.scatter(
+        pts[:, 0],
+        pts[:, 1],
+        s=30,
+        color="tab:green",
+        marker="^",
+        label=f"private summary (MMD² {res.mmd2:.3g})",
+    )
     ax.set_xlabel("feature 1")
     ax.set_ylabel("feature 2")
     ax.set_title("a 30-row summary from 3 owners, ε = 2 per owner", fontsize=10)
@@ -257,8 +326,20 @@ def summarize() -> None:
     _save(fig, "summarize.png")
 
 
-FIGURES = [frequencies, range_counts, heavy_hitters, ecdf, quantiles, auc, roc_curve, hosmer_lemeshow,
-           kendall_tau, gini, ustatistic, summarize]
+FIGURES = [
+    frequencies,
+    range_counts,
+    heavy_hitters,
+    ecdf,
+    quantiles,
+    auc,
+    roc_curve,
+    hosmer_lemeshow,
+    kendall_tau,
+    gini,
+    ustatistic,
+    summarize,
+]
 
 if __name__ == "__main__":
     import sys

@@ -12,15 +12,19 @@ work with any protocol's output.
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 
 __all__ = ["matplotlib_available", "plot_ecdf", "plot_error_vs_epsilon", "plot_roc", "series_styles"]
 
-_MODEL_STYLE = {"local": ("tab:red", "o"), "shuffle": ("tab:orange", "s"), "secure": ("tab:green", "^"),
-                "central": ("tab:blue", "D")}
+_MODEL_STYLE = {
+    "local": ("tab:red", "o"),
+    "shuffle": ("tab:orange", "s"),
+    "secure": ("tab:green", "^"),
+    "central": ("tab:blue", "D"),
+}
 _MODEL_DASH = {"local": "-", "shuffle": "--", "secure": "-.", "central": ":"}
 
 
@@ -51,9 +55,16 @@ def _save(fig, path: Path, *, layout: bool = True) -> Path:
     return path
 
 
-def plot_ecdf(path: Path, grid, *, exact, private: Mapping[str, Sequence[float]],
-              bands: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
-              title: str = "ECDF: private vs exact", xlabel: str = "x") -> Path:
+def plot_ecdf(
+    path: Path,
+    grid,
+    *,
+    exact,
+    private: Mapping[str, Sequence[float]],
+    bands: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
+    title: str = "ECDF: private vs exact",
+    xlabel: str = "x",
+) -> Path:
     """Exact ECDF (step) and each model's private ECDF on ``grid`` with its confidence band (left),
     and the difference private − exact with the band around it (right), where the band is visible."""
     plt = _pyplot()
@@ -85,9 +96,13 @@ def plot_ecdf(path: Path, grid, *, exact, private: Mapping[str, Sequence[float]]
     return _save(fig, path, layout=False)
 
 
-def plot_roc(path: Path, *, exact: tuple[Sequence[float], Sequence[float]],
-             private: Mapping[str, tuple[Sequence[float], Sequence[float]]],
-             title: str = "ROC: private vs exact") -> Path:
+def plot_roc(
+    path: Path,
+    *,
+    exact: tuple[Sequence[float], Sequence[float]],
+    private: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+    title: str = "ROC: private vs exact",
+) -> Path:
     """Exact ROC curve ``(fpr, tpr)`` and each model's private curve."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7.4, 5.0))
@@ -95,7 +110,14 @@ def plot_roc(path: Path, *, exact: tuple[Sequence[float], Sequence[float]],
     ax.plot(*exact, color="black", lw=1.5, drawstyle="steps-post", label="exact (scikit-learn)")
     styles = series_styles(list(private))
     for model, (fpr, tpr) in private.items():
-        ax.plot(fpr, tpr, color=styles[model][0], lw=1.2, ls=_MODEL_DASH.get(model, "-"), label=f"private ({model})")
+        ax.plot(
+            fpr,
+            tpr,
+            color=styles[model][0],
+            lw=1.2,
+            ls=_MODEL_DASH.get(model, "-"),
+            label=f"private ({model})",
+        )
     ax.set_xlabel("false positive rate")
     ax.set_ylabel("true positive rate")
     ax.set_xlim(-0.02, 1.02)
@@ -105,8 +127,18 @@ def plot_roc(path: Path, *, exact: tuple[Sequence[float], Sequence[float]],
     return _save(fig, path)
 
 
-_CYCLE_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink",
-                 "tab:gray", "tab:olive", "tab:cyan")
+_CYCLE_COLORS = (
+    "tab:blue",
+    "tab:orange",
+    "tab:green",
+    "tab:red",
+    "tab:purple",
+    "tab:brown",
+    "tab:pink",
+    "tab:gray",
+    "tab:olive",
+    "tab:cyan",
+)
 _CYCLE_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
 
 
@@ -133,10 +165,14 @@ def series_styles(names: Sequence[str]) -> dict[str, tuple[str, str]]:
     return out
 
 
-def plot_error_vs_epsilon(path: Path, rows: Sequence[Mapping], *,
-                          title: str = "absolute error vs ε per trust model",
-                          ylabel: str = "|private − exact| (markers), std. error (dashed)",
-                          legend_title: str = "trust model") -> Path:
+def plot_error_vs_epsilon(
+    path: Path,
+    rows: Sequence[Mapping],
+    *,
+    title: str = "absolute error vs ε per trust model",
+    ylabel: str = "|private − exact| (markers), std. error (dashed)",
+    legend_title: str = "trust model",
+) -> Path:
     """One panel per statistic: |error| (markers) and standard error (dashed lines) against ε, per series.
 
     ``rows`` are demo rows with keys ``statistic``, ``model`` (the series), ``epsilon``, ``abs_error``,
@@ -149,21 +185,29 @@ def plot_error_vs_epsilon(path: Path, rows: Sequence[Mapping], *,
     nrows = max(1, -(-len(stats) // ncols))
     fig, axes = plt.subplots(nrows, ncols, figsize=(3.9 * ncols + 2.0, 3.0 * nrows + 0.6), squeeze=False)
     handles: dict[str, object] = {}
-    for ax, stat in zip(axes.ravel(), stats):
+    for ax, stat in zip(axes.ravel(), stats, strict=False):
         sub = [r for r in rows if r["statistic"] == stat]
         positive = [v for r in sub for v in (r["abs_error"], r.get("stderr")) if v]
-        floor = 0.5 * min(positive) if positive else 1e-12      # an exact hit is drawn at the panel's floor
+        floor = 0.5 * min(positive) if positive else 1e-12  # an exact hit is drawn at the panel's floor
         for model in dict.fromkeys(r["model"] for r in sub):
             pts = sorted((r for r in sub if r["model"] == model), key=lambda r: r["epsilon"])
             color, marker = styles[model]
             eps = [r["epsilon"] for r in pts]
             err = [max(r["abs_error"], floor) for r in pts]
-            (line,) = ax.plot(eps, err, ls="none", marker=marker, color=color, ms=6, markeredgecolor="black",
-                              markeredgewidth=0.4)
+            (line,) = ax.plot(
+                eps,
+                err,
+                ls="none",
+                marker=marker,
+                color=color,
+                ms=6,
+                markeredgecolor="black",
+                markeredgewidth=0.4,
+            )
             handles.setdefault(model, line)
             se = [(r["epsilon"], r["stderr"]) for r in pts if r.get("stderr")]
             if se:
-                ax.plot(*zip(*se), color=color, lw=1, ls="--")
+                ax.plot(*zip(*se, strict=False), color=color, lw=1, ls="--")
         ax.set_xscale("log")
         if positive and max(positive) / floor > 20:
             ax.set_yscale("log")
@@ -174,10 +218,17 @@ def plot_error_vs_epsilon(path: Path, rows: Sequence[Mapping], *,
         ax.set_xlabel("ε")
     for ax in axes[:, 0]:
         ax.set_ylabel(ylabel, fontsize=8)
-    for ax in axes.ravel()[len(stats):]:
+    for ax in axes.ravel()[len(stats) :]:
         ax.set_visible(False)
     fig.suptitle(title, fontsize=10)
-    fig.legend(list(handles.values()), list(handles), title=legend_title, loc="center right", fontsize=8,
-               title_fontsize=8, frameon=False)
+    fig.legend(
+        list(handles.values()),
+        list(handles),
+        title=legend_title,
+        loc="center right",
+        fontsize=8,
+        title_fontsize=8,
+        frameon=False,
+    )
     fig.tight_layout(rect=(0, 0, 1 - 1.9 / fig.get_figwidth(), 0.97))
     return _save(fig, path, layout=False)

@@ -13,8 +13,11 @@ import pytest
 import privstats
 
 CLI_MODULES = {"privstats.cli", "privstats.demo", "privstats.report", "privstats.plotting"}
-MODULES = sorted(m.name for m in pkgutil.walk_packages(privstats.__path__, "privstats.")
-                 if not m.name.endswith("__main__") and m.name not in CLI_MODULES)
+MODULES = sorted(
+    m.name
+    for m in pkgutil.walk_packages(privstats.__path__, "privstats.")
+    if not m.name.endswith("__main__") and m.name not in CLI_MODULES
+)
 
 
 def test_every_module_is_collected():
