@@ -59,7 +59,7 @@ def frequencies() -> None:
     ax.bar(np.arange(16), truth[:16], color="lightgrey", label="exact")
     for k, model in enumerate(("local", "shuffle", "central")):
         color, marker, _ = STYLE[model]
-        est = privstats.frequencies(x, domain=64, epsilon=1.0, model=model, rng=1)
+        est = privstats.frequencies(x, domain=64, epsilon=1.0, delta=1e-6, model=model, rng=1)
         ax.errorbar(
             np.arange(16) + 0.25 * (k - 1),
             est.value[:16],
@@ -87,7 +87,7 @@ def range_counts() -> None:
     ax.step(np.arange(1, 65), exact, where="post", color="black", label="exact")
     for model in ("local", "shuffle", "central"):
         color, marker, ls = STYLE[model]
-        est = privstats.range_counts(x, domain=64, epsilon=1.0, model=model, rng=1)
+        est = privstats.range_counts(x, domain=64, epsilon=1.0, delta=1e-6, model=model, rng=1)
         ax.plot(np.arange(1, 65), est.value / x.size, color=color, ls=ls, marker=marker, ms=3, label=model)
     ax.set_xlabel("j")
     ax.set_ylabel("share of users with x < j")
@@ -105,7 +105,7 @@ def heavy_hitters() -> None:
     ax.plot(np.arange(40), truth[top], color="black", marker=".", label="exact count (top 40)")
     for k, model in enumerate(("shuffle", "central")):
         color, marker, _ = STYLE[model]
-        est = privstats.heavy_hitters(x, domain=4096, epsilon=1.0, model=model, rng=1)
+        est = privstats.heavy_hitters(x, domain=4096, epsilon=1.0, delta=1e-6, model=model, rng=1)
         found = set(est.value.tolist())
         idx = [i for i, item in enumerate(top) if item in found]
         ax.plot(
