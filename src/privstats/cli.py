@@ -97,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
                           description="Run every statistic under every trust model on bundled or "
                                       "generated data, print a table and write a Markdown+PNG report.")
     demo.add_argument("--size", choices=["tiny", "small", "full"], default="full",
-                      help="problem size: full (default, < 1 min), small (tests), tiny (smoke)")
+                      help="problem size: full (default; the run prints its own time), small (tests), tiny (smoke)")
     demo.add_argument("--out", metavar="DIR", help="report directory (default ./privstats-report)")
     demo.add_argument("--seed", type=int, default=2024, help="seed of the data and of the simulated noise")
     demo.add_argument("--epsilons", type=_epsilon_list, metavar="E1,E2,...",
