@@ -168,6 +168,7 @@ def build_shuffled(name: str, params: Mapping[str, Any]) -> ShuffledMessages:
     )
 
     base = ("domain_size", "n", "epsilon", "delta")
+    protocol: Any
     if name == "shuffle-krr":
         p = _take(params, name, (*base, "gamma"), ("epsilon0",))
         protocol = ShuffledKRR(p.pop("domain_size"), **p)

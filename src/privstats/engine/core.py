@@ -279,7 +279,7 @@ def _run_dask(oracle, source, chunk_size: int, client, progress):
     else:
         bar = _Progress(None, progress, "aggregating (dask)")
         in_flight_limit = 2 * workers + 2
-        in_flight = []
+        in_flight: list[Any] = []
         for where, reports in _batch_source(oracle, source, chunk_size):
             if len(in_flight) >= in_flight_limit:  # bound the data held by the cluster
                 done, pending = wait(in_flight, return_when="FIRST_COMPLETED")
