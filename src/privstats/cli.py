@@ -137,7 +137,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     exp = sub.add_parser("experiment", help="run a paper reproduction from experiments/",
                          description="Run a reproduction script from the repository's experiments/ "
-                                     "directory; arguments after NAME go to the script (try NAME --help).")
+                                     "directory; arguments after NAME go to the script (try NAME --help). "
+                                     "'privstats experiment all --out DIR' runs every one and writes the "
+                                     "fidelity table DIR/fidelity.md. Outputs go to --out (default "
+                                     "./privstats-experiments/NAME), never into the source tree.")
     exp.add_argument("name", nargs="?", metavar="NAME", help="experiment name (see --list)")
     exp.add_argument("--list", action="store_true", help="list the experiments")
 
@@ -457,28 +460,17 @@ def _experiment(args, forwarded: list[str]) -> int:
         spec.loader.exec_module(module)
         if not hasattr(module, "main"):
             raise CLIError(f"NAME: experiment {args.name!r} has no main(argv) function")
-        return _with_spinner(f"experiment {args.name}", lambda: module.main(forwarded))
+        # experiments draw their own progress bars, so only the start and finish lines here
+        print(f"running experiment {args.name} ...", file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
+        code = module.main(forwarded)
+        code = 0 if code is None else int(code)
+        print(f"experiment {args.name} finished in {time.perf_counter() - t0:.1f} s (exit {code})",
+              file=sys.stderr)
+        return code
     finally:
         sys.path.remove(str(path.parent))
         sys.modules.pop(spec.name, None)
-
-
-def _with_spinner(label: str, run) -> int:
-    """Run ``run()`` under a spinner with elapsed time on a terminal; a start/finish line otherwise."""
-    from privstats.report import use_rich
-
-    t0 = time.perf_counter()
-    if use_rich(sys.stderr):
-        from rich.console import Console
-
-        with Console(stderr=True).status(f"running {label} ...", spinner="dots"):
-            code = run()
-    else:
-        print(f"running {label} ...", file=sys.stderr, flush=True)
-        code = run()
-    code = 0 if code is None else int(code)
-    print(f"{label} finished in {time.perf_counter() - t0:.1f} s (exit {code})", file=sys.stderr)
-    return code
 
 
 def _aggregate(forwarded: list[str]) -> int:
