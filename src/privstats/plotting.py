@@ -165,6 +165,16 @@ def series_styles(names: Sequence[str]) -> dict[str, tuple[str, str]]:
     return out
 
 
+def _panel(statistic: str) -> str:
+    """The panel of a row: a row run on a subset ("median, first 10000 users") joins its statistic's panel.
+
+    >>> _panel("median, first 10000 users"), _panel("median")
+    ('median', 'median')
+    """
+    head, sep, tail = statistic.rpartition(", first ")
+    return head if sep and tail.endswith(" users") else statistic
+
+
 def plot_error_vs_epsilon(
     path: Path,
     rows: Sequence[Mapping],
@@ -179,14 +189,14 @@ def plot_error_vs_epsilon(
     ``stderr``.  Every series has its own colour and marker; the legend sits outside the panels.
     """
     plt = _pyplot()
-    stats = list(dict.fromkeys(r["statistic"] for r in rows))
+    stats = list(dict.fromkeys(_panel(r["statistic"]) for r in rows))
     styles = series_styles([r["model"] for r in rows])
     ncols = min(3, max(1, len(stats)))
     nrows = max(1, -(-len(stats) // ncols))
     fig, axes = plt.subplots(nrows, ncols, figsize=(3.9 * ncols + 2.0, 3.0 * nrows + 0.6), squeeze=False)
     handles: dict[str, object] = {}
     for ax, stat in zip(axes.ravel(), stats, strict=False):
-        sub = [r for r in rows if r["statistic"] == stat]
+        sub = [r for r in rows if _panel(r["statistic"]) == stat]
         positive = [v for r in sub for v in (r["abs_error"], r.get("stderr")) if v]
         floor = 0.5 * min(positive) if positive else 1e-12  # an exact hit is drawn at the panel's floor
         for model in dict.fromkeys(r["model"] for r in sub):
@@ -214,7 +224,10 @@ def plot_error_vs_epsilon(
         ticks = sorted({r["epsilon"] for r in sub})
         ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
         ax.minorticks_off()
-        ax.set_title(stat, fontsize=9)
+        subsets = sorted(
+            {f"{r['model']}: {r['statistic'][len(stat) + 2 :]}" for r in sub if r["statistic"] != stat}
+        )
+        ax.set_title("\n".join([stat, *subsets]), fontsize=9)
         ax.set_xlabel("ε")
     for ax in axes[:, 0]:
         ax.set_ylabel(ylabel, fontsize=8)
