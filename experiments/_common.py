@@ -192,6 +192,11 @@ def pyplot():
 def savefig(fig, path: Path, dpi: int = 100) -> Path:
     """Save a compact PNG (``dpi`` 100; reduced until it is under 150 KB)."""
     plt = pyplot()
+    from matplotlib.ticker import NullFormatter
+
+    for ax in fig.get_axes():  # log axes: no minor tick labels (they overlap on short ranges)
+        if ax.get_xscale() == "log":
+            ax.xaxis.set_minor_formatter(NullFormatter())
     fig.savefig(path, dpi=dpi, bbox_inches="tight")
     while path.stat().st_size > 150_000 and dpi > 60:
         dpi -= 15

@@ -40,7 +40,14 @@ PREDICTED = {  # E1 slope vs n, E2 slope vs B (log-log), E3 slope vs ε
         "central": 0.0,
         "MM-CountMin": 0.0,
     },
-    "E3": {"S1-RAPPOR": -0.5, "MM-Had exact": -1.0, "local": -1.0, "central": -1.0, "S1-RR": -1.0},
+    "E3": {
+        "S1-RAPPOR": -0.5,
+        "MM-Had exact": -1.0,
+        "MM-Had Chernoff": -1.0,
+        "local": -1.0,
+        "central": -1.0,
+        "S1-RR": -1.0,
+    },
 }
 
 
@@ -149,13 +156,13 @@ def main(argv=None) -> int:
         Bs, n2 = [2**4, 2**6, 2**8], 2**12
         epss, deltas, n3, B3 = [0.5, 1.0, 2.0], [1e-4, 1e-8, 1e-12], 2**12, 2**6
         cm_max_n, B7, n7, n8s, B9, n9 = 2**12, 2**8, 2**12, [2**10, 2**12, 2**14], 2**6, 2**12
-        B10s = [2**6, 2**8]
+        B10s = [2**6, 2**7, 2**8]
     else:
         ns, B1 = [2**k for k in range(12, 25, 2)], 2**16
         Bs, n2 = [2**k for k in range(4, 17, 2)], 2**22
         epss, deltas, n3, B3 = [0.25, 0.5, 1.0, 2.0, 4.0], [1e-4, 1e-6, 1e-8, 1e-10, 1e-12], 2**20, 2**10
         cm_max_n, B7, n7, n8s, B9, n9 = 2**18, 2**16, 2**20, [2**k for k in range(14, 25, 2)], 2**20, 2**20
-        B10s = [2**k for k in range(8, 15, 2)]
+        B10s = [2**k for k in range(8, 15, 2)]  # E10: n = B on the diagonal
     protos = ["S1-RR", "S1-RAPPOR", "MM-Had exact", "MM-Had Chernoff", "MM-CountMin", "local", "central"]
     rows: list[dict] = []
     fidelity: list[dict] = []
@@ -274,12 +281,14 @@ def main(argv=None) -> int:
         # E10: analyzer runtime of the message-level Hadamard protocol vs B (kernel enumeration)
         e10 = []
         for B10 in B10s:
-            p10 = hadamard(B10, 2**10, 1.0, delta)
-            x10 = g.integers(0, B10, 2**10)
+            p10 = hadamard(B10, B10, 1.0, delta)
+            x10 = g.integers(0, B10, B10)
             msgs = p10.sample_messages(p10._indices(x10), x10.size * p10.rho, g)
             t = time.perf_counter()
             p10.estimate(p10.aggregate(msgs))
-            e10.append({"B": B10, "messages": int(msgs.shape[0]), "seconds": time.perf_counter() - t})
+            e10.append(
+                {"B": B10, "n": B10, "messages": int(msgs.shape[0]), "seconds": time.perf_counter() - t}
+            )
             bar.advance()
 
     # ------------------------------------------------------------------ tables, slopes, figures
@@ -462,7 +471,7 @@ def main(argv=None) -> int:
         ],
     )
     C.show(
-        "E10: Hadamard analyzer time (n = 1024)",
+        "E10: Hadamard analyzer time (n = B)",
         e10,
         [("B", "B"), ("messages", "messages"), ("seconds", "seconds")],
     )
@@ -496,16 +505,23 @@ def main(argv=None) -> int:
             PREDICTED["E3"],
         ),
     ):
-        res = [check(exp, p, v) for p, v in preds.items()]
-        res = [r for r in res if r[0] is not None]
-        n_ok = sum(r[0] for r in res)
+        res = [(p, *check(exp, p, v)) for p, v in preds.items()]
+        res = [r for r in res if r[1] is not None]
+        n_ok = sum(r[1] for r in res)
+        causes = {
+            "MM-Had exact": "exact ρ is ∝ 1/ε² only asymptotically (the Chernoff ρ, which is, gives ≈ −1)",
+            "S1-RAPPOR": "the amplified ε₀(ε) is not in its small-ε regime on this grid",
+            "local": "OUE's variance e^ε/(e^ε − 1)² falls faster than 1/ε² above ε ≈ 1",
+        }
+        why = [causes[p] for p, ok, _ in res if not ok and p in causes]
         fidelity.append(
             {
                 "figure": f"{exp}: {desc}",
                 "claim": claim,
                 "ours": "shuffle_E1_E4.png",
-                "verdict": "reproduced" if n_ok == len(res) else "partly" if n_ok else "disagrees",
-                "evidence": "; ".join(r[1] + ("" if r[0] else " ✗") for r in res),
+                "verdict": ("reproduced" if n_ok == len(res) else "partly" if n_ok else "disagrees")
+                + (": " + "; ".join(why) if why else ""),
+                "evidence": "; ".join(r[2] + ("" if r[1] else " ✗") for r in res),
             }
         )
     rr_valid = max([r["B"] for r in rows if r["exp"] == "E2" and r["protocol"] == "S1-RR"], default=0)
@@ -611,16 +627,15 @@ def main(argv=None) -> int:
             f"{hh['threshold']:.0f} ({hh['true_heavy']} true heavy, {runs} runs)",
         }
     )
-    t10 = C.fit_slope([r["B"] for r in e10], [r["seconds"] for r in e10])
+    t10 = C.fit_slope([r["B"] for r in e10], [max(r["seconds"], 1e-6) for r in e10])
     fidelity.append(
         {
             "figure": "E10: analyzer runtime",
             "claim": "kernel enumeration Õ((n + B)(k + ρ)), not n(k + ρ)B",
             "ours": "",
-            "verdict": C.verdict(t10[0] < 1.1, no="partly"),
-            "evidence": f"time slope vs B {t10[0]:+.2f} ("
-            + ", ".join(f"B={r['B']}: {r['seconds']:.2f} s" for r in e10)
-            + ")",
+            "verdict": C.verdict(t10[0] < 1.5, no="disagrees"),
+            "evidence": f"analyzer time on the diagonal n = B: slope {t10[0]:+.2f} (kernel enumeration ≈ 1, "
+            "naive decoding 2) (" + ", ".join(f"B={r['B']}: {r['seconds']:.2f} s" for r in e10) + ")",
         }
     )
     C.finish(

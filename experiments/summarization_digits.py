@@ -306,8 +306,8 @@ def digits_fidelity(agg, runs: int) -> list[dict]:
         )
         if method == "private-paper" and verdict != "reproduced":
             verdict += (
-                ": the per-round MWEM summary sketch at ε_ℓ = 0.01/√(5p) is noise (measured sketch "
-                "error ≈ its norm), so the auction and greedy steps steer at random"
+                ": the per-round MWEM summary sketch at ε_ℓ = 0.01/√(5p) is noise (its error "
+                "≈ its norm, summarization.md), so the auction and greedy steps steer at random"
             )
         out.append(
             {
@@ -358,6 +358,7 @@ def _plot(agg, sizes, path: Path, title: str) -> None:
         ax.set_xlabel("summary size p")
         ax.set_ylabel(lab)
         ax.set_xscale("log")
+        ax.set_xticks(list(sizes), [str(x) for x in sizes])
     axes[2].legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.suptitle(title, fontsize=8)
     C.savefig(fig, path)

@@ -184,7 +184,7 @@ def fidelity(rows: list[dict], runs: int, eps_grid: list[float]) -> list[dict]:
     if rr_worse:
         reasons.append(
             f"RR's mean error exceeds all pairs' at ε ∈ {{{', '.join(f'{x:g}' for x in rr_worse)}}} "
-            "(k-RR's error grows like 1/ε² at small ε, all pairs' like 1/ε)"
+            "(RR's error falls faster in ε than all pairs' 1/ε; they cross near ε = 1)"
         )
     if not p5_helps:
         reasons.append(
