@@ -160,8 +160,9 @@ def main(argv=None) -> int:
         (docs / "fidelity.md").write_text(text, encoding="utf-8")
         print(f"published {len(list(docs.glob('*.png')))} figures and fidelity.md to {docs}", file=sys.stderr)
     print(
-        f"all: {len(rows)} fidelity rows, {len(names) - len(failed)}/{len(names)} experiments ok in "
-        f"{time.perf_counter() - t0:.0f} s; {out / 'fidelity.md'}"
+        f"all: {len(rows)} fidelity rows from {len(metas)} experiments"
+        + ("" if args.collect_only else f" ({len(names) - len(failed)}/{len(names)} ran ok)")
+        + f" in {time.perf_counter() - t0:.0f} s; {out / 'fidelity.md'}"
     )
     return 1 if failed else 0
 
