@@ -18,7 +18,7 @@ import importlib
 
 from privstats.estimate import Estimate
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 # Public statistics, imported on first use so that ``import privstats`` stays light
 # and optional extras are only needed by the functions that use them.

@@ -5,6 +5,7 @@ Commands::
     privstats demo [--size tiny|small|full] [--out DIR] [--json]
     privstats estimate STATISTIC --input FILE --column COL [--label COL] --epsilon E
                        [--model M] [--method X] [--bounds LO HI] [--json] ...
+    privstats plan STATISTIC --n N --epsilon E [--delta D] [--bounds LO HI] [--model M] [--json]
     privstats experiment NAME [args...]      |   privstats experiment --list
     privstats aggregate --protocol ... --input reports.parquet [...]
 
@@ -71,7 +72,7 @@ STATISTICS = {
     "quantiles": ("quantiles", True, False, 1),
     "auc": ("auc", True, True, 1),
     "roc": ("roc_curve", True, True, 1),
-    "kendall_tau": ("kendall_tau", True, False, 2),
+    "kendall_tau": ("kendall_tau", False, False, 2),       # bounds: only the local model quantises
     "gini_mean_difference": ("gini_mean_difference", True, False, 1),
     "gini_coefficient": ("gini_coefficient", True, False, 1),
     "collision_probability": ("collision_probability", False, False, 1),
@@ -97,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
                           description="Run every statistic under every trust model on bundled or "
                                       "generated data, print a table and write a Markdown+PNG report.")
     demo.add_argument("--size", choices=["tiny", "small", "full"], default="full",
-                      help="problem size: full (default, < 1 min), small (tests), tiny (smoke)")
+                      help="problem size: full (default; the run prints its own time), small (tests), tiny (smoke)")
     demo.add_argument("--out", metavar="DIR", help="report directory (default ./privstats-report)")
     demo.add_argument("--seed", type=int, default=2024, help="seed of the data and of the simulated noise")
     demo.add_argument("--epsilons", type=_epsilon_list, metavar="E1,E2,...",
@@ -106,9 +107,13 @@ def build_parser() -> argparse.ArgumentParser:
                       help="run only this scenario (repeatable): " + ", ".join(DEMO_SCENARIOS))
     demo.add_argument("--json", action="store_true", help="print the results as JSON instead of tables")
 
+    from privstats.plan import DEFAULT_MODEL, SUPPORTED
+
+    models_help = "; ".join(f"{name}: {', '.join(SUPPORTED[fn])}" for name, (fn, *_rest) in sorted(STATISTICS.items()))
     est = sub.add_parser("estimate", help="private estimate of one statistic on a CSV or Parquet file",
                          description="Private estimate of one statistic on a CSV or Parquet file, with the "
-                                     "guarantee spent. Noise comes from the OS CSPRNG unless --seed is given.")
+                                     "guarantee spent. Noise comes from the OS CSPRNG unless --seed is given. "
+                                     f"Trust models per statistic (default {DEFAULT_MODEL}): {models_help}.")
     est.add_argument("statistic", choices=sorted(STATISTICS), metavar="STATISTIC",
                      help="one of: " + ", ".join(sorted(STATISTICS)))
     est.add_argument("--input", required=True, metavar="FILE", help="a .csv or .parquet file")
@@ -118,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument("--epsilon", required=True, type=_epsilon, help="privacy budget ε > 0")
     est.add_argument("--delta", type=_delta, help="δ for (ε, δ) protocols (e.g. the shuffle model)")
     est.add_argument("--model", choices=["local", "shuffle", "secure", "central"],
-                     help="trust model (default: the statistic's default)")
+                     help=f"trust model (default {DEFAULT_MODEL}); supported per statistic: {models_help}")
     est.add_argument("--method", help="protocol / method name understood by the statistic")
     est.add_argument("--bounds", nargs=2, type=float, metavar=("LO", "HI"),
                      help="public bounds of the values (required for ranked and continuous statistics; "
@@ -134,6 +139,21 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument("--at", type=float, nargs="+", metavar="T", help="ecdf: points at which to evaluate F")
     est.add_argument("--seed", type=int, help="seeded (reproducible, simulation-only) noise instead of the CSPRNG")
     est.add_argument("--json", action="store_true", help="machine-readable output")
+
+    pl = sub.add_parser("plan", help="predicted error and cost of every trust model for a statistic",
+                        description="From public parameters only: every (trust model, protocol, parameters) "
+                                    "that can compute STATISTIC, its predicted standard error (bias included), "
+                                    "communication per user and the trust it needs, sorted by error.")
+    pl.add_argument("statistic", choices=sorted(SUPPORTED), metavar="STATISTIC",
+                    help="one of: " + ", ".join(sorted(SUPPORTED)))
+    pl.add_argument("--n", required=True, type=float, help="number of users (1e5 is accepted)")
+    pl.add_argument("--epsilon", required=True, type=_epsilon, help="privacy budget ε > 0")
+    pl.add_argument("--delta", type=_delta, default=0.0, help="δ (default 0: pure-DP protocols only)")
+    pl.add_argument("--bounds", nargs=2, type=float, metavar=("LO", "HI"), help="public bounds of the values")
+    pl.add_argument("--model", choices=["local", "shuffle", "secure", "central"], help="keep one trust model")
+    pl.add_argument("--domain-size", type=int, metavar="D", help="frequencies, collision_probability: domain size")
+    pl.add_argument("--positives", type=float, metavar="N1", help="auc, roc_curve: number of positives (default n/2)")
+    pl.add_argument("--json", action="store_true", help="machine-readable output")
 
     exp = sub.add_parser("experiment", help="run a paper reproduction from experiments/",
                          description="Run a reproduction script from the repository's experiments/ "
@@ -314,11 +334,22 @@ def _estimate(args) -> int:
         fn = getattr(privstats, fname)
     except (ImportError, AttributeError) as exc:
         raise CLIError(f"STATISTIC: privstats.{fname} is not available in this build ({exc})") from None
+    import warnings
+
+    from privstats.plan import UselessResultWarning
+
     t0 = time.perf_counter()
-    try:
-        out = call()
-    except (ValueError, TypeError) as exc:
-        raise CLIError(f"invalid input for {args.statistic}: {exc}") from None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UselessResultWarning)
+        try:
+            out = call()
+        except (ValueError, TypeError) as exc:
+            raise CLIError(f"invalid input for {args.statistic}: {exc}") from None
+    for w in caught:
+        if issubclass(w.category, UselessResultWarning):
+            print(f"warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     elapsed = time.perf_counter() - t0
 
     from privstats.demo import _estimate_of, _jsonable, _roc_parts
@@ -479,6 +510,42 @@ def _aggregate(forwarded: list[str]) -> int:
     except ImportError as exc:
         raise CLIError(f"aggregate: privstats.engine is not available in this build ({exc})") from None
     return int(cli_aggregate(forwarded) or 0)
+
+
+# ----------------------------------------------------------------------------- plan
+def _plan(args) -> int:
+    import warnings
+
+    from privstats.plan import UselessResultWarning, plan
+
+    options: dict = {}
+    if args.domain_size is not None:
+        options.update(domain=args.domain_size, domain_size=args.domain_size)
+    if args.positives is not None:
+        options["n_pos"] = int(args.positives)
+    if args.bounds is not None and not args.bounds[0] < args.bounds[1]:
+        raise CLIError(f"--bounds: LO must be < HI, got {args.bounds[0]} {args.bounds[1]}")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UselessResultWarning)
+        try:
+            p = plan(args.statistic, n=args.n, epsilon=args.epsilon, delta=args.delta,
+                     bounds=None if args.bounds is None else tuple(args.bounds), model=args.model, **options)
+        except (ValueError, TypeError) as exc:
+            raise CLIError(str(exc)) from None
+    notes = [str(w.message) for w in caught if issubclass(w.category, UselessResultWarning)]
+    if args.json:
+        print(json.dumps({"statistic": args.statistic, "n": p.n, "epsilon": p.epsilon, "delta": p.delta,
+                          "options": [o.as_row() for o in p], "warnings": notes}, default=str))
+        return 0
+    if not len(p):
+        print(f"no protocol computes {args.statistic} with these parameters"
+              + ("" if args.delta else " (shuffle-model protocols need --delta)"))
+        return 0
+    print(p.table())
+    for note in notes:
+        print(f"warning: {note}", file=sys.stderr)
+    if args.delta == 0 and "shuffle" in __import__("privstats.plan").plan.SUPPORTED[args.statistic]:
+        print("note: shuffle-model protocols are (ε, δ)-DP; pass --delta to include them", file=sys.stderr)
 
 
 # ----------------------------------------------------------------------------- services (task, serve, submit, collect)
@@ -649,6 +716,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                             scenarios=args.only, as_json=args.json)
         if args.command == "estimate":
             return _estimate(args)
+        if args.command == "plan":
+            return _plan(args)
+
+
         if args.command in SERVICE_COMMANDS:
             return _service_command(args)
     except CLIError as exc:

@@ -103,16 +103,16 @@ class Estimate:
     def ci(self, level: float = 0.95):
         """Confidence interval ``(lo, hi)`` at ``level``, intersected with ``support``.
 
-        An interval the statistic provides (``details["ci"]``, e.g. a quantile's inverted ECDF
-        band at 95%) is used as is; else the exact Laplace(+normal) law of ``details["ci_law"]``
+        An interval the statistic computes (``details["ci_fn"]``, e.g. a quantile's inverted
+        ECDF band) is used as is; else the exact Laplace(+normal) law of ``details["ci_law"]``
         where the noise is Laplace-dominated; else the normal approximation around the
         unbiased value (``details["unbiased"]`` if the value was clipped).
         """
         if not (isinstance(level, (int, float)) and 0 < level < 1):
             raise ValueError(f"level must be in (0, 1), got {level!r}")
-        given = self.details.get("ci") if isinstance(self.details, dict) else None
-        if given is not None and math.isclose(float(given.get("level", 0.95)), level):
-            lo, hi = np.asarray(given["lo"], dtype=float), np.asarray(given["hi"], dtype=float)
+        ci_fn = self.details.get("ci_fn") if isinstance(self.details, dict) else None
+        if ci_fn is not None:
+            lo, hi = (np.asarray(v, dtype=float) for v in ci_fn(level))
         else:
             if self.stderr is None:
                 raise ValueError("this estimate has no standard error, so no confidence interval")
