@@ -26,17 +26,28 @@ DEFAULT_ROOT = "privstats-experiments"
 VERDICTS = ("reproduced", "partly", "disagrees", "inconclusive", "not reproduced")
 
 
-def parser(name: str, doc: str | None, *, runs: int | None = None, runs_help: str = "runs per point"
-           ) -> argparse.ArgumentParser:
+def parser(
+    name: str, doc: str | None, *, runs: int | None = None, runs_help: str = "runs per point"
+) -> argparse.ArgumentParser:
     """The common options of every experiment (``privstats experiment NAME --help`` shows them)."""
-    ap = argparse.ArgumentParser(prog=f"privstats experiment {name}", description=doc,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", type=Path, default=Path(DEFAULT_ROOT) / name, metavar="DIR",
-                    help=f"output directory (default: {DEFAULT_ROOT}/{name} under the current directory)")
+    ap = argparse.ArgumentParser(
+        prog=f"privstats experiment {name}",
+        description=doc,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=Path(DEFAULT_ROOT) / name,
+        metavar="DIR",
+        help=f"output directory (default: {DEFAULT_ROOT}/{name} under the current directory)",
+    )
     ap.add_argument("--smoke", action="store_true", help="tiny sizes, seconds (what CI runs)")
     ap.add_argument("--seed", type=int, default=0, help="base seed of data and simulated noise (default 0)")
     if runs is not None:
-        ap.add_argument("--runs", type=int, default=runs, help=f"{runs_help} (default {runs}; --smoke uses 2)")
+        ap.add_argument(
+            "--runs", type=int, default=runs, help=f"{runs_help} (default {runs}; --smoke uses 2)"
+        )
     return ap
 
 
@@ -56,11 +67,25 @@ class Progress:
         self._rich = None
         if sys.stderr.isatty() and not os.environ.get("PRIVSTATS_NO_PROGRESS"):
             try:
-                from rich.progress import (BarColumn, MofNCompleteColumn, Progress as RichProgress,
-                                           TextColumn, TimeElapsedColumn, TimeRemainingColumn)
+                from rich.progress import (
+                    BarColumn,
+                    MofNCompleteColumn,
+                    TextColumn,
+                    TimeElapsedColumn,
+                    TimeRemainingColumn,
+                )
+                from rich.progress import (
+                    Progress as RichProgress,
+                )
 
-                self._rich = RichProgress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                          TimeElapsedColumn(), TimeRemainingColumn(), transient=True)
+                self._rich = RichProgress(
+                    TextColumn("{task.description}"),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TimeElapsedColumn(),
+                    TimeRemainingColumn(),
+                    transient=True,
+                )
             except ImportError:
                 self._rich = None
 
@@ -79,8 +104,11 @@ class Progress:
         if frac >= self._next_line and not os.environ.get("PRIVSTATS_NO_PROGRESS"):
             el = time.perf_counter() - self.t0
             eta = el / frac * (1 - frac) if frac > 0 else float("nan")
-            print(f"  {self.label}: {self.done}/{self.total} ({100 * frac:.0f}%), {el:.0f} s, eta {eta:.0f} s",
-                  file=sys.stderr, flush=True)
+            print(
+                f"  {self.label}: {self.done}/{self.total} ({100 * frac:.0f}%), {el:.0f} s, eta {eta:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
             while self._next_line <= frac:
                 self._next_line += 0.1
 
@@ -148,14 +176,27 @@ def pyplot():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    plt.rcParams.update({"figure.dpi": 100, "savefig.dpi": 100, "font.size": 8, "axes.titlesize": 9,
-                         "legend.fontsize": 7, "lines.markersize": 4})
+    plt.rcParams.update(
+        {
+            "figure.dpi": 100,
+            "savefig.dpi": 100,
+            "font.size": 8,
+            "axes.titlesize": 9,
+            "legend.fontsize": 7,
+            "lines.markersize": 4,
+        }
+    )
     return plt
 
 
 def savefig(fig, path: Path, dpi: int = 100) -> Path:
     """Save a compact PNG (``dpi`` 100; reduced until it is under 150 KB)."""
     plt = pyplot()
+    from matplotlib.ticker import NullFormatter
+
+    for ax in fig.get_axes():  # log axes: no minor tick labels (they overlap on short ranges)
+        if ax.get_xscale() == "log":
+            ax.xaxis.set_minor_formatter(NullFormatter())
     fig.savefig(path, dpi=dpi, bbox_inches="tight")
     while path.stat().st_size > 150_000 and dpi > 60:
         dpi -= 15
@@ -167,7 +208,7 @@ def savefig(fig, path: Path, dpi: int = 100) -> Path:
 def band(ax, x, rows: list[dict], key: str, label: str, **kw) -> None:
     """Plot the mean of ``key`` with its 95 % confidence band (keys ``key``, ``key_lo``, ``key_hi``)."""
     m = [r[key] for r in rows]
-    line, = ax.plot(x, m, marker=kw.pop("marker", "o"), label=label, **kw)
+    (line,) = ax.plot(x, m, marker=kw.pop("marker", "o"), label=label, **kw)
     lo, hi = [r.get(f"{key}_lo", np.nan) for r in rows], [r.get(f"{key}_hi", np.nan) for r in rows]
     ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
 
@@ -182,8 +223,18 @@ def verdict(ok: bool | None, yes: str = "reproduced", no: str = "disagrees") -> 
     return "inconclusive" if ok is None else (yes if ok else no)
 
 
-def finish(out: Path, name: str, *, paper: str, fidelity: list[dict], runs: Any, seed: int, t0: float,
-           smoke: bool, notes: str = "") -> None:
+def finish(
+    out: Path,
+    name: str,
+    *,
+    paper: str,
+    fidelity: list[dict],
+    runs: Any,
+    seed: int,
+    t0: float,
+    smoke: bool,
+    notes: str = "",
+) -> None:
     """Write ``fidelity.json`` and ``meta.json`` and print the fidelity rows.
 
     Each fidelity row: ``figure`` (the paper's label), ``claim`` (what the paper states),
@@ -191,12 +242,23 @@ def finish(out: Path, name: str, *, paper: str, fidelity: list[dict], runs: Any,
     ``evidence`` (the measured numbers behind the verdict).
     """
     seconds = time.perf_counter() - t0
-    meta = {"experiment": name, "paper": paper, "runs": runs, "seed": seed, "seconds": round(seconds, 1),
-            "smoke": smoke, "notes": notes, "date": time.strftime("%Y-%m-%d", time.gmtime())}
+    meta = {
+        "experiment": name,
+        "paper": paper,
+        "runs": runs,
+        "seed": seed,
+        "seconds": round(seconds, 1),
+        "smoke": smoke,
+        "notes": notes,
+        "date": time.strftime("%Y-%m-%d", time.gmtime()),
+    }
     for row in fidelity:
         row.setdefault("paper", paper)
         row.setdefault("experiment", name)
     (out / "meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
     (out / "fidelity.json").write_text(json.dumps(fidelity, indent=1), encoding="utf-8")
-    show(f"{name}: fidelity ({seconds:.0f} s, runs {runs}, seed {seed})", fidelity,
-         [("figure", "figure"), ("verdict", "verdict"), ("evidence", "evidence")])
+    show(
+        f"{name}: fidelity ({seconds:.0f} s, runs {runs}, seed {seed})",
+        fidelity,
+        [("figure", "figure"), ("verdict", "verdict"), ("evidence", "evidence")],
+    )

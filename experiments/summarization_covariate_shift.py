@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import summarization_digits as common  # noqa: E402  (shared driver, same directory)
+import summarization_digits as common
 
 N_FEATURES_IN = 10
 
@@ -39,10 +39,10 @@ def shift_data(seed: int, scale: int = 1):
     B = mu_b + 0.6 * rng.normal(size=(n_b, N_FEATURES_IN))
     yA, yB = _labels(A, rng), _labels(B, rng)
     perm = rng.permutation(n_b)
-    own_b, rest = perm[: int(0.7 * n_b)], perm[int(0.7 * n_b):]
+    own_b, rest = perm[: int(0.7 * n_b)], perm[int(0.7 * n_b) :]
     is_val = rng.random(rest.size) < 0.25
-    owners = [A[i * n_a:(i + 1) * n_a] for i in range(3)] + [B[own_b]]
-    labels = [yA[i * n_a:(i + 1) * n_a] for i in range(3)] + [yB[own_b]]
+    owners = [A[i * n_a : (i + 1) * n_a] for i in range(3)] + [B[own_b]]
+    labels = [yA[i * n_a : (i + 1) * n_a] for i in range(3)] + [yB[own_b]]
     # the target-like owner is index 3 here: reorder so that it is index 1 (the driver's "target-like owner")
     order = [0, 3, 1, 2]
     owners, labels = [owners[i] for i in order], [labels[i] for i in order]
@@ -52,18 +52,27 @@ def shift_data(seed: int, scale: int = 1):
 
 def fidelity(agg, runs: int) -> list[dict]:
     out = []
-    for method, who in (("private-paper", "the paper's algorithm (Table 1)"),
-                        ("private-eps8", "privstats' protocol at ε = 8")):
+    for method, who in (
+        ("private-paper", "the paper's algorithm (Table 1)"),
+        ("private-eps8", "privstats' protocol at ε = 8"),
+    ):
         below, total = common.count_sign(agg, method, "uniform", "mmd2_increase_pct", "<")
         acc, _ = common.count_sign(agg, method, "uniform", "acc_svm", ">")
         verdict = "reproduced" if below == total and acc >= total / 2 else "partly" if below else "disagrees"
-        out.append({"figure": f"Fig 1 (Allstate stand-in, {who})",
-                    "claim": "private MMD² consistently below uniform; linear-SVM accuracy 6–10 points above "
-                             "uniform, close to greedy",
-                    "ours": "summarization_covariate_shift.png", "verdict": verdict + " (generated tabular shift)",
-                    "evidence": "MMD² % over greedy vs uniform: " + common.compare(agg, method, "uniform")
-                    + "; SVM accuracy vs uniform: " + common.compare(agg, method, "uniform", "acc_svm")
-                    + f" ({runs} runs)"})
+        out.append(
+            {
+                "figure": f"Fig 1 (Allstate stand-in, {who})",
+                "claim": "private MMD² consistently below uniform; linear-SVM accuracy 6–10 points above "
+                "uniform, close to greedy",
+                "ours": "summarization_covariate_shift.png",
+                "verdict": verdict + " (generated tabular shift)",
+                "evidence": "MMD² % over greedy vs uniform: "
+                + common.compare(agg, method, "uniform")
+                + "; SVM accuracy vs uniform: "
+                + common.compare(agg, method, "uniform", "acc_svm")
+                + f" ({runs} runs)",
+            }
+        )
     return out
 
 
@@ -78,9 +87,17 @@ def main(argv=None) -> int:
     if args.smoke:
         common.D_FEATURES = 32
     scale = 10 if args.smoke else 1
-    return common.run(lambda s: shift_data(s, scale), "summarization_covariate_shift", sizes, seeds, out,
-                      "state A over 3 owners, 70% of state B with one owner, target from B, seed from C",
-                      smoke=args.smoke, fidelity_fn=fidelity, paper_fig="Fig 1 (Allstate stand-in)")
+    return common.run(
+        lambda s: shift_data(s, scale),
+        "summarization_covariate_shift",
+        sizes,
+        seeds,
+        out,
+        "state A over 3 owners, 70% of state B with one owner, target from B, seed from C",
+        smoke=args.smoke,
+        fidelity_fn=fidelity,
+        paper_fig="Fig 1 (Allstate stand-in)",
+    )
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ from privstats.ustat.central import exact_kendall
 from privstats.ustat.kernels import kendall_matrix
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _common as C  # noqa: E402
+import _common as C
 
 NAME = "ustat_kendall"
 
@@ -112,28 +112,54 @@ def main(argv=None) -> int:
                 errs = []
                 for r in range(runs):
                     seed = args.seed * 100003 + r
-                    if printed:   # subsample estimate (negligible noise) + the printed noise variance 2P/(nε²)
-                        est = privstats.kendall_tau(y, z, epsilon=1e9, bounds=(0, levels), bins=levels, variant="a",
-                                                    rng=seed, **kw)
-                        noise = np.random.default_rng([seed, 7]).normal(0, math.sqrt(2 * kw["P"] / (y.size * eps**2)))
+                    if printed:  # subsample estimate (negligible noise) + the printed noise variance 2P/(nε²)
+                        est = privstats.kendall_tau(
+                            y, z, epsilon=1e9, bounds=(0, levels), bins=levels, variant="a", rng=seed, **kw
+                        )
+                        noise = np.random.default_rng([seed, 7]).normal(
+                            0, math.sqrt(2 * kw["P"] / (y.size * eps**2))
+                        )
                         errs.append(abs(est.value + noise - truth))
                     else:
-                        est = privstats.kendall_tau(y, z, epsilon=eps, bounds=(0, levels), bins=levels, variant="a",
-                                                    rng=seed, **kw)
+                        est = privstats.kendall_tau(
+                            y, z, epsilon=eps, bounds=(0, levels), bins=levels, variant="a", rng=seed, **kw
+                        )
                         errs.append(abs(est.value - truth))
                     bar.advance()
-                row = {"protocol": label, "epsilon": eps, "n": y.size, "true_tau_a": truth,
-                       "mean_abs_err": float(np.mean(errs)), "std_abs_err": float(np.std(errs)), "runs": runs}
+                row = {
+                    "protocol": label,
+                    "epsilon": eps,
+                    "n": y.size,
+                    "true_tau_a": truth,
+                    "mean_abs_err": float(np.mean(errs)),
+                    "std_abs_err": float(np.std(errs)),
+                    "runs": runs,
+                }
                 _, row["ci_lo"], row["ci_hi"] = C.mean_ci(errs)
                 rows.append(row)
     C.write_rows(out, NAME, rows)
     plot(rows, out)
-    C.show(f"ustat_kendall: {desc}; n={y.size}, tau-a={truth:.4f}, tau-b={ex['tau_b']:.4f}",
-           [r for r in rows if r["epsilon"] in (0.1, 0.5, 1.0, 4.0, 10.0)],
-           [("protocol", "protocol"), ("epsilon", "ε"), ("mean_abs_err", "mean |err|"), ("ci_lo", "95% lo"),
-            ("ci_hi", "95% hi")])
-    C.finish(out, NAME, paper="U-statistics (Bell et al.)", fidelity=fidelity(rows, runs, eps_grid), runs=runs,
-             seed=args.seed, t0=t0, smoke=args.smoke)
+    C.show(
+        f"ustat_kendall: {desc}; n={y.size}, tau-a={truth:.4f}, tau-b={ex['tau_b']:.4f}",
+        [r for r in rows if r["epsilon"] in (0.1, 0.5, 1.0, 4.0, 10.0)],
+        [
+            ("protocol", "protocol"),
+            ("epsilon", "ε"),
+            ("mean_abs_err", "mean |err|"),
+            ("ci_lo", "95% lo"),
+            ("ci_hi", "95% hi"),
+        ],
+    )
+    C.finish(
+        out,
+        NAME,
+        paper="U-statistics (Bell et al.)",
+        fidelity=fidelity(rows, runs, eps_grid),
+        runs=runs,
+        seed=args.seed,
+        t0=t0,
+        smoke=args.smoke,
+    )
     return 0
 
 
@@ -147,32 +173,56 @@ def fidelity(rows: list[dict], runs: int, eps_grid: list[float]) -> list[dict]:
     ap_worst = [x for x in eps_grid if e(ap, x)["mean_abs_err"] >= e(rr, x)["mean_abs_err"]]
     rr_worse = [x for x in eps_grid if e(rr, x)["mean_abs_err"] > e(ap, x)["mean_abs_err"]]
     p5_helps = [x for x in eps_grid if e(p5, x)["mean_abs_err"] < e(p1, x)["mean_abs_err"]]
-    p5_helps_printed = [x for x in eps_grid if e(p5 + ", paper-printed variance", x)["mean_abs_err"]
-                        < e(p1 + ", paper-printed variance", x)["mean_abs_err"]]
+    p5_helps_printed = [
+        x
+        for x in eps_grid
+        if e(p5 + ", paper-printed variance", x)["mean_abs_err"]
+        < e(p1 + ", paper-printed variance", x)["mean_abs_err"]
+    ]
     verdict = "reproduced" if p1_best and not rr_worse and p5_helps else "partly"
     reasons = []
     if rr_worse:
-        reasons.append(f"RR's mean error exceeds all pairs' at ε ∈ {{{', '.join(f'{x:g}' for x in rr_worse)}}} "
-                       "(k-RR's error grows like 1/ε² at small ε, all pairs' like 1/ε)")
+        reasons.append(
+            f"RR's mean error exceeds all pairs' at ε ∈ {{{', '.join(f'{x:g}' for x in rr_worse)}}} "
+            "(RR's error falls faster in ε than all pairs' 1/ε; they cross near ε = 1)"
+        )
     if not p5_helps:
-        reasons.append("P = 5 never beats P = 1 with the exact noise variance 4PΔ²/(nε²)"
-                       + (f"; with the printed 2P/(nε²) its mean error is lower at ε ∈ "
-                          f"{{{', '.join(f'{x:g}' for x in p5_helps_printed)}}} (cause: the erratum)"
-                          if p5_helps_printed else "; nor with the printed one"))
+        reasons.append(
+            "P = 5 never beats P = 1 with the exact noise variance 4PΔ²/(nε²)"
+            + (
+                f"; with the printed 2P/(nε²) its mean error is lower at ε ∈ "
+                f"{{{', '.join(f'{x:g}' for x in p5_helps_printed)}}} (cause: the erratum)"
+                if p5_helps_printed
+                else "; nor with the printed one"
+            )
+        )
     if verdict == "partly":
         verdict += ": " + "; ".join(reasons)
-    ev = "; ".join(f"ε={x:g}: P=1 {e(p1, x)['mean_abs_err']:.2g}, P=5 {e(p5, x)['mean_abs_err']:.2g}, "
-                   f"RR {e(rr, x)['mean_abs_err']:.2g}, all pairs {e(ap, x)['mean_abs_err']:.2g}"
-                   for x in (eps_grid[0], 1.0, eps_grid[-1]) if any(r["epsilon"] == x for r in rows))
-    return [{"figure": "Fig 4", "claim": "2PC P=1 best by ~10x for ε ≤ 2; all pairs worst; RR next; P > 1 helps "
-                                         "at low privacy; RR best or tied at ε = 10",
-             "ours": "ustat_fig4.png", "verdict": verdict,
-             "evidence": ev + f" (P=1 best at ε ≤ 2: {'yes' if p1_best else 'no'}; {runs} runs)"},
-            {"figure": "Fig 4 (all pairs worst)", "claim": "all-pairs 2PC is the worst protocol",
-             "ours": "ustat_fig4.png",
-             "verdict": "reproduced" if len(ap_worst) == len(eps_grid) else
-             f"partly: all pairs ≥ RR only at ε ∈ {{{', '.join(f'{x:g}' for x in ap_worst)}}}",
-             "evidence": "see Fig 4 row"}]
+    ev = "; ".join(
+        f"ε={x:g}: P=1 {e(p1, x)['mean_abs_err']:.2g}, P=5 {e(p5, x)['mean_abs_err']:.2g}, "
+        f"RR {e(rr, x)['mean_abs_err']:.2g}, all pairs {e(ap, x)['mean_abs_err']:.2g}"
+        for x in (eps_grid[0], 1.0, eps_grid[-1])
+        if any(r["epsilon"] == x for r in rows)
+    )
+    return [
+        {
+            "figure": "Fig 4",
+            "claim": "2PC P=1 best by ~10x for ε ≤ 2; all pairs worst; RR next; P > 1 helps "
+            "at low privacy; RR best or tied at ε = 10",
+            "ours": "ustat_fig4.png",
+            "verdict": verdict,
+            "evidence": ev + f" (P=1 best at ε ≤ 2: {'yes' if p1_best else 'no'}; {runs} runs)",
+        },
+        {
+            "figure": "Fig 4 (all pairs worst)",
+            "claim": "all-pairs 2PC is the worst protocol",
+            "ours": "ustat_fig4.png",
+            "verdict": "reproduced"
+            if len(ap_worst) == len(eps_grid)
+            else f"partly: all pairs ≥ RR only at ε ∈ {{{', '.join(f'{x:g}' for x in ap_worst)}}}",
+            "evidence": "see Fig 4 row",
+        },
+    ]
 
 
 def plot(rows, out: Path) -> None:
@@ -181,11 +231,23 @@ def plot(rows, out: Path) -> None:
     for i, label in enumerate(PROTOCOLS):
         pts = [r for r in rows if r["protocol"] == label]
         style = ":" if "printed" in label else "--" if "extra" in label else "-"
-        line = ax.errorbar([r["epsilon"] for r in pts], [r["mean_abs_err"] for r in pts],
-                           yerr=[r["std_abs_err"] for r in pts], marker="osv^Dx+*"[i % 8], capsize=2, label=label,
-                           linestyle=style)
-        ax.fill_between([r["epsilon"] for r in pts], [max(r["ci_lo"], 1e-7) for r in pts], [r["ci_hi"] for r in pts],
-                        alpha=0.15, color=line.lines[0].get_color(), linewidth=0)
+        line = ax.errorbar(
+            [r["epsilon"] for r in pts],
+            [r["mean_abs_err"] for r in pts],
+            yerr=[r["std_abs_err"] for r in pts],
+            marker="osv^Dx+*"[i % 8],
+            capsize=2,
+            label=label,
+            linestyle=style,
+        )
+        ax.fill_between(
+            [r["epsilon"] for r in pts],
+            [max(r["ci_lo"], 1e-7) for r in pts],
+            [r["ci_hi"] for r in pts],
+            alpha=0.15,
+            color=line.lines[0].get_color(),
+            linewidth=0,
+        )
     ax.set_yscale("log")
     ax.set_xlabel("ε")
     ax.set_ylabel("absolute error of tau-a (mean ± std; band 95 % CI)")

@@ -16,11 +16,24 @@ def _load(name):
     return mod
 
 
-@pytest.mark.parametrize("name,files,figures", [
-    ("ustat_auc", ["ustat_fig3.png", "ustat_fig5.png", "ustat_fig6.png", "ustat_fig7.png", "ustat_auc.csv",
-                   "ustat_auc.md"], {"Fig 3", "Fig 5", "Fig 6", "Fig 7"}),
-    ("ustat_kendall", ["ustat_fig4.png", "ustat_kendall.csv", "ustat_kendall.md"], {"Fig 4"}),
-])
+@pytest.mark.parametrize(
+    "name,files,figures",
+    [
+        (
+            "ustat_auc",
+            [
+                "ustat_fig3.png",
+                "ustat_fig5.png",
+                "ustat_fig6.png",
+                "ustat_fig7.png",
+                "ustat_auc.csv",
+                "ustat_auc.md",
+            ],
+            {"Fig 3", "Fig 5", "Fig 6", "Fig 7"},
+        ),
+        ("ustat_kendall", ["ustat_fig4.png", "ustat_kendall.csv", "ustat_kendall.md"], {"Fig 4"}),
+    ],
+)
 def test_experiment_smoke(tmp_path, name, files, figures):
     pytest.importorskip("matplotlib")
     pytest.importorskip("sklearn")
