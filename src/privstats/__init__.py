@@ -18,6 +18,9 @@ import importlib
 
 from privstats.estimate import Estimate
 
+# the planner function shadows its module's name on the package (light: stdlib only at import)
+from privstats.plan import plan
+
 __version__ = "0.2.0"
 
 # Public statistics, imported on first use so that ``import privstats`` stays light
@@ -41,15 +44,13 @@ _LAZY = {
     "heavy_hitters": "privstats.stats.frequency",
     # training-set summarization
     "summarize": "privstats.stats.summarization",
-    # the planner
-    "plan": "privstats.plan",
 }
 
 # submodules, imported on first attribute access (``privstats.local.GRR``)
 _SUBMODULES = ("local", "shuffle", "secure", "privacy", "engine", "central", "cdf", "ustat", "stats",
                "summarization", "estimate", "validation")
 
-__all__ = ["Estimate", "__version__", *_LAZY, *_SUBMODULES]
+__all__ = ["Estimate", "__version__", "plan", *_LAZY, *_SUBMODULES]
 
 
 def __getattr__(name: str):

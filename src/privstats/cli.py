@@ -544,7 +544,9 @@ def _plan(args) -> int:
     print(p.table())
     for note in notes:
         print(f"warning: {note}", file=sys.stderr)
-    if args.delta == 0 and "shuffle" in __import__("privstats.plan").plan.SUPPORTED[args.statistic]:
+    from privstats.plan import SUPPORTED
+
+    if args.delta == 0 and "shuffle" in SUPPORTED[args.statistic]:
         print("note: shuffle-model protocols are (ε, δ)-DP; pass --delta to include them", file=sys.stderr)
 
 

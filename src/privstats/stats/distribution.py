@@ -697,7 +697,10 @@ def _plan_ecdf_central(*, n, epsilon, grid=1024, **_):
 
 @register("ecdf", "secure", "tree+secure-aggregation")
 def _plan_ecdf_secure(*, n, epsilon, grid=1024, n_servers=2, **_):
+    from privstats.secure.noise import noise_variance_factor
+
     mech, se = _central_curve(n, epsilon, grid)
+    se *= math.sqrt(noise_variance_factor(n_servers))         # every server's share is a full noise
     return Option("secure", mech.name + "+secure-aggregation", {**_short(mech.params()), "servers": n_servers}, se,
                   messages_per_user=float(n_servers), bits_per_user=128.0 * (n_servers - 1) + 64.0 * (grid + 2))
 
@@ -718,12 +721,12 @@ def _width(bounds):
 
 @register("quantiles", "central", "exponential")
 def _plan_quantiles_exp(*, n, epsilon, bounds=None, q=(0.5,), ci_fraction=0.1, **_):
-    """Rank error of the exponential mechanism ~ Laplace(2m/ε') ranks; at uniform data one rank is
-    (hi - lo)/n in value."""
+    """Rank error of the exponential mechanism ~ Laplace(2m/ε') ranks, plus ≈ 4 ranks² from the random
+    spacings it samples within (uniform data, where one rank is (hi - lo)/n in value)."""
     m = len(np.atleast_1d(q))
     eps = epsilon * (1 - ci_fraction) / m
     return Option("central", "exponential" if m == 1 else "independent-exponential", {"ci_fraction": ci_fraction},
-                  _width(bounds) * math.sqrt(2) * 2 / (eps * n))
+                  _width(bounds) * math.sqrt(8 / eps**2 + 4) / n)
 
 
 def _quantile_from_curve(opt: Option, bounds) -> Option:
@@ -777,7 +780,9 @@ def _plan_roc(model, n, epsilon, grid, n_pos):
         bits = float(hh.bits_per_user)
     else:
         mech = choose_mechanism(int(grid) + 1, epsilon, "replace", "auto")
-        cov = mech.count_covariance()[:-1, :-1]
+        from privstats.secure.noise import noise_variance_factor
+
+        cov = mech.count_covariance()[:-1, :-1] * (noise_variance_factor(2) if model == "secure" else 1.0)
         covs = [cov / n_pos**2, cov / n_neg**2]
         bits = 0.0 if model == "central" else 128.0 + 64.0 * (grid + 2)
     curve = np.linspace(0, 1, int(grid) + 1)[1:]

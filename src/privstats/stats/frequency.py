@@ -36,7 +36,7 @@ from privstats.validation import (as_domain_values, as_float_array, check_bounds
                                   check_domain_size, check_epsilon, check_positive_int)
 
 __all__ = ["frequencies", "range_counts", "heavy_hitters", "shuffle_quantiles", "shuffle_protocol",
-           "SHUFFLE_PROTOCOLS", "MODELS"]
+           "SHUFFLE_PROTOCOLS", "MODELS", "require_delta"]
 
 SHUFFLE_PROTOCOLS = ("auto", "single", "single-rr", "single-rappor", "multi-hadamard", "multi-countmin")
 MODELS = ("shuffle", "local", "central")
@@ -44,6 +44,12 @@ DEFAULT_DELTA = 1e-6
 
 
 def default_delta(delta, n: int) -> float:
+    """``delta`` validated; ``None`` means min(1e-6, 1/(10 n)) (kept for the task files of the services;
+    the statistics themselves call :func:`require_delta`)."""
+    return check_delta(min(DEFAULT_DELTA, 1.0 / (10 * max(n, 1))) if delta is None else delta)
+
+
+def require_delta(delta, n: int) -> float:
     """``delta`` validated.  δ is spent only when the caller passes it: the shuffle model has no
     pure-DP protocol here, so ``None`` is an error that says what to pass (δ well below 1/n)."""
     if delta is None:
@@ -179,7 +185,7 @@ def frequencies(values, *, domain, epsilon: float, delta: float | None = None, m
         oracle = make_oracle(protocol or "auto", d, epsilon)
         est = oracle.estimate(oracle.simulate(codes, as_generator(rng)))
     else:
-        delta = default_delta(delta, n)
+        delta = require_delta(delta, n)
         proto = shuffle_protocol(protocol or "auto", d, n, epsilon, delta, **options)
         est = proto.estimate(proto.simulate(codes, as_generator(rng)))
     return _in_range(est, n, postprocess, "frequencies")
@@ -307,7 +313,7 @@ def range_counts(values, ranges=None, *, domain: int, epsilon: float, delta: flo
         params = {"domain": B0, "dims": dim, "tree_leaves": B, "k": k, "scale": scale}
         mpu = bpu = 0
     else:
-        delta = default_delta(delta, n)
+        delta = require_delta(delta, n)
         proto = HadamardMultiMessage(M, n=n, epsilon=epsilon, delta=delta, k=k, **options)
         est = proto.estimate(proto.simulate(sets, as_generator(rng)))
         noisy, node_se = est.value, est.stderr
@@ -341,7 +347,7 @@ def shuffle_quantiles(x, q, *, epsilon: float, delta: float | None = None, bound
     if bins & (bins - 1):
         raise ValueError(f"bins must be a power of two, got {bins}")
     xs = as_float_array(x, "x", bounds=(lo, hi))
-    delta = default_delta(delta, xs.size)
+    delta = require_delta(delta, xs.size)
     qs = np.atleast_1d(np.asarray(q, dtype=np.float64))
     if qs.ndim != 1 or qs.size == 0 or not np.all(np.isfinite(qs)) or np.any((qs < 0) | (qs > 1)):
         raise ValueError("q must be probabilities in [0, 1]")
@@ -381,7 +387,7 @@ def heavy_hitters(values, *, domain: int, epsilon: float, delta: float | None = 
     n = codes.size
     L = int(math.log2(B))
     if model == "shuffle":
-        delta = default_delta(delta, n)
+        delta = require_delta(delta, n)
     shuffle_delta = float(delta or 0.0)      # the shuffle model's δ (unused by the other models)
     comm: dict[str, Any] = {}
 

@@ -444,7 +444,7 @@ def _plan_tau_local(*, n, epsilon, bins=None, oracle="auto", **_):
         return None
     proto = QuantizedUStat(K.KendallOperator(k, k), epsilon, orc)
     var = proto.conditional_variance(np.full(k * k, n / (k * k)))
-    nontie = (1 - 1 / k) ** 2                 # tau-b divides by the non-tie fractions
+    nontie = 1 - 1 / k                        # tau-b divides by √(non-tie x · non-tie y) = 1 − 1/k
     return Option("local", "ustat-quantized", {"bins": k, "oracle": orc}, math.sqrt(var) / nontie,
                   messages_per_user=1.0, bits_per_user=proto.bits_per_user)
 
