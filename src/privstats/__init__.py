@@ -21,7 +21,7 @@ from privstats.estimate import Estimate
 # the planner function shadows its module's name on the package (light: stdlib only at import)
 from privstats.plan import plan
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 # Public statistics, imported on first use so that ``import privstats`` stays light
 # and optional extras are only needed by the functions that use them.

@@ -98,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
                           description="Run every statistic under every trust model on bundled or "
                                       "generated data, print a table and write a Markdown+PNG report.")
     demo.add_argument("--size", choices=["tiny", "small", "full"], default="full",
-                      help="problem size: full (default, < 1 min), small (tests), tiny (smoke)")
+                      help="problem size: full (default; the run prints its own time), small (tests), tiny (smoke)")
     demo.add_argument("--out", metavar="DIR", help="report directory (default ./privstats-report)")
     demo.add_argument("--seed", type=int, default=2024, help="seed of the data and of the simulated noise")
     demo.add_argument("--epsilons", type=_epsilon_list, metavar="E1,E2,...",
@@ -157,7 +157,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     exp = sub.add_parser("experiment", help="run a paper reproduction from experiments/",
                          description="Run a reproduction script from the repository's experiments/ "
-                                     "directory; arguments after NAME go to the script (try NAME --help).")
+                                     "directory; arguments after NAME go to the script (try NAME --help). "
+                                     "'privstats experiment all --out DIR' runs every one and writes the "
+                                     "fidelity table DIR/fidelity.md. Outputs go to --out (default "
+                                     "./privstats-experiments/NAME), never into the source tree.")
     exp.add_argument("name", nargs="?", metavar="NAME", help="experiment name (see --list)")
     exp.add_argument("--list", action="store_true", help="list the experiments")
 
@@ -488,28 +491,17 @@ def _experiment(args, forwarded: list[str]) -> int:
         spec.loader.exec_module(module)
         if not hasattr(module, "main"):
             raise CLIError(f"NAME: experiment {args.name!r} has no main(argv) function")
-        return _with_spinner(f"experiment {args.name}", lambda: module.main(forwarded))
+        # experiments draw their own progress bars, so only the start and finish lines here
+        print(f"running experiment {args.name} ...", file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
+        code = module.main(forwarded)
+        code = 0 if code is None else int(code)
+        print(f"experiment {args.name} finished in {time.perf_counter() - t0:.1f} s (exit {code})",
+              file=sys.stderr)
+        return code
     finally:
         sys.path.remove(str(path.parent))
         sys.modules.pop(spec.name, None)
-
-
-def _with_spinner(label: str, run) -> int:
-    """Run ``run()`` under a spinner with elapsed time on a terminal; a start/finish line otherwise."""
-    from privstats.report import use_rich
-
-    t0 = time.perf_counter()
-    if use_rich(sys.stderr):
-        from rich.console import Console
-
-        with Console(stderr=True).status(f"running {label} ...", spinner="dots"):
-            code = run()
-    else:
-        print(f"running {label} ...", file=sys.stderr, flush=True)
-        code = run()
-    code = 0 if code is None else int(code)
-    print(f"{label} finished in {time.perf_counter() - t0:.1f} s (exit {code})", file=sys.stderr)
-    return code
 
 
 def _aggregate(forwarded: list[str]) -> int:
@@ -596,14 +588,16 @@ def _add_service_parsers(sub) -> None:
     serve.add_argument("--task", required=True, metavar="FILE", help="task.json (the role's secrets are read "
                                                                      "from task.<role>.json next to it)")
     serve.add_argument("--secrets", metavar="FILE", help="the role's secrets file (default task.<role>.json)")
-    serve.add_argument("--db", metavar="URL", help="sqlite:///FILE (default: a SQLite file next to the task) or "
-                                                  "postgresql+psycopg://USER@HOST:PORT/DB")
+    serve.add_argument("--db", metavar="URL",
+                       help="sqlite:///FILE (default: a SQLite file next to the task) or "
+                            "postgresql+psycopg://USER@HOST:PORT/DB")
     serve.add_argument("--host", help="listen address (default: the host of the role's URL in the task)")
     serve.add_argument("--port", type=int, help="listen port (default: the port of the role's URL)")
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
 
     submit = sub.add_parser("submit", help="encode values on this device and upload them (client role)",
-                            description="Randomize values with the task's protocol (OS CSPRNG) and upload them.")
+                            description="Randomize values with the task's protocol (OS CSPRNG) and "
+                                        "upload them.")
     submit.add_argument("--task", required=True, metavar="FILE")
     submit.add_argument("--input", required=True, metavar="FILE", help="a .csv or .parquet file")
     submit.add_argument("--column", required=True, metavar="COL")
@@ -615,8 +609,15 @@ def _add_service_parsers(sub) -> None:
                              description="Spend one collection of the task's budget and print the estimate.")
     collect.add_argument("--task", required=True, metavar="FILE")
     collect.add_argument("--url", help="server URL (default: the task's collector or analyzer)")
-    collect.add_argument("--token", help="collect token (default: task.analyst.json or $PRIVSTATS_COLLECT_TOKEN)")
+    collect.add_argument("--token",
+                         help="collect token (default: task.analyst.json or $PRIVSTATS_COLLECT_TOKEN)")
     collect.add_argument("--collection-id", help="idempotency key (a retry with the same id spends nothing)")
+    collect.add_argument("--min-reports", type=int, metavar="N",
+                         help="release only once the batch holds at least N reports "
+                              "(with --wait: wait for them)")
+    collect.add_argument("--wait", type=float, default=0.0, metavar="S",
+                         help="retry for up to S seconds while the batch is below --min-batch (e.g. the "
+                              "shuffler has not forwarded it yet)")
     collect.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -689,16 +690,28 @@ def _submit(args) -> int:
 
 
 def _collect(args) -> int:
-    from privstats.client import Client
+    import uuid
 
-    with Client(args.url, args.task, args.token) as client:
-        est = client.collect(args.collection_id)
+    from privstats.client import Client, ServiceError
+
+    cid = args.collection_id or uuid.uuid4().hex
+    deadline = time.monotonic() + max(args.wait, 0.0)
+    with Client(args.url, args.task, args.token, collect_url=args.url) as client:
+        while True:
+            try:
+                query = {} if args.min_reports is None else {"min_reports": args.min_reports}
+                est = client.collect(cid, **query)
+                break
+            except ServiceError as exc:
+                if exc.code != "batch_too_small" or time.monotonic() >= deadline:
+                    raise
+                time.sleep(1.0)
     if args.json:
         print(json.dumps(est.to_dict(), allow_nan=False))
         return 0
     print(f"protocol {est.protocol}  model {est.model}  n {est.n}  guarantee {est.guarantee}")
     value, se = np.atleast_1d(est.value), np.atleast_1d(est.stderr)
-    for i, (v, s) in enumerate(zip(value, se)):
+    for i, (v, s) in enumerate(zip(value, se, strict=True)):
         print(f"{i:>6}  {v:12.2f}  ± {s:.2f}")
     return 0
 

@@ -160,11 +160,16 @@ def ecdf(x, *, epsilon: float, bounds, grid=1024, smoothing: str | None = None, 
         paper's tree), ``"b-ary"`` or ``"b-ary:<b>"`` (local: tree branching b; split
         and level oracle still chosen).
 
-    Returns a :class:`~privstats.cdf.result.PrivateECDF` (``evaluate``, ``quantile``,
-    ``confidence_interval``, ``plot``, ``.estimate``).  The smoothed curve is monotone and in
-    [0, 1]; the raw unbiased values are in ``.raw`` (``estimate.details["unbiased"]``);
-    ``smoothing="none"`` releases them.
+    Returns
+    -------
+    PrivateECDF
+        A :class:`~privstats.cdf.result.PrivateECDF` (``evaluate``, ``quantile``,
+        ``confidence_interval``, ``plot``, ``.estimate``).  The smoothed curve is monotone and in
+        [0, 1]; the raw unbiased values are in ``.raw`` (``estimate.details["unbiased"]``);
+        ``smoothing="none"`` releases them.
 
+    Examples
+    --------
     >>> import numpy as np
     >>> r = ecdf([0.1, 0.4, 0.4, 0.9], epsilon=1e6, bounds=(0, 1), grid=10, rng=0)
     >>> r.evaluate([0.4, 0.95]).tolist()
