@@ -178,7 +178,8 @@ def frequencies(values, *, domain, epsilon: float, delta: float | None = None, m
         se = math.sqrt(discrete_laplace_variance(scale))
         est = Estimate(value=noisy.astype(float), stderr=np.full(d, se), guarantee=PureDP(epsilon), model="central",
                        protocol="discrete-laplace", params={"domain_size": d, "scale": scale, "sensitivity": 2},
-                       n=n, messages_per_user=0, bits_per_user=0)
+                       n=n, messages_per_user=0, bits_per_user=0,
+                       details={"ci_law": {"discrete_laplace_scale": scale}})
     elif model == "local":
         from privstats.local.choose import ORACLES, make_oracle
         check_choice(protocol or "auto", "protocol", {"auto", *ORACLES})
