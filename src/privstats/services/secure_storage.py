@@ -1,0 +1,149 @@
+"""Durable state of the leader and the helper (SQLAlchemy 2 Core; SQLite by default, PostgreSQL by URL).
+
+Tables (one database per server process; ``party`` is implicit in which server owns it):
+
+* ``secure_reports`` — one row per (task, report id): the unique key is the replay
+  protection of both servers.  The leader keeps its decrypted share and the helper's
+  still-encrypted share until the report is aggregated, then scrubs them; the helper
+  keeps only the id and the job that verified it.
+* ``secure_jobs`` — verification/aggregation jobs, keyed by a job id the leader picks:
+  the stored messages make every server-to-server step idempotent (a retried step returns
+  the stored answer and adds nothing twice).
+* ``secure_batches`` — each server's running share of a batch's histogram, the counts of
+  valid and invalid reports, its state (open / closed), the collection id and the
+  released partial (noise drawn once, stored, never redrawn).
+* ``secure_ledger`` — the budget charged by each batch's collection (unique per batch:
+  charged once).
+* ``secure_schema`` — schema version.
+
+SQLite runs in WAL mode with ``synchronous=FULL``: a commit is on disk before the
+server acknowledges it.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+
+__all__ = ["SecureStore", "SCHEMA_VERSION", "default_db_url"]
+
+SCHEMA_VERSION = 1
+
+metadata = sa.MetaData()
+
+reports = sa.Table(
+    "secure_reports", metadata,
+    sa.Column("task_id", sa.String(64), primary_key=True),
+    sa.Column("report_id", sa.LargeBinary(16), primary_key=True),
+    sa.Column("state", sa.SmallInteger, nullable=False, default=0),   # 0 pending, 1 in job, 2 valid, 3 invalid
+    sa.Column("job_id", sa.String(64), nullable=True),
+    sa.Column("seq", sa.BigInteger, nullable=False, default=0),
+    sa.Column("share", sa.LargeBinary, nullable=True),
+    sa.Column("helper_ct", sa.LargeBinary, nullable=True),
+)
+sa.Index("ix_secure_reports_state", reports.c.task_id, reports.c.state, reports.c.seq)
+
+jobs = sa.Table(
+    "secure_jobs", metadata,
+    sa.Column("task_id", sa.String(64), primary_key=True),
+    sa.Column("job_id", sa.String(64), primary_key=True),
+    sa.Column("batch_id", sa.Integer, nullable=False),
+    sa.Column("state", sa.SmallInteger, nullable=False, default=0),   # 0 created, 1 initialised, 2 finished
+    sa.Column("report_ids", sa.LargeBinary, nullable=False),
+    sa.Column("seeds", sa.LargeBinary, nullable=True),                  # helper: decrypted seeds
+    sa.Column("replay", sa.LargeBinary, nullable=True),                 # helper: 1 byte per report
+    sa.Column("d_share", sa.LargeBinary, nullable=True),
+    sa.Column("w_share", sa.LargeBinary, nullable=True),
+    sa.Column("accept", sa.LargeBinary, nullable=True),
+)
+
+batches = sa.Table(
+    "secure_batches", metadata,
+    sa.Column("task_id", sa.String(64), primary_key=True),
+    sa.Column("batch_id", sa.Integer, primary_key=True),
+    sa.Column("state", sa.SmallInteger, nullable=False, default=0),   # 0 open, 1 closed (collected)
+    sa.Column("total", sa.LargeBinary, nullable=False),
+    sa.Column("n_valid", sa.BigInteger, nullable=False, default=0),
+    sa.Column("n_invalid", sa.BigInteger, nullable=False, default=0),
+    sa.Column("collection_id", sa.String(64), nullable=True),
+    sa.Column("partial", sa.LargeBinary, nullable=True),
+    sa.Column("other_partial", sa.LargeBinary, nullable=True),
+)
+
+ledger = sa.Table(
+    "secure_ledger", metadata,
+    sa.Column("task_id", sa.String(64), primary_key=True),
+    sa.Column("batch_id", sa.Integer, primary_key=True),
+    sa.Column("epsilon", sa.Float, nullable=False),
+)
+
+schema = sa.Table(
+    "secure_schema", metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("version", sa.Integer, nullable=False),
+)
+
+
+def default_db_url(role: str) -> str:
+    """``sqlite:///privstats-<role>.db`` in the working directory."""
+    return f"sqlite:///privstats-{role}.db"
+
+
+class SecureStore:
+    """A database for one server role.  ``lock`` serialises this process's write transactions."""
+
+    def __init__(self, url: str):
+        self.url = url
+        kwargs: dict[str, Any] = {"future": True}
+        if url.startswith("sqlite"):
+            kwargs["connect_args"] = {"check_same_thread": False, "timeout": 60}
+        self.engine = sa.create_engine(url, **kwargs)
+        if self.engine.dialect.name == "sqlite":
+            @event.listens_for(self.engine, "connect")
+            def _pragmas(dbapi_conn, _record):          # durable before acknowledged
+                cur = dbapi_conn.cursor()
+                cur.execute("PRAGMA journal_mode=WAL")
+                cur.execute("PRAGMA synchronous=FULL")
+                cur.close()
+        self.lock = threading.RLock()
+        self.migrate()
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    def migrate(self) -> None:
+        with self.engine.begin() as conn:
+            metadata.create_all(conn)
+            row = conn.execute(sa.select(schema.c.version).where(schema.c.id == 1)).first()
+            if row is None:
+                conn.execute(schema.insert().values(id=1, version=SCHEMA_VERSION))
+            elif row[0] > SCHEMA_VERSION:
+                raise RuntimeError(f"database schema version {row[0]} is newer than this privstats "
+                                   f"({SCHEMA_VERSION})")
+
+    def insert_ignore(self, conn, table: sa.Table, rows: list[dict]) -> int:
+        """Insert rows, skipping those whose primary key exists; returns the number inserted."""
+        if not rows:
+            return 0
+        if self.dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+            stmt = pg_insert(table).on_conflict_do_nothing()
+        elif self.dialect == "sqlite":
+            from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+            stmt = sqlite_insert(table).on_conflict_do_nothing()
+        else:                                                   # pragma: no cover
+            raise RuntimeError(f"unsupported database {self.dialect}")
+        res = conn.execute(stmt, rows)
+        return int(res.rowcount) if res.rowcount is not None and res.rowcount >= 0 else 0
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+reports_table, jobs_table, batches_table, ledger_table = reports, jobs, batches, ledger
