@@ -71,19 +71,23 @@ def _private_cumulative(x: np.ndarray, thresholds: np.ndarray, bounds, *, epsilo
         name = mech.name
     else:
         cells = np.searchsorted(internal, x, side="left")
+        from privstats.secure.aggregation import DistributedNoiseMechanism, open_partials
+
         if protocol == "fss":
             check_power_of_two(N, "grid")
             from privstats.secure.dcf import FSSECDFServer, fss_ecdf_keys
             from privstats.secure.noise import share_generator
 
-            gen = share_generator(rng)
-            k0, k1 = fss_ecdf_keys(cells, N.bit_length() - 1, rng=None if rng is None else int(gen.integers(2**62)))
-            servers = [FSSECDFServer(k, mech, rng=None if rng is None else int(gen.integers(2**62))) for k in (k0, k1)]
-            from privstats.secure.aggregation import open_partials
-
+            seeds: list = [None, None, None]                  # rng=None: OS CSPRNG for keys and noise
+            if rng is not None:
+                gen = share_generator(rng)
+                seeds = [int(gen.integers(2**62)) for _ in range(3)]
+            k0, k1 = fss_ecdf_keys(cells, N.bit_length() - 1, rng=seeds[0])
+            servers = [FSSECDFServer(k, mech, rng=r) for k, r in zip((k0, k1), seeds[1:])]
             noisy = open_partials([s.partial() for s in servers])
             cost = {"messages_per_user": 2.0, "bits_per_user": 16.0 * k0.key_bytes()}
             name = mech.name + "+fss-dcf"
+            factor = 2.0
         else:
             from privstats.secure.aggregation import SecureECDFAggregation
 
@@ -91,6 +95,10 @@ def _private_cumulative(x: np.ndarray, thresholds: np.ndarray, bounds, *, epsilo
             noisy = proto.run(cells) if n * (N + 1) <= 2**22 else proto.simulate(cells)
             cost = {"messages_per_user": float(n_servers), "bits_per_user": 128.0 * (n_servers - 1) + 64.0 * (N + 1)}
             name = mech.name + "+secure-aggregation"
+            factor = proto.variance_factor
+        # every server's share is a full discrete Laplace (the guarantee holds against any one server
+        # that knows its share and sees the output): the opened noise has `factor` x the central variance
+        mech = DistributedNoiseMechanism(mech, factor)
     counts = mech.estimate_counts(noisy, n if neighbours == "replace" else None)
     sd = np.sqrt(mech.count_variance())
     total = float(n) if neighbours == "replace" else max(float(counts[-1]), 1.0)
@@ -183,8 +191,14 @@ def ecdf(x, *, epsilon: float, bounds, grid=1024, smoothing: str | None = None, 
     params = {**(mech if model == "local" else mech.params()), "smoothing": smoothing}
     if model == "secure":
         params.update(servers=2 if protocol == "fss" else n_servers, secure_protocol=protocol)
+    details = {"thresholds": thresholds, "raw": raw, "noise_model": noise_model}
+    if neighbours != "replace":
+        # n is private under add/remove: publish only the noisy total the mechanism already released
+        # (the last cumulative count, covered by the same epsilon), never the exact n
+        details["noisy_n"] = float(noise_model["total"])
     est = Estimate(values, stderr=se, guarantee=PureDP(epsilon), model=model, protocol=name, params=params,
-                   n=int(xs.size), neighbours=neighbours, details={"thresholds": thresholds, "raw": raw, "noise_model": noise_model}, **cost)
+                   n=int(xs.size) if neighbours == "replace" else None, neighbours=neighbours, details=details,
+                   **cost)
     return PrivateECDF(thresholds, values, se, estimate=est, raw=raw)
 
 
@@ -274,7 +288,7 @@ def quantiles(x, q, *, epsilon: float, bounds, model: str = "central", method: s
     if model == "local":
         protocol = "ecdf-local-hierarchy+algorithm1"
     return Estimate(values, stderr=None, guarantee=PureDP(epsilon), model=model, protocol=protocol, params=params,
-                    n=int(xs.size), neighbours=neighbours, **cost)
+                    n=public_n, neighbours=neighbours, **cost)         # n is private (None) under add/remove
 
 
 def raw_covariance(result: PrivateECDF) -> np.ndarray:
