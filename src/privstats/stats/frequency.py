@@ -18,6 +18,7 @@ protocol objects' ``encode``/``aggregate`` roles with the OS CSPRNG and a :class
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -177,7 +178,7 @@ def range_counts(values, ranges=None, *, domain: int, epsilon: float, delta: flo
     if ranges is None:
         if dim != 1:
             raise ValueError("ranges is required for multi-dimensional values")
-        boxes = [((0, j),) for j in range(1, B0 + 1)]
+        boxes: list[tuple[tuple[int, int], ...]] = [((0, j),) for j in range(1, B0 + 1)]
     else:
         boxes = []
         shape = "(lo, hi)" if dim == 1 else f"{dim} pairs (lo, hi)"
@@ -218,6 +219,8 @@ def range_counts(values, ranges=None, *, domain: int, epsilon: float, delta: flo
                         params={**est.params, "domain": B0, "dims": dim}, n=n,
                         messages_per_user=est.messages_per_user, bits_per_user=est.bits_per_user)
     sets = support_nd(pts, B)
+    guarantee: PureDP | ApproxDP
+    bpu: float
     if model == "central":
         ids = sets[sets >= 0]
         scale = 2.0 * k / epsilon
@@ -300,7 +303,8 @@ def heavy_hitters(values, *, domain: int, epsilon: float, delta: float | None = 
     L = int(math.log2(B))
     if model == "shuffle":
         delta = default_delta(delta, n)
-    comm = {}
+    shuffle_delta = float(delta or 0.0)      # the shuffle model's δ (unused by the other models)
+    comm: dict[str, Any] = {}
 
     def level_estimator(level, items, g):
         size = 1 << level
@@ -318,7 +322,7 @@ def heavy_hitters(values, *, domain: int, epsilon: float, delta: float | None = 
             oracle = make_oracle("auto", size, epsilon)
             est = oracle.estimate(oracle.simulate(items, g))
         else:
-            proto = HadamardMultiMessage(size, n=m, epsilon=epsilon, delta=delta)
+            proto = HadamardMultiMessage(size, n=m, epsilon=epsilon, delta=shuffle_delta)
             est = proto.estimate(proto.simulate(items, g))
         comm["messages"] = est.messages_per_user
         comm["bits"] = max(comm.get("bits", 0), est.bits_per_user)
@@ -332,12 +336,12 @@ def heavy_hitters(values, *, domain: int, epsilon: float, delta: float | None = 
             from privstats.local.choose import make_oracle
             leaf_se = float(np.sqrt(make_oracle("auto", B, epsilon).variance(m, np.zeros(B)).max()))
         else:
-            leaf_se = _worst_se(HadamardMultiMessage(B, n=m, epsilon=epsilon, delta=delta))
+            leaf_se = _worst_se(HadamardMultiMessage(B, n=m, epsilon=epsilon, delta=shuffle_delta))
         threshold = 5 * leaf_se * n / m
     items, counts, se = prefix_tree_heavy_hitters(codes, B, threshold=float(threshold),
                                                   level_estimator=level_estimator, rng=as_generator(rng))
     keep = items < B0
-    guarantee = ApproxDP(epsilon, delta) if model == "shuffle" else PureDP(epsilon)
+    guarantee = ApproxDP(epsilon, shuffle_delta) if model == "shuffle" else PureDP(epsilon)
     return Estimate(value=items[keep], stderr=None, guarantee=guarantee, model=model,
                     protocol=f"prefix-tree-{model}", params={"domain": B0, "levels": L, "threshold": float(threshold)},
                     n=n, messages_per_user=comm.get("messages", 0), bits_per_user=comm.get("bits", 0),
