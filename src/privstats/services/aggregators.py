@@ -39,28 +39,35 @@ import base64
 import json
 import logging
 import os
-import struct
 import threading
 import time
 from typing import Any
 
 import numpy as np
 import sqlalchemy as sa
+from fastapi import Request
 
 from privstats.secure.leader_helper import BatchTotal, SecureAggregator, SecureSpec, decode_shares
-from privstats.secure.validity import FIELD
-from privstats.services.secure_storage import SecureStore, batches_table, default_db_url, jobs_table, \
-    ledger_table, reports_table
-from privstats.services.secure_tasks import hpke_info, load_secret, load_secure_task, open_sealed, seal, spec_of, \
-    tokens_equal
+from privstats.services.secure_storage import (
+    SecureStore,
+    batches_table,
+    jobs_table,
+    ledger_table,
+    reports_table,
+)
+from privstats.services.secure_tasks import spec_of, verify_key
+from privstats.services.security import HPKE_OVERHEAD, hpke_info, hpke_open
 
-__all__ = ["create_leader_app", "create_helper_app", "serve", "pack_reports", "unpack_reports", "JOB_SIZE"]
+__all__ = ["create_leader_app", "create_helper_app", "Leader", "Helper", "payload_sizes", "JOB_SIZE"]
 
 log = logging.getLogger("privstats.secure")
 JOB_SIZE = 1000
-MAX_BODY = 64 << 20
-_MAGIC = b"PSU1"
-HELPER_CT_LEN = 32 + 16 + 16          # X25519 enc + 16-byte seed + GCM tag
+HELPER_CT_LEN = HPKE_OVERHEAD + 16     # the helper's sealed 16-byte seed
+
+
+def payload_sizes(spec: SecureSpec) -> tuple[int, int]:
+    """(leader ciphertext, helper ciphertext) sizes of one report's upload payload."""
+    return HPKE_OVERHEAD + 8 * spec.layout.share_length, HELPER_CT_LEN
 
 
 def _b64(b: bytes) -> str:
@@ -74,65 +81,24 @@ def _unb64(s: Any, what: str) -> bytes:
         raise ValueError(f"{what}: not base64") from None
 
 
-def pack_reports(reports: list[tuple[bytes, bytes, bytes]]) -> bytes:
-    """Binary upload body: magic, count, then (report id, leader ct, helper ct) records."""
-    parts = [_MAGIC, struct.pack("<I", len(reports))]
-    for rid, lct, hct in reports:
-        parts += [rid, struct.pack("<I", len(lct)), lct, struct.pack("<I", len(hct)), hct]
-    return b"".join(parts)
-
-
-def unpack_reports(body: bytes) -> list[tuple[bytes, bytes, bytes]]:
-    """Inverse of :func:`pack_reports`; ValueError for anything malformed or truncated."""
-    if len(body) < 8 or body[:4] != _MAGIC:
-        raise ValueError("not a privstats secure upload")
-    (count,) = struct.unpack_from("<I", body, 4)
-    pos, out = 8, []
-    for _ in range(count):
-        if pos + 20 > len(body):
-            raise ValueError("truncated upload")
-        rid = body[pos:pos + 16]
-        (ll,) = struct.unpack_from("<I", body, pos + 16)
-        pos += 20
-        lct = body[pos:pos + ll]
-        pos += ll
-        if pos + 4 > len(body) or len(lct) != ll:
-            raise ValueError("truncated upload")
-        (hl,) = struct.unpack_from("<I", body, pos)
-        pos += 4
-        hct = body[pos:pos + hl]
-        pos += hl
-        if len(hct) != hl:
-            raise ValueError("truncated upload")
-        out.append((rid, lct, hct))
-    if pos != len(body):
-        raise ValueError("trailing bytes after the reports")
-    if len({r[0] for r in out}) != len(out):
-        raise ValueError("duplicate report ids in one upload")
-    return out
-
-
-def _bearer(request) -> str | None:
-    h = request.headers.get("authorization", "")
-    return h[7:] if h.lower().startswith("bearer ") else None
-
-
 class _Server:
     """State shared by both roles."""
 
-    def __init__(self, role: str, task: dict, secret: dict, db_url: str | None):
+    def __init__(self, role: str, task, secrets, storage):
         self.role = role
-        self.task = load_secure_task(task)
-        self.secret = secret
-        if secret.get("task_id") != self.task["task_id"]:
-            raise ValueError("the secret file belongs to another task")
-        self.task_id: str = self.task["task_id"]
-        self.spec: SecureSpec = spec_of(self.task)
-        self.min_batch = int(self.task["min_batch"])
-        self.store = SecureStore(db_url or default_db_url(role))
+        self.task = task
+        self.secrets = secrets
+        if secrets.task_id != task.task_id or secrets.role != role:
+            raise ValueError(f"the secrets are not the {role}'s secrets of task {task.task_id}")
+        self.task_id: str = task.task_id
+        self.tid: bytes = task.id_bytes
+        self.spec: SecureSpec = spec_of(task)
+        self.min_batch = int(task.min_batch)
+        self.store = SecureStore(storage)
         party = 0 if role == "leader" else 1
-        self.agg = SecureAggregator(self.spec, party, bytes.fromhex(secret["verify_key"]), self.task_id.encode())
+        self.agg = SecureAggregator(self.spec, party, verify_key(secrets), self.tid)
         self.zero_total = np.zeros(self.spec.layout.length, dtype=np.uint64).astype("<u8").tobytes()
+        self.sk = secrets.private_key_bytes
 
     def ensure_batch(self, conn, batch_id: int) -> None:
         self.store.insert_ignore(conn, batches_table, [{"task_id": self.task_id, "batch_id": batch_id, "state": 0,
@@ -153,23 +119,21 @@ class _Server:
                                                   batches_table.c.batch_id == batch_id)
                      .values(total=total.to_bytes(), n_valid=total.n_valid, n_invalid=total.n_invalid))
 
-    def partial_ct(self, row, batch_id: int) -> bytes:
-        """This server's partial for a batch, HPKE-encrypted to the collector (noise drawn here, once)."""
+    def partial_bytes(self, row) -> bytes:
+        """This server's partial for a batch (noise drawn here; the caller stores it: drawn once)."""
         total = BatchTotal(np.frombuffer(row.total, dtype="<u8").astype(np.uint64), int(row.n_valid),
                            int(row.n_invalid))
-        part = self.agg.partial(total).astype("<u8").tobytes()
-        return seal(self.task["hpke"]["collector"], part,
-                    hpke_info(f"collector-from-{self.role}", self.task_id, struct.pack("<q", batch_id)))
+        return self.agg.partial(total).astype("<u8").tobytes()
 
 
 # ------------------------------------------------------------------------------ helper
 
 class Helper(_Server):
-    def __init__(self, task: dict, secret: dict, db_url: str | None):
-        super().__init__("helper", task, secret, db_url)
+    def __init__(self, task, secrets, storage):
+        super().__init__("helper", task, secrets, storage)
 
     def announce(self, batch_id: int) -> None:
-        with self.store.lock, self.store.engine.begin() as conn:
+        with self.store.lock, self.store.transaction() as conn:
             self.ensure_batch(conn, batch_id)
 
     def init_job(self, job_id: str, body: dict) -> dict:
@@ -181,7 +145,7 @@ class Helper(_Server):
         if len(rids) != 16 * B or d_leader.size != B * self.spec.layout.n_blocks or B == 0 or B > 10 * JOB_SIZE:
             raise ValueError("job: report ids, ciphertexts and d shares do not match")
         ids = [rids[16 * i:16 * i + 16] for i in range(B)]
-        with self.store.lock, self.store.engine.begin() as conn:
+        with self.store.lock, self.store.transaction() as conn:
             job = conn.execute(sa.select(jobs_table).where(jobs_table.c.task_id == self.task_id,
                                                            jobs_table.c.job_id == job_id)).first()
             if job is not None:
@@ -205,7 +169,7 @@ class Helper(_Server):
                 if rid in seen:
                     bad[i] = True
                 try:
-                    seed = open_sealed(self.secret["hpke_private"], ct, hpke_info("helper", self.task_id, rid))
+                    seed = hpke_open(self.sk, ct, hpke_info("secure-helper", self.tid, rid))
                     if len(seed) != 16:
                         raise ValueError("seed length")
                 except ValueError:
@@ -232,7 +196,7 @@ class Helper(_Server):
 
     def finish_job(self, job_id: str, body: dict) -> dict:
         w_leader = np.frombuffer(_unb64(body["w"], "w"), dtype="<u8").astype(np.uint64)
-        with self.store.lock, self.store.engine.begin() as conn:
+        with self.store.lock, self.store.transaction() as conn:
             job = conn.execute(sa.select(jobs_table).where(jobs_table.c.task_id == self.task_id,
                                                            jobs_table.c.job_id == job_id)).first()
             if job is None:
@@ -259,7 +223,7 @@ class Helper(_Server):
     def collect(self, batch_id: int, body: dict) -> dict:
         collection_id = str(body["collection_id"])
         n_leader = int(body["n_valid"])
-        with self.store.lock, self.store.engine.begin() as conn:
+        with self.store.lock, self.store.transaction() as conn:
             row = self.batch_row(conn, batch_id)
             if row is None:
                 raise _Conflict(f"batch {batch_id} was not announced by the leader")
@@ -273,7 +237,7 @@ class Helper(_Server):
             if row.n_valid != n_leader:
                 raise _Conflict(f"the leader counts {n_leader} valid reports in batch {batch_id}, "
                                 f"the helper {row.n_valid}")
-            ct = self.partial_ct(row, batch_id)
+            ct = self.partial_bytes(row)
             conn.execute(batches_table.update().where(batches_table.c.task_id == self.task_id,
                                                       batches_table.c.batch_id == batch_id)
                          .values(state=1, collection_id=collection_id, partial=ct))
@@ -296,16 +260,19 @@ class _Unavailable(Exception):
     status = 503
 
 
+class _BudgetExceeded(Exception):
+    status = 403
+
+
 # ------------------------------------------------------------------------------ leader
 
 class Leader(_Server):
-    def __init__(self, task: dict, secret: dict, db_url: str | None, *, helper_url: str | None = None,
-                 job_size: int = JOB_SIZE):
-        super().__init__("leader", task, secret, db_url)
+    def __init__(self, task, secrets, storage, *, helper_url: str | None = None, job_size: int = JOB_SIZE):
+        super().__init__("leader", task, secrets, storage)
         import httpx
 
-        self.helper_url = (helper_url or self.task["helper_url"]).rstrip("/")
-        self.http = httpx.Client(timeout=120.0, headers={"authorization": f"Bearer {secret['aggregator_token']}"})
+        self.helper_url = (helper_url or task.url("helper")).rstrip("/")
+        self.http = httpx.Client(timeout=120.0, headers={"authorization": f"Bearer {secrets.token('forward')}"})
         self.job_size = job_size
         self.wake = threading.Event()
         self.stopping = threading.Event()
@@ -316,7 +283,7 @@ class Leader(_Server):
         self.announced: set[int] = set()
         self.seq = time.time_ns()
         self.timing = {"hpke": 0.0, "verify": 0.0, "storage": 0.0, "helper": 0.0}
-        with self.store.lock, self.store.engine.begin() as conn:
+        with self.store.lock, self.store.transaction() as conn:
             if self.current_batch(conn) is None:
                 self.ensure_batch(conn, 0)
         self.thread = threading.Thread(target=self._drive, name="privstats-leader-driver", daemon=True)
@@ -337,28 +304,31 @@ class Leader(_Server):
 
     # ---- upload
     def upload(self, body: bytes) -> dict:
-        recs = unpack_reports(body)
+        """Decrypt and store a batch of reports; refuses the whole request if any record is bad."""
+        from privstats.services.wire import unpack_upload
+
+        ll, hl = payload_sizes(self.spec)
+        tid, ids, payloads = unpack_upload(body, record_size=16 + ll + hl)
+        if tid != self.tid:
+            raise ValueError("the upload is for another task")
+        if len(set(ids)) != len(ids):
+            raise ValueError("duplicate report ids in one upload")
         t0 = time.perf_counter()
-        payloads = []
-        for rid, lct, hct in recs:
-            if len(rid) != 16:
-                raise ValueError("report ids are 16 bytes")
-            if len(hct) != HELPER_CT_LEN:
-                raise ValueError("the helper's ciphertext has the wrong length")
-            payloads.append(open_sealed(self.secret["hpke_private"], lct, hpke_info("leader", self.task_id, rid)))
-        decode_shares(self.spec, payloads, 0)            # validates lengths and field range
+        shares = [hpke_open(self.sk, p[:ll], hpke_info("secure-leader", self.tid, rid))
+                  for rid, p in zip(ids, payloads, strict=True)]
+        decode_shares(self.spec, shares, 0)              # validates lengths and field range
         t1 = time.perf_counter()
         with self.store.lock:
             self.seq += 1
             rows = [{"task_id": self.task_id, "report_id": rid, "state": 0, "job_id": None, "seq": self.seq,
-                     "share": p, "helper_ct": hct} for (rid, _, hct), p in zip(recs, payloads, strict=True)]
-            with self.store.engine.begin() as conn:
+                     "share": sh, "helper_ct": p[ll:]} for rid, p, sh in zip(ids, payloads, shares, strict=True)]
+            with self.store.transaction() as conn:
                 new = self.store.insert_ignore(conn, reports_table, rows)
         self.timing["hpke"] += t1 - t0
         self.timing["storage"] += time.perf_counter() - t1
         self.idle.clear()
         self.wake.set()
-        return {"acknowledged": len(recs), "new": new}
+        return {"acknowledged": len(ids), "new": new}
 
     # ---- driver
     def _helper(self, method: str, path: str, body: dict | None = None) -> dict:
@@ -381,7 +351,7 @@ class Leader(_Server):
             self.announced.add(batch_id)
 
     def _new_job(self) -> str | None:
-        with self.store.lock, self.store.engine.begin() as conn:
+        with self.store.lock, self.store.transaction() as conn:
             rids = [bytes(r[0]) for r in conn.execute(
                 sa.select(reports_table.c.report_id).where(reports_table.c.task_id == self.task_id,
                                                            reports_table.c.state == 0)
@@ -398,7 +368,7 @@ class Leader(_Server):
         return job_id
 
     def _open_jobs(self) -> list[str]:
-        with self.store.engine.connect() as conn:
+        with self.store.read() as conn:
             return [r[0] for r in conn.execute(sa.select(jobs_table.c.job_id).where(
                 jobs_table.c.task_id == self.task_id, jobs_table.c.state < 2))]
 
@@ -408,11 +378,11 @@ class Leader(_Server):
 
     def _run_job_locked(self, job_id: str) -> None:
         t0 = time.perf_counter()
-        with self.store.engine.connect() as conn:
+        with self.store.read() as conn:
             job = conn.execute(sa.select(jobs_table).where(jobs_table.c.task_id == self.task_id,
                                                            jobs_table.c.job_id == job_id)).first()
-        if job is None or job.state == 2:
-            return
+            if job is None or job.state == 2:
+                return
             ids = [job.report_ids[16 * i:16 * i + 16] for i in range(len(job.report_ids) // 16)]
             rows = {bytes(r.report_id): r for r in conn.execute(
                 sa.select(reports_table.c.report_id, reports_table.c.share, reports_table.c.helper_ct)
@@ -438,7 +408,7 @@ class Leader(_Server):
         acc_h = np.frombuffer(_unb64(fin["accept"], "accept"), dtype=np.uint8).astype(bool)
         if not np.array_equal(acc_h, accept):
             raise RuntimeError(f"job {job_id}: the helper's accept mask differs from the leader's")
-        with self.store.lock, self.store.engine.begin() as conn:
+        with self.store.lock, self.store.transaction() as conn:
             self.add_to_batch(conn, job.batch_id, shares, accept)
             ok_ids = [r for r, a in zip(ids, accept, strict=True) if a]
             bad_ids = [r for r, a in zip(ids, accept, strict=True) if not a]
@@ -481,32 +451,36 @@ class Leader(_Server):
                 backoff = min(2 * backoff, 2.0)
 
     def _pending(self) -> int:
-        with self.store.engine.connect() as conn:
+        with self.store.read() as conn:
             return int(conn.execute(sa.select(sa.func.count()).select_from(reports_table).where(
                 reports_table.c.task_id == self.task_id, reports_table.c.state < 2)).scalar() or 0)
 
     # ---- collection
-    def collect(self, timeout: float = 600.0) -> dict:
+    def collect(self, collection_id: str, timeout: float = 600.0) -> dict:
+        """Close the current batch and release it (or return the collection ``collection_id`` again)."""
+        if not isinstance(collection_id, str) or not 0 < len(collection_id) <= 64:
+            raise ValueError("collection_id must be a string of 1 to 64 characters")
+        with self.store.read() as conn:
+            done = conn.execute(sa.select(batches_table.c.batch_id).where(
+                batches_table.c.task_id == self.task_id,
+                batches_table.c.collection_id == collection_id)).scalar()
+        if done is not None:                        # a retried collection: the same release, nothing charged
+            return self._finish_collection(int(done))
         with self.collect_lock:
             self.paused.set()
             try:
-                return self._collect(timeout)
+                return self._collect(collection_id, timeout)
             finally:
                 self.paused.clear()
                 self.wake.set()
 
-    def _collect(self, timeout: float) -> dict:
+    def _collect(self, collection_id: str, timeout: float) -> dict:
         deadline = time.monotonic() + timeout
-        with self.store.engine.connect() as conn:
-            unfinished = conn.execute(sa.select(batches_table.c.batch_id).where(
-                batches_table.c.task_id == self.task_id, batches_table.c.state == 1,
-                sa.or_(batches_table.c.partial.is_(None), batches_table.c.other_partial.is_(None)))).scalar()
+        with self.store.read() as conn:
             batch_id = self.current_batch(conn)
-        if unfinished is not None:                 # a collection interrupted by a crash: finish it, charge nothing
-            return self._finish_collection(int(unfinished))
         # drain: every acknowledged report is verified and aggregated before the batch closes
         while True:
-            with self.store.engine.connect() as conn:
+            with self.store.read() as conn:
                 pending = int(conn.execute(sa.select(sa.func.count()).select_from(reports_table).where(
                     reports_table.c.task_id == self.task_id, reports_table.c.state == 0)).scalar() or 0)
             open_jobs = self._open_jobs()
@@ -521,14 +495,20 @@ class Leader(_Server):
                     pass
             except _Unavailable:
                 time.sleep(0.2)
-        with self.store.lock, self.store.engine.begin() as conn:
+        eps = float(self.spec.epsilon)
+        with self.store.lock, self.store.transaction() as conn:
             row = self.batch_row(conn, batch_id)
             if row.n_valid < self.min_batch:
                 raise _TooSmall(f"batch {batch_id} has {row.n_valid} valid reports, fewer than the minimum "
                                 f"{self.min_batch}")
+            spent = float(conn.execute(sa.select(sa.func.coalesce(sa.func.sum(ledger_table.c.epsilon), 0.0))
+                                       .where(ledger_table.c.task_id == self.task_id)).scalar() or 0.0)
+            budget = float(self.task.budget_value.epsilon)
+            if spent + eps > budget * (1 + 1e-12):
+                raise _BudgetExceeded(f"the task's budget epsilon = {budget:g} is spent ({spent:g} used; a "
+                                      f"collection costs {eps:g})")
             self.store.insert_ignore(conn, ledger_table, [{"task_id": self.task_id, "batch_id": batch_id,
-                                                           "epsilon": float(self.spec.epsilon)}])
-            collection_id = row.collection_id or os.urandom(16).hex()
+                                                           "epsilon": eps}])
             conn.execute(batches_table.update().where(batches_table.c.task_id == self.task_id,
                                                       batches_table.c.batch_id == batch_id)
                          .values(state=1, collection_id=collection_id))
@@ -544,35 +524,35 @@ class Leader(_Server):
         return True
 
     def _finish_collection(self, batch_id: int) -> dict:
-        with self.store.engine.connect() as conn:
+        with self.store.read() as conn:
             row = self.batch_row(conn, batch_id)
         if row is None or row.state != 1:
             raise _NotFound(f"batch {batch_id} has not been collected")
         self._announce(batch_id)
-        helper_ct = row.other_partial
-        if helper_ct is None:
+        helper_part = row.other_partial
+        if helper_part is None:
             resp = self._helper("POST", f"/batches/{batch_id}/collect",
                                 {"collection_id": row.collection_id, "n_valid": int(row.n_valid)})
-            helper_ct = _unb64(resp["partial"], "partial")
-        with self.store.lock, self.store.engine.begin() as conn:
+            helper_part = _unb64(resp["partial"], "partial")
+        with self.store.lock, self.store.transaction() as conn:
             row = self.batch_row(conn, batch_id)
-            leader_ct = row.partial or self.partial_ct(row, batch_id)
+            leader_part = row.partial or self.partial_bytes(row)
             conn.execute(batches_table.update().where(batches_table.c.task_id == self.task_id,
                                                       batches_table.c.batch_id == batch_id)
-                         .values(partial=leader_ct, other_partial=helper_ct))
-        return {"task_id": self.task_id, "batch_id": batch_id, "n_valid": int(row.n_valid),
-                "n_invalid": int(row.n_invalid), "epsilon": float(self.spec.epsilon),
-                "leader": _b64(leader_ct), "helper": _b64(helper_ct), "spec": self.spec.to_dict()}
+                         .values(partial=leader_part, other_partial=helper_part))
+        return {"task_id": self.task_id, "batch_id": batch_id, "collection_id": row.collection_id,
+                "n_valid": int(row.n_valid), "n_invalid": int(row.n_invalid), "epsilon": float(self.spec.epsilon),
+                "leader": _b64(leader_part), "helper": _b64(helper_part)}
 
     def get_collection(self, batch_id: int) -> dict:
-        with self.store.engine.connect() as conn:
+        with self.store.read() as conn:
             row = self.batch_row(conn, batch_id)
         if row is None or row.state != 1:
             raise _NotFound(f"batch {batch_id} has not been collected")
         return self._finish_collection(batch_id)
 
     def stats(self) -> dict:
-        with self.store.engine.connect() as conn:
+        with self.store.read() as conn:
             counts = dict(conn.execute(sa.select(reports_table.c.state, sa.func.count()).where(
                 reports_table.c.task_id == self.task_id).group_by(reports_table.c.state)).all())
         return {"reports_by_state": {str(k): int(v) for k, v in counts.items()}, "timing": dict(self.timing)}
@@ -580,205 +560,144 @@ class Leader(_Server):
 
 # ------------------------------------------------------------------------------ apps
 
-def _error_response(exc: Exception):
+_CODES = {"_Conflict": "conflict", "_NotFound": "not_found", "_TooSmall": "batch_too_small",
+          "_Unavailable": "unavailable", "_BudgetExceeded": "budget_exceeded"}
+
+
+def _failure(exc: Exception):
+    """A JSON error in the services' shape: ``{"detail": {"error": code, "message": ...}}``."""
     from fastapi.responses import JSONResponse
 
-    status = getattr(exc, "status", 400 if isinstance(exc, (ValueError, KeyError, TypeError)) else 500)
-    return JSONResponse({"error": str(exc)}, status_code=status)
+    if isinstance(exc, (ValueError, KeyError, TypeError)) and not hasattr(exc, "status"):
+        status, code = 400, "bad_request"
+    else:
+        status = int(getattr(exc, "status", 500))
+        code = _CODES.get(type(exc).__name__, "error")
+    if status >= 500:
+        log.warning("secure service error: %s", exc)
+    return JSONResponse({"detail": {"error": code, "message": str(exc)}}, status_code=status)
 
 
-def create_helper_app(task, secret, db_url: str | None = None):
-    """FastAPI app of the helper."""
-    from fastapi import FastAPI, Request
-    from fastapi.responses import JSONResponse
+async def _json_body(request: Request, limit: int) -> dict:
+    from privstats.services.app import read_body
 
-    helper = Helper(load_secure_task(task), secret, db_url)
+    data = json.loads(await read_body(request, limit))
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object")
+    return data
+
+
+def create_helper_app(task, secrets, storage, **_options: Any):
+    """FastAPI app of the helper (``privstats serve helper``)."""
+    import anyio
+    from fastapi import FastAPI, Header
+
+    from privstats.services.app import error, require_token
+
+    helper = Helper(task, secrets, storage)
     app = FastAPI(title="privstats helper", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.server = helper
+    limit = max(int(task.max_request_bytes), 64 << 20)
 
-    def _auth(request: Request, task_id: str):
-        if not tokens_equal(_bearer(request), helper.secret["aggregator_token"]):
-            return JSONResponse({"error": "missing or wrong server-to-server token"}, status_code=401)
+    def _auth(authorization: str | None, task_id: str) -> None:
+        require_token(authorization, secrets, "forward")
         if task_id != helper.task_id:
-            return JSONResponse({"error": "unknown task"}, status_code=404)
-        return None
-
-    async def _json(request: Request) -> dict:
-        raw = await request.body()
-        if len(raw) > MAX_BODY:
-            raise ValueError("request body too large")
-        data = json.loads(raw)
-        if not isinstance(data, dict):
-            raise ValueError("expected a JSON object")
-        return data
+            error(404, "unknown_task", "no such task")
 
     @app.get("/healthz")
     def healthz():
         return {"status": "ok", "role": "helper", "task_id": helper.task_id}
 
     @app.put("/tasks/{task_id}/batches/{batch_id}")
-    def announce(task_id: str, batch_id: int, request: Request):
-        if (denied := _auth(request, task_id)) is not None:
-            return denied
-        helper.announce(batch_id)
+    async def announce(task_id: str, batch_id: int, authorization: str | None = Header(None)):
+        _auth(authorization, task_id)
+        await anyio.to_thread.run_sync(helper.announce, batch_id)
         return {"batch_id": batch_id}
 
     @app.post("/tasks/{task_id}/jobs/{job_id}/init")
-    async def init(task_id: str, job_id: str, request: Request):
-        if (denied := _auth(request, task_id)) is not None:
-            return denied
+    async def init(task_id: str, job_id: str, request: Request, authorization: str | None = Header(None)):
+        _auth(authorization, task_id)
         try:
-            body = await _json(request)
-            import anyio
-
+            body = await _json_body(request, limit)
             return await anyio.to_thread.run_sync(helper.init_job, job_id, body)
         except Exception as exc:
-            return _error_response(exc)
+            return _failure(exc)
 
     @app.post("/tasks/{task_id}/jobs/{job_id}/finish")
-    async def finish(task_id: str, job_id: str, request: Request):
-        if (denied := _auth(request, task_id)) is not None:
-            return denied
+    async def finish(task_id: str, job_id: str, request: Request, authorization: str | None = Header(None)):
+        _auth(authorization, task_id)
         try:
-            body = await _json(request)
-            import anyio
-
+            body = await _json_body(request, limit)
             return await anyio.to_thread.run_sync(helper.finish_job, job_id, body)
         except Exception as exc:
-            return _error_response(exc)
+            return _failure(exc)
 
     @app.post("/tasks/{task_id}/batches/{batch_id}/collect")
-    async def collect(task_id: str, batch_id: int, request: Request):
-        if (denied := _auth(request, task_id)) is not None:
-            return denied
+    async def collect(task_id: str, batch_id: int, request: Request, authorization: str | None = Header(None)):
+        _auth(authorization, task_id)
         try:
-            body = await _json(request)
-            import anyio
-
+            body = await _json_body(request, 1 << 16)
             return await anyio.to_thread.run_sync(helper.collect, batch_id, body)
         except Exception as exc:
-            return _error_response(exc)
+            return _failure(exc)
 
     return app
 
 
-def create_leader_app(task, secret, db_url: str | None = None, *, helper_url: str | None = None,
-                      start_driver: bool = True):
-    """FastAPI app of the leader (its driver thread starts with the app)."""
+def create_leader_app(task, secrets, storage, *, helper_url: str | None = None, job_size: int = JOB_SIZE,
+                      **_options: Any):
+    """FastAPI app of the leader (``privstats serve leader``); its driver thread runs with the app."""
     from contextlib import asynccontextmanager
 
-    from fastapi import FastAPI, Request
-    from fastapi.responses import JSONResponse
+    import anyio
+    from fastapi import FastAPI, Header
 
-    leader = Leader(load_secure_task(task), secret, db_url, helper_url=helper_url)
+    from privstats.services.app import error, read_body, require_token
+
+    leader = Leader(task, secrets, storage, helper_url=helper_url, job_size=job_size)
 
     @asynccontextmanager
     async def lifespan(_app):
-        if start_driver:
-            leader.start()
+        leader.start()
         yield
-        leader.stop()
+        await anyio.to_thread.run_sync(leader.stop)
 
     app = FastAPI(title="privstats leader", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
     app.state.server = leader
+
+    def _task(task_id: str) -> None:
+        if task_id != leader.task_id:
+            error(404, "unknown_task", "no such task")
 
     @app.get("/healthz")
     def healthz():
         return {"status": "ok", "role": "leader", "task_id": leader.task_id}
 
     @app.post("/tasks/{task_id}/reports")
-    async def upload(task_id: str, request: Request):
-        if not tokens_equal(_bearer(request), leader.task["upload_token"]):
-            return JSONResponse({"error": "missing or wrong upload token"}, status_code=401)
-        if task_id != leader.task_id:
-            return JSONResponse({"error": "unknown task"}, status_code=404)
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
-            return JSONResponse({"error": "request body too large"}, status_code=413)
-        body = await request.body()
-        if len(body) > MAX_BODY:
-            return JSONResponse({"error": "request body too large"}, status_code=413)
+    async def upload(task_id: str, request: Request, authorization: str | None = Header(None)):
+        require_token(authorization, secrets, "upload")
+        _task(task_id)
+        body = await read_body(request, int(task.max_request_bytes))
         try:
-            import anyio
-
             return await anyio.to_thread.run_sync(leader.upload, body)
         except Exception as exc:
-            return _error_response(exc)
-
-    def _collector_auth(request: Request, task_id: str):
-        if not tokens_equal(_bearer(request), leader.secret["collect_token"]):
-            return JSONResponse({"error": "missing or wrong collect token"}, status_code=401)
-        if task_id != leader.task_id:
-            return JSONResponse({"error": "unknown task"}, status_code=404)
-        return None
+            return _failure(exc)
 
     @app.post("/tasks/{task_id}/collect")
-    async def collect(task_id: str, request: Request):
-        if (denied := _collector_auth(request, task_id)) is not None:
-            return denied
+    async def collect(task_id: str, request: Request, authorization: str | None = Header(None)):
+        require_token(authorization, secrets, "collect")
+        _task(task_id)
         try:
-            import anyio
-
-            return await anyio.to_thread.run_sync(leader.collect)
+            body = await _json_body(request, 1 << 16)
+            cid = body.get("collection_id") or os.urandom(16).hex()
+            return await anyio.to_thread.run_sync(leader.collect, str(cid))
         except Exception as exc:
-            return _error_response(exc)
+            return _failure(exc)
 
-    @app.get("/tasks/{task_id}/collections/{batch_id}")
-    async def collection(task_id: str, batch_id: int, request: Request):
-        if (denied := _collector_auth(request, task_id)) is not None:
-            return denied
-        try:
-            import anyio
-
-            return await anyio.to_thread.run_sync(leader.get_collection, batch_id)
-        except Exception as exc:
-            return _error_response(exc)
-
-    @app.get("/tasks/{task_id}/stats")
-    def stats(task_id: str, request: Request):
-        if (denied := _collector_auth(request, task_id)) is not None:
-            return denied
+    @app.get("/tasks/{task_id}/status")
+    def status(task_id: str, authorization: str | None = Header(None)):
+        require_token(authorization, secrets, "collect")
+        _task(task_id)
         return leader.stats()
 
     return app
-
-
-def serve(role: str, task_path, *, secret=None, db: str | None = None, host: str | None = None,
-          port: int | None = None, log_level: str = "warning") -> int:
-    """Run the leader or the helper until SIGTERM/SIGINT; returns the exit status (0)."""
-    from urllib.parse import urlparse
-
-    import uvicorn
-
-    if role not in ("leader", "helper"):
-        raise ValueError(f"role must be 'leader' or 'helper', got {role!r}")
-    task = load_secure_task(task_path)
-    sec = load_secret(task_path, role, secret)
-    url = urlparse(task[f"{role}_url"])
-    host = host or url.hostname or "127.0.0.1"
-    port = int(port or url.port or (8701 if role == "leader" else 8702))
-    app = create_leader_app(task, sec, db) if role == "leader" else create_helper_app(task, sec, db)
-    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on",
-                            timeout_graceful_shutdown=30)
-    uvicorn.Server(config).run()
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m privstats.services.aggregators leader|helper --task T [--secret S] [--db URL] [--port N]``."""
-    import argparse
-
-    ap = argparse.ArgumentParser(prog="privstats serve")
-    ap.add_argument("role", choices=["leader", "helper"])
-    ap.add_argument("--task", required=True)
-    ap.add_argument("--secret", default=None)
-    ap.add_argument("--db", default=None)
-    ap.add_argument("--host", default=None)
-    ap.add_argument("--port", type=int, default=None)
-    ap.add_argument("--log-level", default="warning")
-    a = ap.parse_args(argv)
-    return serve(a.role, a.task, secret=a.secret, db=a.db, host=a.host, port=a.port, log_level=a.log_level)
-
-
-if __name__ == "__main__":                                  # pragma: no cover
-    raise SystemExit(main())

@@ -16,26 +16,24 @@ Tables (one database per server process; ``party`` is implicit in which server o
   charged once).
 * ``secure_schema`` — schema version.
 
-SQLite runs in WAL mode with ``synchronous=FULL``: a commit is on disk before the
-server acknowledges it.
+The tables live in the role's :class:`~privstats.services.storage.Storage` database (SQLite in
+WAL mode with ``synchronous=FULL``, or PostgreSQL): a commit is durable before the server
+acknowledges it.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Any
-
 import sqlalchemy as sa
-from sqlalchemy import event
 
-__all__ = ["SecureStore", "SCHEMA_VERSION", "default_db_url"]
+__all__ = ["SecureStore", "SCHEMA_VERSION"]
 
 SCHEMA_VERSION = 1
 
 metadata = sa.MetaData()
 
 reports = sa.Table(
-    "secure_reports", metadata,
+    "privstats_secure_reports", metadata,
     sa.Column("task_id", sa.String(64), primary_key=True),
     sa.Column("report_id", sa.LargeBinary(16), primary_key=True),
     sa.Column("state", sa.SmallInteger, nullable=False, default=0),   # 0 pending, 1 in job, 2 valid, 3 invalid
@@ -44,10 +42,10 @@ reports = sa.Table(
     sa.Column("share", sa.LargeBinary, nullable=True),
     sa.Column("helper_ct", sa.LargeBinary, nullable=True),
 )
-sa.Index("ix_secure_reports_state", reports.c.task_id, reports.c.state, reports.c.seq)
+sa.Index("ix_privstats_secure_reports_state", reports.c.task_id, reports.c.state, reports.c.seq)
 
 jobs = sa.Table(
-    "secure_jobs", metadata,
+    "privstats_secure_jobs", metadata,
     sa.Column("task_id", sa.String(64), primary_key=True),
     sa.Column("job_id", sa.String(64), primary_key=True),
     sa.Column("batch_id", sa.Integer, nullable=False),
@@ -61,7 +59,7 @@ jobs = sa.Table(
 )
 
 batches = sa.Table(
-    "secure_batches", metadata,
+    "privstats_secure_batches", metadata,
     sa.Column("task_id", sa.String(64), primary_key=True),
     sa.Column("batch_id", sa.Integer, primary_key=True),
     sa.Column("state", sa.SmallInteger, nullable=False, default=0),   # 0 open, 1 closed (collected)
@@ -74,40 +72,29 @@ batches = sa.Table(
 )
 
 ledger = sa.Table(
-    "secure_ledger", metadata,
+    "privstats_secure_ledger", metadata,
     sa.Column("task_id", sa.String(64), primary_key=True),
     sa.Column("batch_id", sa.Integer, primary_key=True),
     sa.Column("epsilon", sa.Float, nullable=False),
 )
 
 schema = sa.Table(
-    "secure_schema", metadata,
+    "privstats_secure_schema", metadata,
     sa.Column("id", sa.Integer, primary_key=True),
     sa.Column("version", sa.Integer, nullable=False),
 )
 
 
-def default_db_url(role: str) -> str:
-    """``sqlite:///privstats-<role>.db`` in the working directory."""
-    return f"sqlite:///privstats-{role}.db"
-
-
 class SecureStore:
-    """A database for one server role.  ``lock`` serialises this process's write transactions."""
+    """The secure roles' tables on a :class:`privstats.services.storage.Storage` (same database and
+    engine: SQLite WAL + ``synchronous=FULL`` + ``BEGIN IMMEDIATE`` writers, or PostgreSQL).
 
-    def __init__(self, url: str):
-        self.url = url
-        kwargs: dict[str, Any] = {"future": True}
-        if url.startswith("sqlite"):
-            kwargs["connect_args"] = {"check_same_thread": False, "timeout": 60}
-        self.engine = sa.create_engine(url, **kwargs)
-        if self.engine.dialect.name == "sqlite":
-            @event.listens_for(self.engine, "connect")
-            def _pragmas(dbapi_conn, _record):          # durable before acknowledged
-                cur = dbapi_conn.cursor()
-                cur.execute("PRAGMA journal_mode=WAL")
-                cur.execute("PRAGMA synchronous=FULL")
-                cur.close()
+    ``lock`` serialises this process's write transactions.
+    """
+
+    def __init__(self, storage):
+        self.storage = storage
+        self.engine = storage.engine
         self.lock = threading.RLock()
         self.migrate()
 
@@ -115,14 +102,22 @@ class SecureStore:
     def dialect(self) -> str:
         return self.engine.dialect.name
 
+    def transaction(self):
+        return self.storage.transaction()
+
+    def read(self):
+        return self.storage.read()
+
     def migrate(self) -> None:
-        with self.engine.begin() as conn:
+        with self.transaction() as conn:
+            if self.dialect == "postgresql":
+                conn.exec_driver_sql("SELECT pg_advisory_xact_lock(827364502)")
             metadata.create_all(conn)
             row = conn.execute(sa.select(schema.c.version).where(schema.c.id == 1)).first()
             if row is None:
                 conn.execute(schema.insert().values(id=1, version=SCHEMA_VERSION))
             elif row[0] > SCHEMA_VERSION:
-                raise RuntimeError(f"database schema version {row[0]} is newer than this privstats "
+                raise RuntimeError(f"secure schema version {row[0]} is newer than this privstats "
                                    f"({SCHEMA_VERSION})")
 
     def insert_ignore(self, conn, table: sa.Table, rows: list[dict]) -> int:
@@ -133,17 +128,12 @@ class SecureStore:
             from sqlalchemy.dialects.postgresql import insert as pg_insert
 
             stmt = pg_insert(table).on_conflict_do_nothing()
-        elif self.dialect == "sqlite":
+        else:
             from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
             stmt = sqlite_insert(table).on_conflict_do_nothing()
-        else:                                                   # pragma: no cover
-            raise RuntimeError(f"unsupported database {self.dialect}")
         res = conn.execute(stmt, rows)
         return int(res.rowcount) if res.rowcount is not None and res.rowcount >= 0 else 0
-
-    def dispose(self) -> None:
-        self.engine.dispose()
 
 
 reports_table, jobs_table, batches_table, ledger_table = reports, jobs, batches, ledger
