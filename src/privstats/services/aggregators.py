@@ -58,11 +58,11 @@ from privstats.services.secure_storage import (
 from privstats.services.secure_tasks import spec_of, verify_key
 from privstats.services.security import HPKE_OVERHEAD, hpke_info, hpke_open
 
-__all__ = ["create_leader_app", "create_helper_app", "Leader", "Helper", "payload_sizes", "JOB_SIZE"]
+__all__ = ["JOB_SIZE", "Helper", "Leader", "create_helper_app", "create_leader_app", "payload_sizes"]
 
 log = logging.getLogger("privstats.secure")
 JOB_SIZE = 1000
-HELPER_CT_LEN = HPKE_OVERHEAD + 16     # the helper's sealed 16-byte seed
+HELPER_CT_LEN = HPKE_OVERHEAD + 16  # the helper's sealed 16-byte seed
 
 
 def payload_sizes(spec: SecureSpec) -> tuple[int, int]:
@@ -101,32 +101,52 @@ class _Server:
         self.sk = secrets.private_key_bytes
 
     def ensure_batch(self, conn, batch_id: int) -> None:
-        self.store.insert_ignore(conn, batches_table, [{"task_id": self.task_id, "batch_id": batch_id, "state": 0,
-                                                        "total": self.zero_total, "n_valid": 0, "n_invalid": 0}])
+        self.store.insert_ignore(
+            conn,
+            batches_table,
+            [
+                {
+                    "task_id": self.task_id,
+                    "batch_id": batch_id,
+                    "state": 0,
+                    "total": self.zero_total,
+                    "n_valid": 0,
+                    "n_invalid": 0,
+                }
+            ],
+        )
 
     def batch_row(self, conn, batch_id: int):
-        return conn.execute(sa.select(batches_table).where(batches_table.c.task_id == self.task_id,
-                                                           batches_table.c.batch_id == batch_id)).first()
+        return conn.execute(
+            sa.select(batches_table).where(
+                batches_table.c.task_id == self.task_id, batches_table.c.batch_id == batch_id
+            )
+        ).first()
 
     def add_to_batch(self, conn, batch_id: int, shares: np.ndarray, accept: np.ndarray) -> None:
         row = self.batch_row(conn, batch_id)
         if row is None or row.state != 0:
             raise RuntimeError(f"batch {batch_id} is not open")
-        total = BatchTotal(np.frombuffer(row.total, dtype="<u8").astype(np.uint64), int(row.n_valid),
-                           int(row.n_invalid))
+        total = BatchTotal(
+            np.frombuffer(row.total, dtype="<u8").astype(np.uint64), int(row.n_valid), int(row.n_invalid)
+        )
         total.add(shares, accept)
-        conn.execute(batches_table.update().where(batches_table.c.task_id == self.task_id,
-                                                  batches_table.c.batch_id == batch_id)
-                     .values(total=total.to_bytes(), n_valid=total.n_valid, n_invalid=total.n_invalid))
+        conn.execute(
+            batches_table.update()
+            .where(batches_table.c.task_id == self.task_id, batches_table.c.batch_id == batch_id)
+            .values(total=total.to_bytes(), n_valid=total.n_valid, n_invalid=total.n_invalid)
+        )
 
     def partial_bytes(self, row) -> bytes:
         """This server's partial for a batch (noise drawn here; the caller stores it: drawn once)."""
-        total = BatchTotal(np.frombuffer(row.total, dtype="<u8").astype(np.uint64), int(row.n_valid),
-                           int(row.n_invalid))
+        total = BatchTotal(
+            np.frombuffer(row.total, dtype="<u8").astype(np.uint64), int(row.n_valid), int(row.n_invalid)
+        )
         return self.agg.partial(total).astype("<u8").tobytes()
 
 
 # ------------------------------------------------------------------------------ helper
+
 
 class Helper(_Server):
     def __init__(self, task, secrets, storage):
@@ -142,12 +162,20 @@ class Helper(_Server):
         cts = [_unb64(c, "helper_cts") for c in body["helper_cts"]]
         d_leader = np.frombuffer(_unb64(body["d"], "d"), dtype="<u8").astype(np.uint64)
         B = len(cts)
-        if len(rids) != 16 * B or d_leader.size != B * self.spec.layout.n_blocks or B == 0 or B > 10 * JOB_SIZE:
+        if (
+            len(rids) != 16 * B
+            or d_leader.size != B * self.spec.layout.n_blocks
+            or B == 0
+            or B > 10 * JOB_SIZE
+        ):
             raise ValueError("job: report ids, ciphertexts and d shares do not match")
-        ids = [rids[16 * i:16 * i + 16] for i in range(B)]
+        ids = [rids[16 * i : 16 * i + 16] for i in range(B)]
         with self.store.lock, self.store.transaction() as conn:
-            job = conn.execute(sa.select(jobs_table).where(jobs_table.c.task_id == self.task_id,
-                                                           jobs_table.c.job_id == job_id)).first()
+            job = conn.execute(
+                sa.select(jobs_table).where(
+                    jobs_table.c.task_id == self.task_id, jobs_table.c.job_id == job_id
+                )
+            ).first()
             if job is not None:
                 if job.report_ids != rids or job.batch_id != batch_id:
                     raise _Conflict("job id reused for other reports")
@@ -159,10 +187,15 @@ class Helper(_Server):
                 raise _Conflict(f"batch {batch_id} is closed")
             seen = set()
             for start in range(0, B, 500):
-                chunk = ids[start:start + 500]
-                seen |= {bytes(r[0]) for r in conn.execute(
-                    sa.select(reports_table.c.report_id).where(reports_table.c.task_id == self.task_id,
-                                                               reports_table.c.report_id.in_(chunk)))}
+                chunk = ids[start : start + 500]
+                seen |= {
+                    bytes(r[0])
+                    for r in conn.execute(
+                        sa.select(reports_table.c.report_id).where(
+                            reports_table.c.task_id == self.task_id, reports_table.c.report_id.in_(chunk)
+                        )
+                    )
+                }
             bad = np.zeros(B, dtype=bool)
             seeds = []
             for i, (rid, ct) in enumerate(zip(ids, cts, strict=True)):
@@ -186,19 +219,38 @@ class Helper(_Server):
             w = self.agg.check(st, d_leader.reshape(st.d_share.shape))
             d_b, w_b = st.d_share.astype("<u8").tobytes(), w.astype("<u8").tobytes()
             replay = bad.astype(np.uint8).tobytes()
-            self.store.insert_ignore(conn, reports_table, [{"task_id": self.task_id, "report_id": rid, "state": 1,
-                                                            "job_id": job_id, "seq": 0}
-                                                           for rid in first if rid not in seen])
-            conn.execute(jobs_table.insert().values(task_id=self.task_id, job_id=job_id, batch_id=batch_id, state=1,
-                                                    report_ids=rids, seeds=b"".join(seeds), replay=replay,
-                                                    d_share=d_b, w_share=w_b))
+            self.store.insert_ignore(
+                conn,
+                reports_table,
+                [
+                    {"task_id": self.task_id, "report_id": rid, "state": 1, "job_id": job_id, "seq": 0}
+                    for rid in first
+                    if rid not in seen
+                ],
+            )
+            conn.execute(
+                jobs_table.insert().values(
+                    task_id=self.task_id,
+                    job_id=job_id,
+                    batch_id=batch_id,
+                    state=1,
+                    report_ids=rids,
+                    seeds=b"".join(seeds),
+                    replay=replay,
+                    d_share=d_b,
+                    w_share=w_b,
+                )
+            )
         return {"d": _b64(d_b), "w": _b64(w_b), "replay": _b64(replay)}
 
     def finish_job(self, job_id: str, body: dict) -> dict:
         w_leader = np.frombuffer(_unb64(body["w"], "w"), dtype="<u8").astype(np.uint64)
         with self.store.lock, self.store.transaction() as conn:
-            job = conn.execute(sa.select(jobs_table).where(jobs_table.c.task_id == self.task_id,
-                                                           jobs_table.c.job_id == job_id)).first()
+            job = conn.execute(
+                sa.select(jobs_table).where(
+                    jobs_table.c.task_id == self.task_id, jobs_table.c.job_id == job_id
+                )
+            ).first()
             if job is None:
                 raise _NotFound("unknown job")
             if job.state == 2:
@@ -208,16 +260,18 @@ class Helper(_Server):
                 raise ValueError("w shares do not match the job")
             replay = np.frombuffer(job.replay, dtype=np.uint8).astype(bool)
             accept = SecureAggregator.decide(w_leader, w_h) & ~replay
-            seeds = [job.seeds[16 * i:16 * i + 16] for i in range(len(replay))]
+            seeds = [job.seeds[16 * i : 16 * i + 16] for i in range(len(replay))]
             shares = decode_shares(self.spec, seeds, 1)
             brow = self.batch_row(conn, job.batch_id)
             if brow is None or brow.state != 0:
                 raise _Conflict(f"batch {job.batch_id} is closed")
             self.add_to_batch(conn, job.batch_id, shares, accept)
             acc_b = accept.astype(np.uint8).tobytes()
-            conn.execute(jobs_table.update().where(jobs_table.c.task_id == self.task_id,
-                                                   jobs_table.c.job_id == job_id)
-                         .values(state=2, accept=acc_b, seeds=None))
+            conn.execute(
+                jobs_table.update()
+                .where(jobs_table.c.task_id == self.task_id, jobs_table.c.job_id == job_id)
+                .values(state=2, accept=acc_b, seeds=None)
+            )
         return {"accept": _b64(acc_b)}
 
     def collect(self, batch_id: int, body: dict) -> dict:
@@ -232,15 +286,21 @@ class Helper(_Server):
                     raise _Conflict(f"batch {batch_id} was already collected")
                 return {"partial": _b64(row.partial), "n_valid": int(row.n_valid)}
             if row.n_valid < self.min_batch:
-                raise _TooSmall(f"batch {batch_id} has {row.n_valid} valid reports, fewer than the minimum "
-                                f"{self.min_batch}")
+                raise _TooSmall(
+                    f"batch {batch_id} has {row.n_valid} valid reports, fewer than the minimum "
+                    f"{self.min_batch}"
+                )
             if row.n_valid != n_leader:
-                raise _Conflict(f"the leader counts {n_leader} valid reports in batch {batch_id}, "
-                                f"the helper {row.n_valid}")
+                raise _Conflict(
+                    f"the leader counts {n_leader} valid reports in batch {batch_id}, "
+                    f"the helper {row.n_valid}"
+                )
             ct = self.partial_bytes(row)
-            conn.execute(batches_table.update().where(batches_table.c.task_id == self.task_id,
-                                                      batches_table.c.batch_id == batch_id)
-                         .values(state=1, collection_id=collection_id, partial=ct))
+            conn.execute(
+                batches_table.update()
+                .where(batches_table.c.task_id == self.task_id, batches_table.c.batch_id == batch_id)
+                .values(state=1, collection_id=collection_id, partial=ct)
+            )
         return {"partial": _b64(ct), "n_valid": int(row.n_valid)}
 
 
@@ -266,20 +326,23 @@ class _BudgetExceeded(Exception):
 
 # ------------------------------------------------------------------------------ leader
 
+
 class Leader(_Server):
     def __init__(self, task, secrets, storage, *, helper_url: str | None = None, job_size: int = JOB_SIZE):
         super().__init__("leader", task, secrets, storage)
         import httpx
 
         self.helper_url = (helper_url or task.url("helper")).rstrip("/")
-        self.http = httpx.Client(timeout=120.0, headers={"authorization": f"Bearer {secrets.token('forward')}"})
+        self.http = httpx.Client(
+            timeout=120.0, headers={"authorization": f"Bearer {secrets.token('forward')}"}
+        )
         self.job_size = job_size
         self.wake = threading.Event()
         self.stopping = threading.Event()
-        self.paused = threading.Event()          # set while a collection drains and closes a batch
+        self.paused = threading.Event()  # set while a collection drains and closes a batch
         self.idle = threading.Event()
         self.collect_lock = threading.Lock()
-        self.run_lock = threading.Lock()         # one job runs at a time in this process
+        self.run_lock = threading.Lock()  # one job runs at a time in this process
         self.announced: set[int] = set()
         self.seq = time.time_ns()
         self.timing = {"hpke": 0.0, "verify": 0.0, "storage": 0.0, "helper": 0.0}
@@ -299,8 +362,11 @@ class Leader(_Server):
         self.http.close()
 
     def current_batch(self, conn) -> int | None:
-        return conn.execute(sa.select(sa.func.max(batches_table.c.batch_id))
-                            .where(batches_table.c.task_id == self.task_id, batches_table.c.state == 0)).scalar()
+        return conn.execute(
+            sa.select(sa.func.max(batches_table.c.batch_id)).where(
+                batches_table.c.task_id == self.task_id, batches_table.c.state == 0
+            )
+        ).scalar()
 
     # ---- upload
     def upload(self, body: bytes) -> dict:
@@ -314,14 +380,26 @@ class Leader(_Server):
         if len(set(ids)) != len(ids):
             raise ValueError("duplicate report ids in one upload")
         t0 = time.perf_counter()
-        shares = [hpke_open(self.sk, p[:ll], hpke_info("secure-leader", self.tid, rid))
-                  for rid, p in zip(ids, payloads, strict=True)]
-        decode_shares(self.spec, shares, 0)              # validates lengths and field range
+        shares = [
+            hpke_open(self.sk, p[:ll], hpke_info("secure-leader", self.tid, rid))
+            for rid, p in zip(ids, payloads, strict=True)
+        ]
+        decode_shares(self.spec, shares, 0)  # validates lengths and field range
         t1 = time.perf_counter()
         with self.store.lock:
             self.seq += 1
-            rows = [{"task_id": self.task_id, "report_id": rid, "state": 0, "job_id": None, "seq": self.seq,
-                     "share": sh, "helper_ct": p[ll:]} for rid, p, sh in zip(ids, payloads, shares, strict=True)]
+            rows = [
+                {
+                    "task_id": self.task_id,
+                    "report_id": rid,
+                    "state": 0,
+                    "job_id": None,
+                    "seq": self.seq,
+                    "share": sh,
+                    "helper_ct": p[ll:],
+                }
+                for rid, p, sh in zip(ids, payloads, shares, strict=True)
+            ]
             with self.store.transaction() as conn:
                 new = self.store.insert_ignore(conn, reports_table, rows)
         self.timing["hpke"] += t1 - t0
@@ -352,25 +430,41 @@ class Leader(_Server):
 
     def _new_job(self) -> str | None:
         with self.store.lock, self.store.transaction() as conn:
-            rids = [bytes(r[0]) for r in conn.execute(
-                sa.select(reports_table.c.report_id).where(reports_table.c.task_id == self.task_id,
-                                                           reports_table.c.state == 0)
-                .order_by(reports_table.c.seq).limit(self.job_size))]
+            rids = [
+                bytes(r[0])
+                for r in conn.execute(
+                    sa.select(reports_table.c.report_id)
+                    .where(reports_table.c.task_id == self.task_id, reports_table.c.state == 0)
+                    .order_by(reports_table.c.seq)
+                    .limit(self.job_size)
+                )
+            ]
             if not rids:
                 return None
             batch_id = self.current_batch(conn)
             job_id = os.urandom(16).hex()
-            conn.execute(jobs_table.insert().values(task_id=self.task_id, job_id=job_id, batch_id=batch_id, state=0,
-                                                    report_ids=b"".join(rids)))
-            conn.execute(reports_table.update().where(reports_table.c.task_id == self.task_id,
-                                                      reports_table.c.report_id.in_(rids))
-                         .values(state=1, job_id=job_id))
+            conn.execute(
+                jobs_table.insert().values(
+                    task_id=self.task_id, job_id=job_id, batch_id=batch_id, state=0, report_ids=b"".join(rids)
+                )
+            )
+            conn.execute(
+                reports_table.update()
+                .where(reports_table.c.task_id == self.task_id, reports_table.c.report_id.in_(rids))
+                .values(state=1, job_id=job_id)
+            )
         return job_id
 
     def _open_jobs(self) -> list[str]:
         with self.store.read() as conn:
-            return [r[0] for r in conn.execute(sa.select(jobs_table.c.job_id).where(
-                jobs_table.c.task_id == self.task_id, jobs_table.c.state < 2))]
+            return [
+                r[0]
+                for r in conn.execute(
+                    sa.select(jobs_table.c.job_id).where(
+                        jobs_table.c.task_id == self.task_id, jobs_table.c.state < 2
+                    )
+                )
+            ]
 
     def _run_job(self, job_id: str) -> None:
         with self.run_lock:
@@ -379,23 +473,37 @@ class Leader(_Server):
     def _run_job_locked(self, job_id: str) -> None:
         t0 = time.perf_counter()
         with self.store.read() as conn:
-            job = conn.execute(sa.select(jobs_table).where(jobs_table.c.task_id == self.task_id,
-                                                           jobs_table.c.job_id == job_id)).first()
+            job = conn.execute(
+                sa.select(jobs_table).where(
+                    jobs_table.c.task_id == self.task_id, jobs_table.c.job_id == job_id
+                )
+            ).first()
             if job is None or job.state == 2:
                 return
-            ids = [job.report_ids[16 * i:16 * i + 16] for i in range(len(job.report_ids) // 16)]
-            rows = {bytes(r.report_id): r for r in conn.execute(
-                sa.select(reports_table.c.report_id, reports_table.c.share, reports_table.c.helper_ct)
-                .where(reports_table.c.task_id == self.task_id, reports_table.c.job_id == job_id))}
+            ids = [job.report_ids[16 * i : 16 * i + 16] for i in range(len(job.report_ids) // 16)]
+            rows = {
+                bytes(r.report_id): r
+                for r in conn.execute(
+                    sa.select(
+                        reports_table.c.report_id, reports_table.c.share, reports_table.c.helper_ct
+                    ).where(reports_table.c.task_id == self.task_id, reports_table.c.job_id == job_id)
+                )
+            }
         shares = decode_shares(self.spec, [rows[r].share for r in ids], 0)
         t1 = time.perf_counter()
         st = self.agg.prepare(ids, shares, job_id.encode())
         t2 = time.perf_counter()
         self._announce(job.batch_id)
-        resp = self._helper("POST", f"/jobs/{job_id}/init",
-                            {"batch_id": job.batch_id, "report_ids": _b64(job.report_ids),
-                             "helper_cts": [_b64(rows[r].helper_ct) for r in ids],
-                             "d": _b64(st.d_share.astype("<u8").tobytes())})
+        resp = self._helper(
+            "POST",
+            f"/jobs/{job_id}/init",
+            {
+                "batch_id": job.batch_id,
+                "report_ids": _b64(job.report_ids),
+                "helper_cts": [_b64(rows[r].helper_ct) for r in ids],
+                "d": _b64(st.d_share.astype("<u8").tobytes()),
+            },
+        )
         t3 = time.perf_counter()
         d_h = np.frombuffer(_unb64(resp["d"], "d"), dtype="<u8").astype(np.uint64).reshape(st.d_share.shape)
         w_h = np.frombuffer(_unb64(resp["w"], "w"), dtype="<u8").astype(np.uint64)
@@ -414,12 +522,19 @@ class Leader(_Server):
             bad_ids = [r for r, a in zip(ids, accept, strict=True) if not a]
             for sel, state in ((ok_ids, 2), (bad_ids, 3)):
                 for start in range(0, len(sel), 500):
-                    conn.execute(reports_table.update().where(reports_table.c.task_id == self.task_id,
-                                                              reports_table.c.report_id.in_(sel[start:start + 500]))
-                                 .values(state=state, share=None, helper_ct=None))
-            conn.execute(jobs_table.update().where(jobs_table.c.task_id == self.task_id,
-                                                   jobs_table.c.job_id == job_id)
-                         .values(state=2, accept=accept.astype(np.uint8).tobytes()))
+                    conn.execute(
+                        reports_table.update()
+                        .where(
+                            reports_table.c.task_id == self.task_id,
+                            reports_table.c.report_id.in_(sel[start : start + 500]),
+                        )
+                        .values(state=state, share=None, helper_ct=None)
+                    )
+            conn.execute(
+                jobs_table.update()
+                .where(jobs_table.c.task_id == self.task_id, jobs_table.c.job_id == job_id)
+                .values(state=2, accept=accept.astype(np.uint8).tobytes())
+            )
         t6 = time.perf_counter()
         self.timing["storage"] += (t1 - t0) + (t6 - t5)
         self.timing["verify"] += (t2 - t1) + (t4 - t3)
@@ -435,16 +550,16 @@ class Leader(_Server):
                     worked = True
                 if not self.paused.is_set() and not self.stopping.is_set():
                     with self.run_lock:
-                        job_id = None if self.paused.is_set() else self._new_job()
-                        if job_id is not None:
-                            self._run_job_locked(job_id)
+                        new_job = None if self.paused.is_set() else self._new_job()
+                        if new_job is not None:
+                            self._run_job_locked(new_job)
                             worked = True
                 backoff = 0.05
                 if not worked:
                     self.idle.set()
                     self.wake.wait(0.5)
                     self.wake.clear()
-            except Exception as exc:                       # helper down, database busy: retry the same job
+            except Exception as exc:  # helper down, database busy: retry the same job
                 log.warning("leader driver: %s", exc)
                 self.idle.clear()
                 self.stopping.wait(backoff)
@@ -452,8 +567,14 @@ class Leader(_Server):
 
     def _pending(self) -> int:
         with self.store.read() as conn:
-            return int(conn.execute(sa.select(sa.func.count()).select_from(reports_table).where(
-                reports_table.c.task_id == self.task_id, reports_table.c.state < 2)).scalar() or 0)
+            return int(
+                conn.execute(
+                    sa.select(sa.func.count())
+                    .select_from(reports_table)
+                    .where(reports_table.c.task_id == self.task_id, reports_table.c.state < 2)
+                ).scalar()
+                or 0
+            )
 
     # ---- collection
     def collect(self, collection_id: str, timeout: float = 600.0) -> dict:
@@ -461,10 +582,12 @@ class Leader(_Server):
         if not isinstance(collection_id, str) or not 0 < len(collection_id) <= 64:
             raise ValueError("collection_id must be a string of 1 to 64 characters")
         with self.store.read() as conn:
-            done = conn.execute(sa.select(batches_table.c.batch_id).where(
-                batches_table.c.task_id == self.task_id,
-                batches_table.c.collection_id == collection_id)).scalar()
-        if done is not None:                        # a retried collection: the same release, nothing charged
+            done = conn.execute(
+                sa.select(batches_table.c.batch_id).where(
+                    batches_table.c.task_id == self.task_id, batches_table.c.collection_id == collection_id
+                )
+            ).scalar()
+        if done is not None:  # a retried collection: the same release, nothing charged
             return self._finish_collection(int(done))
         with self.collect_lock:
             self.paused.set()
@@ -477,12 +600,21 @@ class Leader(_Server):
     def _collect(self, collection_id: str, timeout: float) -> dict:
         deadline = time.monotonic() + timeout
         with self.store.read() as conn:
-            batch_id = self.current_batch(conn)
+            current = self.current_batch(conn)
+        if current is None:
+            raise RuntimeError("the leader has no open batch")
+        batch_id = int(current)
         # drain: every acknowledged report is verified and aggregated before the batch closes
         while True:
             with self.store.read() as conn:
-                pending = int(conn.execute(sa.select(sa.func.count()).select_from(reports_table).where(
-                    reports_table.c.task_id == self.task_id, reports_table.c.state == 0)).scalar() or 0)
+                pending = int(
+                    conn.execute(
+                        sa.select(sa.func.count())
+                        .select_from(reports_table)
+                        .where(reports_table.c.task_id == self.task_id, reports_table.c.state == 0)
+                    ).scalar()
+                    or 0
+                )
             open_jobs = self._open_jobs()
             if not open_jobs and not pending:
                 break
@@ -499,19 +631,32 @@ class Leader(_Server):
         with self.store.lock, self.store.transaction() as conn:
             row = self.batch_row(conn, batch_id)
             if row.n_valid < self.min_batch:
-                raise _TooSmall(f"batch {batch_id} has {row.n_valid} valid reports, fewer than the minimum "
-                                f"{self.min_batch}")
-            spent = float(conn.execute(sa.select(sa.func.coalesce(sa.func.sum(ledger_table.c.epsilon), 0.0))
-                                       .where(ledger_table.c.task_id == self.task_id)).scalar() or 0.0)
+                raise _TooSmall(
+                    f"batch {batch_id} has {row.n_valid} valid reports, fewer than the minimum "
+                    f"{self.min_batch}"
+                )
+            spent = float(
+                conn.execute(
+                    sa.select(sa.func.coalesce(sa.func.sum(ledger_table.c.epsilon), 0.0)).where(
+                        ledger_table.c.task_id == self.task_id
+                    )
+                ).scalar()
+                or 0.0
+            )
             budget = float(self.task.budget_value.epsilon)
             if spent + eps > budget * (1 + 1e-12):
-                raise _BudgetExceeded(f"the task's budget epsilon = {budget:g} is spent ({spent:g} used; a "
-                                      f"collection costs {eps:g})")
-            self.store.insert_ignore(conn, ledger_table, [{"task_id": self.task_id, "batch_id": batch_id,
-                                                           "epsilon": eps}])
-            conn.execute(batches_table.update().where(batches_table.c.task_id == self.task_id,
-                                                      batches_table.c.batch_id == batch_id)
-                         .values(state=1, collection_id=collection_id))
+                raise _BudgetExceeded(
+                    f"the task's budget epsilon = {budget:g} is spent ({spent:g} used; a "
+                    f"collection costs {eps:g})"
+                )
+            self.store.insert_ignore(
+                conn, ledger_table, [{"task_id": self.task_id, "batch_id": batch_id, "epsilon": eps}]
+            )
+            conn.execute(
+                batches_table.update()
+                .where(batches_table.c.task_id == self.task_id, batches_table.c.batch_id == batch_id)
+                .values(state=1, collection_id=collection_id)
+            )
             self.ensure_batch(conn, batch_id + 1)
         return self._finish_collection(batch_id)
 
@@ -531,18 +676,30 @@ class Leader(_Server):
         self._announce(batch_id)
         helper_part = row.other_partial
         if helper_part is None:
-            resp = self._helper("POST", f"/batches/{batch_id}/collect",
-                                {"collection_id": row.collection_id, "n_valid": int(row.n_valid)})
+            resp = self._helper(
+                "POST",
+                f"/batches/{batch_id}/collect",
+                {"collection_id": row.collection_id, "n_valid": int(row.n_valid)},
+            )
             helper_part = _unb64(resp["partial"], "partial")
         with self.store.lock, self.store.transaction() as conn:
             row = self.batch_row(conn, batch_id)
             leader_part = row.partial or self.partial_bytes(row)
-            conn.execute(batches_table.update().where(batches_table.c.task_id == self.task_id,
-                                                      batches_table.c.batch_id == batch_id)
-                         .values(partial=leader_part, other_partial=helper_part))
-        return {"task_id": self.task_id, "batch_id": batch_id, "collection_id": row.collection_id,
-                "n_valid": int(row.n_valid), "n_invalid": int(row.n_invalid), "epsilon": float(self.spec.epsilon),
-                "leader": _b64(leader_part), "helper": _b64(helper_part)}
+            conn.execute(
+                batches_table.update()
+                .where(batches_table.c.task_id == self.task_id, batches_table.c.batch_id == batch_id)
+                .values(partial=leader_part, other_partial=helper_part)
+            )
+        return {
+            "task_id": self.task_id,
+            "batch_id": batch_id,
+            "collection_id": row.collection_id,
+            "n_valid": int(row.n_valid),
+            "n_invalid": int(row.n_invalid),
+            "epsilon": float(self.spec.epsilon),
+            "leader": _b64(leader_part),
+            "helper": _b64(helper_part),
+        }
 
     def get_collection(self, batch_id: int) -> dict:
         with self.store.read() as conn:
@@ -553,15 +710,25 @@ class Leader(_Server):
 
     def stats(self) -> dict:
         with self.store.read() as conn:
-            counts = dict(conn.execute(sa.select(reports_table.c.state, sa.func.count()).where(
-                reports_table.c.task_id == self.task_id).group_by(reports_table.c.state)).all())
+            counts = dict(
+                conn.execute(
+                    sa.select(reports_table.c.state, sa.func.count())
+                    .where(reports_table.c.task_id == self.task_id)
+                    .group_by(reports_table.c.state)
+                ).all()
+            )
         return {"reports_by_state": {str(k): int(v) for k, v in counts.items()}, "timing": dict(self.timing)}
 
 
 # ------------------------------------------------------------------------------ apps
 
-_CODES = {"_Conflict": "conflict", "_NotFound": "not_found", "_TooSmall": "batch_too_small",
-          "_Unavailable": "unavailable", "_BudgetExceeded": "budget_exceeded"}
+_CODES = {
+    "_Conflict": "conflict",
+    "_NotFound": "not_found",
+    "_TooSmall": "batch_too_small",
+    "_Unavailable": "unavailable",
+    "_BudgetExceeded": "budget_exceeded",
+}
 
 
 def _failure(exc: Exception):
@@ -633,7 +800,9 @@ def create_helper_app(task, secrets, storage, **_options: Any):
             return _failure(exc)
 
     @app.post("/tasks/{task_id}/batches/{batch_id}/collect")
-    async def collect(task_id: str, batch_id: int, request: Request, authorization: str | None = Header(None)):
+    async def collect(
+        task_id: str, batch_id: int, request: Request, authorization: str | None = Header(None)
+    ):
         _auth(authorization, task_id)
         try:
             body = await _json_body(request, 1 << 16)
@@ -644,8 +813,9 @@ def create_helper_app(task, secrets, storage, **_options: Any):
     return app
 
 
-def create_leader_app(task, secrets, storage, *, helper_url: str | None = None, job_size: int = JOB_SIZE,
-                      **_options: Any):
+def create_leader_app(
+    task, secrets, storage, *, helper_url: str | None = None, job_size: int = JOB_SIZE, **_options: Any
+):
     """FastAPI app of the leader (``privstats serve leader``); its driver thread runs with the app."""
     from contextlib import asynccontextmanager
 
@@ -662,7 +832,9 @@ def create_leader_app(task, secrets, storage, *, helper_url: str | None = None, 
         yield
         await anyio.to_thread.run_sync(leader.stop)
 
-    app = FastAPI(title="privstats leader", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
+    app = FastAPI(
+        title="privstats leader", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan
+    )
     app.state.server = leader
 
     def _task(task_id: str) -> None:

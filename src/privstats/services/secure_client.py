@@ -36,8 +36,11 @@ def encode_reports(task, values, labels=None, rng: RNGLike = None) -> tuple[list
     reps = encode(spec_of(task), values, labels, rng=rng)
     pk_l, pk_h = task.hpke_public_key("leader"), task.hpke_public_key("helper")
     tid = task.id_bytes
-    payloads = [hpke_seal(pk_l, r.leader_share, hpke_info("secure-leader", tid, r.report_id))
-                + hpke_seal(pk_h, r.helper_seed, hpke_info("secure-helper", tid, r.report_id)) for r in reps]
+    payloads = [
+        hpke_seal(pk_l, r.leader_share, hpke_info("secure-leader", tid, r.report_id))
+        + hpke_seal(pk_h, r.helper_seed, hpke_info("secure-helper", tid, r.report_id))
+        for r in reps
+    ]
     return [r.report_id for r in reps], payloads
 
 
@@ -50,8 +53,14 @@ def open_collection(task, out: dict, *, q=None, statistic: str | None = None) ->
         if {statistic, spec.statistic} != {"ecdf", "quantiles"}:
             raise ValueError(f"statistic: a {spec.statistic!r} batch cannot be opened as {statistic!r}")
         spec = replace(spec, statistic=statistic, smoothing=None)
-    res = open_result(spec, base64.b64decode(out["leader"]), base64.b64decode(out["helper"]), int(out["n_valid"]),
-                      q=q, n_invalid=int(out["n_invalid"]))
+    res = open_result(
+        spec,
+        base64.b64decode(out["leader"]),
+        base64.b64decode(out["helper"]),
+        int(out["n_valid"]),
+        q=q,
+        n_invalid=int(out["n_invalid"]),
+    )
     est = res[3] if isinstance(res, tuple) else getattr(res, "estimate", res)
     est.details.update(batch_id=int(out["batch_id"]), collection_id=out.get("collection_id"))
     return res

@@ -24,19 +24,22 @@ acknowledges it.
 from __future__ import annotations
 
 import threading
+from typing import Any
+
 import sqlalchemy as sa
 
-__all__ = ["SecureStore", "SCHEMA_VERSION"]
+__all__ = ["SCHEMA_VERSION", "SecureStore"]
 
 SCHEMA_VERSION = 1
 
 metadata = sa.MetaData()
 
 reports = sa.Table(
-    "privstats_secure_reports", metadata,
+    "privstats_secure_reports",
+    metadata,
     sa.Column("task_id", sa.String(64), primary_key=True),
     sa.Column("report_id", sa.LargeBinary(16), primary_key=True),
-    sa.Column("state", sa.SmallInteger, nullable=False, default=0),   # 0 pending, 1 in job, 2 valid, 3 invalid
+    sa.Column("state", sa.SmallInteger, nullable=False, default=0),  # 0 pending, 1 in job, 2 valid, 3 invalid
     sa.Column("job_id", sa.String(64), nullable=True),
     sa.Column("seq", sa.BigInteger, nullable=False, default=0),
     sa.Column("share", sa.LargeBinary, nullable=True),
@@ -45,24 +48,26 @@ reports = sa.Table(
 sa.Index("ix_privstats_secure_reports_state", reports.c.task_id, reports.c.state, reports.c.seq)
 
 jobs = sa.Table(
-    "privstats_secure_jobs", metadata,
+    "privstats_secure_jobs",
+    metadata,
     sa.Column("task_id", sa.String(64), primary_key=True),
     sa.Column("job_id", sa.String(64), primary_key=True),
     sa.Column("batch_id", sa.Integer, nullable=False),
-    sa.Column("state", sa.SmallInteger, nullable=False, default=0),   # 0 created, 1 initialised, 2 finished
+    sa.Column("state", sa.SmallInteger, nullable=False, default=0),  # 0 created, 1 initialised, 2 finished
     sa.Column("report_ids", sa.LargeBinary, nullable=False),
-    sa.Column("seeds", sa.LargeBinary, nullable=True),                  # helper: decrypted seeds
-    sa.Column("replay", sa.LargeBinary, nullable=True),                 # helper: 1 byte per report
+    sa.Column("seeds", sa.LargeBinary, nullable=True),  # helper: decrypted seeds
+    sa.Column("replay", sa.LargeBinary, nullable=True),  # helper: 1 byte per report
     sa.Column("d_share", sa.LargeBinary, nullable=True),
     sa.Column("w_share", sa.LargeBinary, nullable=True),
     sa.Column("accept", sa.LargeBinary, nullable=True),
 )
 
 batches = sa.Table(
-    "privstats_secure_batches", metadata,
+    "privstats_secure_batches",
+    metadata,
     sa.Column("task_id", sa.String(64), primary_key=True),
     sa.Column("batch_id", sa.Integer, primary_key=True),
-    sa.Column("state", sa.SmallInteger, nullable=False, default=0),   # 0 open, 1 closed (collected)
+    sa.Column("state", sa.SmallInteger, nullable=False, default=0),  # 0 open, 1 closed (collected)
     sa.Column("total", sa.LargeBinary, nullable=False),
     sa.Column("n_valid", sa.BigInteger, nullable=False, default=0),
     sa.Column("n_invalid", sa.BigInteger, nullable=False, default=0),
@@ -72,14 +77,16 @@ batches = sa.Table(
 )
 
 ledger = sa.Table(
-    "privstats_secure_ledger", metadata,
+    "privstats_secure_ledger",
+    metadata,
     sa.Column("task_id", sa.String(64), primary_key=True),
     sa.Column("batch_id", sa.Integer, primary_key=True),
     sa.Column("epsilon", sa.Float, nullable=False),
 )
 
 schema = sa.Table(
-    "privstats_secure_schema", metadata,
+    "privstats_secure_schema",
+    metadata,
     sa.Column("id", sa.Integer, primary_key=True),
     sa.Column("version", sa.Integer, nullable=False),
 )
@@ -117,13 +124,15 @@ class SecureStore:
             if row is None:
                 conn.execute(schema.insert().values(id=1, version=SCHEMA_VERSION))
             elif row[0] > SCHEMA_VERSION:
-                raise RuntimeError(f"secure schema version {row[0]} is newer than this privstats "
-                                   f"({SCHEMA_VERSION})")
+                raise RuntimeError(
+                    f"secure schema version {row[0]} is newer than this privstats ({SCHEMA_VERSION})"
+                )
 
     def insert_ignore(self, conn, table: sa.Table, rows: list[dict]) -> int:
         """Insert rows, skipping those whose primary key exists; returns the number inserted."""
         if not rows:
             return 0
+        stmt: Any
         if self.dialect == "postgresql":
             from sqlalchemy.dialects.postgresql import insert as pg_insert
 

@@ -20,13 +20,20 @@ from dataclasses import replace
 
 from privstats.secure.leader_helper import STATISTICS, SecureSpec
 
-__all__ = ["PROTOCOL", "resolve_secure", "spec_of", "add_verify_key", "verify_key"]
+__all__ = ["PROTOCOL", "add_verify_key", "resolve_secure", "spec_of", "verify_key"]
 
 PROTOCOL = "leader-helper"
 
 
-def resolve_secure(statistic: str, protocol: str | None, *, epsilon: float, delta: float | None = None,
-                   domain_size: int | None = None, options: dict | None = None) -> tuple[str, dict]:
+def resolve_secure(
+    statistic: str,
+    protocol: str | None,
+    *,
+    epsilon: float,
+    delta: float | None = None,
+    domain_size: int | None = None,
+    options: dict | None = None,
+) -> tuple[str, dict]:
     """``("leader-helper", params)`` of a secure task; ValueError naming the option."""
     if protocol not in (None, "auto", PROTOCOL):
         raise ValueError(f"--protocol: the secure model runs {PROTOCOL!r}, got {protocol!r}")
@@ -42,9 +49,15 @@ def resolve_secure(statistic: str, protocol: str | None, *, epsilon: float, delt
     unknown = set(opts) - {"bounds", "grid", "method", "neighbours", "smoothing"}
     if unknown:
         raise ValueError(f"params: unknown secure-model option(s) {sorted(unknown)}")
-    spec = SecureSpec(statistic, epsilon=epsilon, bounds=tuple(opts["bounds"]), grid=int(opts.get("grid", 1024)),
-                      method=opts.get("method", "auto"), neighbours=opts.get("neighbours", "replace"),
-                      smoothing=opts.get("smoothing"))
+    spec = SecureSpec(
+        statistic,
+        epsilon=epsilon,
+        bounds=tuple(opts["bounds"]),
+        grid=int(opts.get("grid", 1024)),
+        method=opts.get("method", "auto"),
+        neighbours=opts.get("neighbours", "replace"),
+        smoothing=opts.get("smoothing"),
+    )
     return PROTOCOL, {**spec.to_dict(), "soundness_error": spec.soundness_error}
 
 
