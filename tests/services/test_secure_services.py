@@ -113,10 +113,10 @@ def test_ecdf_and_quantiles_through_leader_and_helper(tmp_path, servers):
             json={"collection_id": cid},
         )
     qs = open_collection(load_task(str(path)), out, q=[0.1, 0.5, 0.9], statistic="quantiles")
-    width = 1 / spec.grid
+    cell_mass = float(np.max(np.diff(np.concatenate([[0.0], exact]))))
     for p, v in zip([0.1, 0.5, 0.9], qs.value, strict=True):
-        # the released quantile's ECDF value is within the curve's 5-SE band of p (plus one grid cell)
-        assert abs(np.mean(x <= v) - p) < 5 * float(res.stderr.max()) + width
+        # the released quantile's exact ECDF value is within the curve's 5-SE band of p, plus one grid cell
+        assert abs(np.mean(x <= v) - p) < 5 * float(res.stderr.max()) + cell_mass
 
 
 def test_roc_auc_through_leader_and_helper(tmp_path, servers):
@@ -263,31 +263,30 @@ def _upload_until(client, reports, acked, stop_at: threading.Event, batch=250):
     stop_at.set()
 
 
-def _crash_run(tmp_path, servers, victim: str, db_leader: str, db_helper: str, n: int):
+def _crash_run(tmp_path, victim: str, db_leader: str, db_helper: str, n: int):
     path, lp, hp = _task(tmp_path, grid="16", min_batch="100")
     helper = Server("helper", path, db_helper, hp).start()
     leader = Server("leader", path, db_leader, lp).start()
-    x = np.random.default_rng(5).uniform(size=n)
-    with Client(None, str(path), retries=0) as c:
-        reps = c.encode(x)
-        acked: list[bytes] = []
-        done = threading.Event()
-        t = threading.Thread(target=_upload_until, args=(c, reps, acked, done))
-        t.start()
-        deadline = time.monotonic() + 120
-        while len(acked) < n // 3 and not done.is_set() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        (leader if victim == "leader" else helper).kill()  # SIGKILL mid-upload
-        t.join()
-    if victim == "leader":
-        assert 0 < len(acked) < n, "the kill should land in the middle of the uploads"
-    else:
-        assert len(acked) == n, "uploads go on while the helper is down (the leader stores, verifies later)"
-    if victim == "leader":
-        leader = Server("leader", path, db_leader, lp).start()
-    else:
-        helper = Server("helper", path, db_helper, hp).start()
     try:
+        x = np.random.default_rng(5).uniform(size=n)
+        # the leader's clients stop at the first failed request; with the helper down uploads go on
+        with Client(None, str(path), retries=0 if victim == "leader" else 6) as c:
+            reps = c.encode(x)
+            acked: list[bytes] = []
+            done = threading.Event()
+            t = threading.Thread(target=_upload_until, args=(c, reps, acked, done))
+            t.start()
+            deadline = time.monotonic() + 120
+            while len(acked) < n // 3 and not done.is_set() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            (leader if victim == "leader" else helper).kill()  # SIGKILL mid-upload
+            t.join()
+        if victim == "leader":
+            assert 0 < len(acked) < n, "the kill should land in the middle of the uploads"
+            leader = Server("leader", path, db_leader, lp).start()
+        else:
+            assert len(acked) == n, "uploads go on while the helper is down (the leader stores, verifies later)"
+            helper = Server("helper", path, db_helper, hp).start()
         with Client(None, str(path)) as c:
             assert c.upload(reps) == n  # re-upload everything
             res = c.collect_secure()
@@ -296,15 +295,16 @@ def _crash_run(tmp_path, servers, victim: str, db_leader: str, db_helper: str, n
         exact = np.array([np.mean(x <= t) for t in spec.thresholds])
         assert np.all(np.abs(res.raw - exact) <= 5 * res.stderr + 1e-12)
     finally:
-        assert leader.stop() == 0 and helper.stop() == 0
+        codes = [s.stop() for s in (leader, helper)]
+    assert codes == [0, 0]
 
 
 @pytest.mark.parametrize("victim", ["leader", "helper"])
 def test_sigkill_mid_upload_sqlite(tmp_path, servers, victim):
-    _crash_run(tmp_path, servers, victim, _sqlite(tmp_path, "leader"), _sqlite(tmp_path, "helper"), 3000)
+    _crash_run(tmp_path, victim, _sqlite(tmp_path, "leader"), _sqlite(tmp_path, "helper"), 3000)
 
 
 @pytest.mark.parametrize("victim", ["leader", "helper"])
 def test_sigkill_mid_upload_postgres(tmp_path, servers, victim, postgres_server):
     _, createdb = postgres_server
-    _crash_run(tmp_path, servers, victim, createdb(), createdb(), 3000)
+    _crash_run(tmp_path, victim, createdb(), createdb(), 3000)
