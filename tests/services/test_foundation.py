@@ -359,3 +359,23 @@ def test_analyzer_keeps_valid_messages_around_junk(db):
     state, bad = an._fold(good[:400] + junk[:2] + good[400:] + junk[2:])
     assert bad == 3 and state.n == 1000
     np.testing.assert_array_equal(state.counts, np.full(8, 125))
+
+
+def test_collector_rebuilds_a_missing_state_through_the_engine(db):
+    from sqlalchemy import delete
+
+    from privstats.services.collector import Collector
+    from privstats.services.storage import aggregates
+
+    task, _ = new_task(
+        "frequencies", model="local", protocol="oue", params={"domain_size": 12}, epsilon=1.0, min_batch=10
+    )
+    col = Collector(task, Storage(db))
+    client = Client(None, task)
+    for seed in range(3):
+        col.ingest(client.upload_body(client.encode(np.arange(500) % 12, rng=seed)))
+    state = col.state()
+    assert state.n == 1500 and col.rebuild_state() == state
+    with col.storage.transaction() as conn:
+        conn.execute(delete(aggregates))
+    assert Collector(task, Storage(db)).state() == state
