@@ -307,14 +307,21 @@ class Storage:
             last = bytes(rows[-1][0])
             yield [bytes(r[1]) for r in rows]
 
-    def assign_batch(self, conn: Connection, task_id: bytes, batch_id: bytes, role: str) -> int:
-        """Put every pending report of a task into a new batch (status 'pending'); returns its size."""
-        n = conn.execute(
-            update(reports)
-            .where(reports.c.task_id == task_id)
-            .where(reports.c.batch_id.is_(None))
-            .values(batch_id=batch_id)
-        ).rowcount
+    def assign_batch(
+        self, conn: Connection, task_id: bytes, batch_id: bytes, role: str, limit: int | None = None
+    ) -> int:
+        """Put the pending reports of a task (at most ``limit``) into a new batch (status 'pending');
+        returns its size."""
+        stmt = update(reports).where(reports.c.task_id == task_id).where(reports.c.batch_id.is_(None))
+        if limit is not None:
+            pick = (
+                select(reports.c.report_id)
+                .where(reports.c.task_id == task_id)
+                .where(reports.c.batch_id.is_(None))
+                .limit(int(limit))
+            )
+            stmt = stmt.where(reports.c.report_id.in_(pick.scalar_subquery()))
+        n = conn.execute(stmt.values(batch_id=batch_id)).rowcount
         conn.execute(
             batches.insert().values(
                 task_id=task_id, batch_id=batch_id, role=role, status="pending", n_reports=n
