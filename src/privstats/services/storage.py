@@ -25,8 +25,8 @@ returns); PostgreSQL commits are durable by default.  Services acknowledge after
 >>> import os, tempfile
 >>> st = Storage(f"sqlite:///{os.path.join(tempfile.mkdtemp(), 'db.sqlite')}")
 >>> with st.transaction() as conn:
-...     st.insert_reports(conn, bytes(16), [b"a" * 16, b"b" * 16, b"a" * 16], [b"x", b"y", b"z"])
-{b'aaaaaaaaaaaaaaaa', b'bbbbbbbbbbbbbbbb'}
+...     sorted(st.insert_reports(conn, bytes(16), [b"a" * 16, b"b" * 16, b"a" * 16], [b"x", b"y", b"z"]))
+[b'aaaaaaaaaaaaaaaa', b'bbbbbbbbbbbbbbbb']
 >>> st.count_reports(bytes(16))
 2
 """
