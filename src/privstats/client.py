@@ -71,15 +71,23 @@ def estimate_from_dict(d: dict) -> Estimate:
     >>> estimate_from_dict(e.to_dict()).value
     array([1., 2.])
     """
+
     def arr(x: Any) -> Any:
         return np.asarray(x, dtype=float) if isinstance(x, list) else x
 
     g = d.get("guarantee")
-    return Estimate(value=arr(d["value"]), stderr=arr(d.get("stderr")),
-                    guarantee=None if g is None else guarantee_from_dict(g), model=d.get("model", "local"),
-                    protocol=d.get("protocol", ""), params=d.get("params") or {}, n=d.get("n"),
-                    messages_per_user=d.get("messages_per_user"), bits_per_user=d.get("bits_per_user"),
-                    neighbours=d.get("neighbours", "replace"))
+    return Estimate(
+        value=arr(d["value"]),
+        stderr=arr(d.get("stderr")),
+        guarantee=None if g is None else guarantee_from_dict(g),
+        model=d.get("model", "local"),
+        protocol=d.get("protocol", ""),
+        params=d.get("params") or {},
+        n=d.get("n"),
+        messages_per_user=d.get("messages_per_user"),
+        bits_per_user=d.get("bits_per_user"),
+        neighbours=d.get("neighbours", "replace"),
+    )
 
 
 def shuffle_user_messages(protocol: Any, values: Any, rng: RNGLike = None) -> np.ndarray:
@@ -103,15 +111,17 @@ def shuffle_user_messages(protocol: Any, values: Any, rng: RNGLike = None) -> np
             rows = np.pad(rows, ((0, 0), (0, width - rows.shape[1])))
         k, rho = inner.k, inner.rho
         real = rows[: n * k].reshape(n, k, width)
-        blank = rows[n * k:].reshape(n, rho, width)
+        blank = rows[n * k :].reshape(n, rho, width)
         return np.concatenate([real, blank], axis=1)
     if name == "shuffle-sum":
         x = np.asarray(values, dtype=float)
         n, b = x.size, inner.blanket
         bits = np.asarray(inner.encode_batch(x, src))
         return np.concatenate([bits[:n, None], bits[n:].reshape(n, b)], axis=1)
-    raise ValueError(f"protocol {name!r} sends a data-dependent number of messages; the shuffler service "
-                     "needs a fixed number per user")
+    raise ValueError(
+        f"protocol {name!r} sends a data-dependent number of messages; the shuffler service "
+        "needs a fixed number per user"
+    )
 
 
 class Client:
@@ -119,8 +129,9 @@ class Client:
 
     Parameters
     ----------
-    url : base URL of the server to talk to; ``None`` takes the task's URL of the role
-        (collector; shuffler for uploads and analyzer for collections in the shuffle model).
+    url : base URL of the server clients upload to (collector; shuffler in the shuffle model), which
+        is also where collections go in the local model; ``None`` takes the URL in the task file.
+    collect_url : the analyzer's URL in the shuffle model (``None``: the task's).
     task : path of ``task.json`` (or a :class:`~privstats.services.tasks.Task`).
     token : bearer token for every request; ``None`` reads it as described in the module doc.
     retries, backoff, timeout : up to ``retries`` retries of a failed or 5xx/429 request,
@@ -128,22 +139,39 @@ class Client:
     batch_size : reports per upload request.
     """
 
-    def __init__(self, url: str | None = None, task: str | os.PathLike | Task = "task.json",
-                 token: str | None = None, *, retries: int = 6, backoff: float = 0.2, timeout: float = 60.0,
-                 batch_size: int = 1000):
+    def __init__(
+        self,
+        url: str | None = None,
+        task: str | os.PathLike | Task = "task.json",
+        token: str | None = None,
+        *,
+        retries: int = 6,
+        backoff: float = 0.2,
+        timeout: float = 60.0,
+        batch_size: int = 1000,
+        collect_url: str | None = None,
+    ):
         self.task_path = None if isinstance(task, Task) else Path(task)
         self.task = load_task(task if isinstance(task, Task) else str(task))
         self.url = None if url is None else str(url).rstrip("/")
+        if collect_url is None and self.task.collect_role() == self.task.upload_role():
+            collect_url = self.url
+        self.collect_url = None if collect_url is None else str(collect_url).rstrip("/")
         self.token = token
         if not isinstance(retries, int) or retries < 0:
             raise ValueError(f"retries must be a non-negative integer, got {retries!r}")
         if not (isinstance(batch_size, int) and batch_size >= 1):
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-        self.retries, self.backoff, self.timeout, self.batch_size = retries, float(backoff), float(timeout), batch_size
+        self.retries, self.backoff, self.timeout, self.batch_size = (
+            retries,
+            float(backoff),
+            float(timeout),
+            batch_size,
+        )
         self._protocol: Any = None
         self._http: Any = None
 
-    # ---- protocol ---------------------------------------------------------------------------------------
+    # ---- protocol -------------------------------------------------------------------------------------
     @property
     def protocol(self) -> Any:
         if self._protocol is None:
@@ -182,14 +210,19 @@ class Client:
             n, m = msgs.shape[:2]
             field = next(iter(proto.report_fields))
             flat = layout.pack({field: msgs.reshape(n * m, *msgs.shape[2:])})
-            cts = hpke_seal_many(self.task.hpke_public_key("analyzer"), (r.tobytes() for r in flat),
-                                 hpke_info("shuffle", self.task.id_bytes))
-            payloads = [b"".join(cts[i * m:(i + 1) * m]) for i in range(n)]
+            cts = hpke_seal_many(
+                self.task.hpke_public_key("analyzer"),
+                (r.tobytes() for r in flat),
+                hpke_info("shuffle", self.task.id_bytes),
+            )
+            payloads = [b"".join(cts[i * m : (i + 1) * m]) for i in range(n)]
         else:
-            raise ValueError(f"Client.encode covers the local and shuffle models; a {self.task.model} task "
-                             "needs its own client role")
+            raise ValueError(
+                f"Client.encode covers the local and shuffle models; a {self.task.model} task "
+                "needs its own client role"
+            )
         ids = os.urandom(16 * len(payloads))
-        return [Report(ids[16 * i:16 * (i + 1)], p) for i, p in enumerate(payloads)]
+        return [Report(ids[16 * i : 16 * (i + 1)], p) for i, p in enumerate(payloads)]
 
     def upload_body(self, reports: Sequence[Report]) -> bytes:
         """The binary upload body of ``reports`` (see :mod:`privstats.services.wire`)."""
@@ -225,14 +258,21 @@ class Client:
         party = "client" if kind == "upload" else "analyst"
         if self.task_path is not None and secrets_path(self.task_path, party).exists():
             return load_secrets(self.task_path, party).token(kind)
-        raise ValueError(f"token: no {kind} token given (pass token=, set PRIVSTATS_{kind.upper()}_TOKEN, or put "
-                         f"{secrets_path(self.task_path or 'task.json', party).name} next to the task file)")
+        raise ValueError(
+            f"token: no {kind} token given (pass token=, set PRIVSTATS_{kind.upper()}_TOKEN, or put "
+            f"{secrets_path(self.task_path or 'task.json', party).name} next to the task file)"
+        )
 
     def _base(self, role: str) -> str:
-        return self.url if self.url is not None else self.task.url(role)
+        if role == self.task.collect_role() and self.collect_url is not None:
+            return self.collect_url
+        if role == self.task.upload_role() and self.url is not None:
+            return self.url
+        return self.task.url(role)
 
-    def _request(self, method: str, url: str, *, token: str, content: bytes | None = None,
-                 json: Any = None) -> Any:
+    def _request(
+        self, method: str, url: str, *, token: str, content: bytes | None = None, json: Any = None
+    ) -> Any:
         import httpx
 
         headers = {"Authorization": f"Bearer {token}"}
@@ -257,12 +297,17 @@ class Client:
                     detail = {}
                 if not isinstance(detail, dict):
                     detail = {"error": "error", "message": str(detail)}
-                raise ServiceError(resp.status_code, str(detail.get("error", "error")),
-                                   str(detail.get("message", resp.text[:200])))
+                raise ServiceError(
+                    resp.status_code,
+                    str(detail.get("error", "error")),
+                    str(detail.get("message", resp.text[:200])),
+                )
             return resp.json()
-        raise ServiceError(503, "unavailable", f"{method} {url} failed after {self.retries + 1} attempts ({last})")
+        raise ServiceError(
+            503, "unavailable", f"{method} {url} failed after {self.retries + 1} attempts ({last})"
+        )
 
-    # ---- client role ---------------------------------------------------------------------------------------------
+    # ---- client role ----------------------------------------------------------------------------------
     def upload(self, reports: Sequence[Report]) -> int:
         """Upload in batches of ``batch_size``; returns how many reports the server acknowledged.
 
@@ -275,7 +320,9 @@ class Client:
         token = self._token("upload")
         acked = 0
         for i in range(0, len(reports), self.batch_size):
-            out = self._request("POST", url, token=token, content=self.upload_body(reports[i:i + self.batch_size]))
+            out = self._request(
+                "POST", url, token=token, content=self.upload_body(reports[i : i + self.batch_size])
+            )
             acked += int(out["acknowledged"])
         return acked
 
@@ -283,7 +330,7 @@ class Client:
         """:meth:`encode` then :meth:`upload`; returns the number acknowledged."""
         return self.upload(self.encode(values, rng, labels=labels))
 
-    # ---- analyst role --------------------------------------------------------------------------------------------
+    # ---- analyst role ---------------------------------------------------------------------------------
     def collect(self, collection_id: str | None = None, **query: Any) -> Estimate:
         """The released :class:`~privstats.Estimate` (collect token); spends the task's guarantee once.
 
@@ -293,7 +340,9 @@ class Client:
         cid = collection_id or uuid.uuid4().hex
         url = f"{self._base(self.task.collect_role())}/tasks/{self.task.task_id}/collect"
         try:
-            out = self._request("POST", url, token=self._token("collect"), json={"collection_id": cid, **query})
+            out = self._request(
+                "POST", url, token=self._token("collect"), json={"collection_id": cid, **query}
+            )
         except ServiceError as exc:
             if exc.code == "budget_exceeded":
                 raise BudgetExceededError(str(exc)) from None
@@ -328,6 +377,5 @@ class Client:
         """A role's status (reports stored, pending, budget): collect token; the shuffler's: upload token."""
         role = role or self.task.collect_role()
         kind = "collect" if role == self.task.collect_role() else "upload"
-        base = self.url if (self.url is not None and role in (self.task.collect_role(), self.task.upload_role())
-                            and self.task.collect_role() == self.task.upload_role()) else self.task.url(role)
+        base = self._base(role)
         return self._request("GET", f"{base}/tasks/{self.task.task_id}/status", token=self._token(kind))

@@ -52,14 +52,29 @@ class Server:
     def start(self, timeout: float = 90.0) -> Server:
         import httpx
 
-        cmd = [sys.executable, "-m", "privstats", "serve", self.role, "--task", str(self.task), "--db", self.db,
-               "--host", "127.0.0.1", "--port", str(self.port)]
-        self.fh = open(self.log, "ab")
+        cmd = [
+            sys.executable,
+            "-m",
+            "privstats",
+            "serve",
+            self.role,
+            "--task",
+            str(self.task),
+            "--db",
+            self.db,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+        ]
+        self.fh = open(self.log, "ab")  # noqa: SIM115 - closed in stop()/kill()
         self.proc = subprocess.Popen(cmd, stdout=self.fh, stderr=subprocess.STDOUT, env=os.environ.copy())
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"{self.role} exited with {self.proc.returncode}: {self.log.read_text()[-3000:]}")
+                raise RuntimeError(
+                    f"{self.role} exited with {self.proc.returncode}: {self.log.read_text()[-3000:]}"
+                )
             try:
                 if httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200:
                     return self
@@ -138,12 +153,30 @@ def postgres_server():
         shutil.chown(data, "postgres", "postgres")
         shutil.chown(root, "postgres", "postgres")
     port = free_port()
-    subprocess.run([*as_pg, f"{bindir}/initdb", "-D", data, "-A", "trust", "-U", "tester", "--no-sync"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [*as_pg, f"{bindir}/initdb", "-D", data, "-A", "trust", "-U", "tester", "--no-sync"],
+        check=True,
+        capture_output=True,
+    )
     log = os.path.join(root, "pg.log")
-    subprocess.run([*as_pg, f"{bindir}/pg_ctl", "-D", data, "-l", log, "-w", "-t", "60", "-o",
-                    f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c max_connections=200", "start"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            *as_pg,
+            f"{bindir}/pg_ctl",
+            "-D",
+            data,
+            "-l",
+            log,
+            "-w",
+            "-t",
+            "60",
+            "-o",
+            f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c max_connections=200",
+            "start",
+        ],
+        check=True,
+        capture_output=True,
+    )
     base = f"postgresql+psycopg://tester@127.0.0.1:{port}"
 
     def createdb() -> str:
@@ -157,7 +190,9 @@ def postgres_server():
     try:
         yield base, createdb
     finally:
-        subprocess.run([*as_pg, f"{bindir}/pg_ctl", "-D", data, "-m", "immediate", "stop"], capture_output=True)
+        subprocess.run(
+            [*as_pg, f"{bindir}/pg_ctl", "-D", data, "-m", "immediate", "stop"], capture_output=True
+        )
         shutil.rmtree(root, ignore_errors=True)
 
 

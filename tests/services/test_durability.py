@@ -23,7 +23,7 @@ N = 100_000
 def _upload_until_killed(client: Client, reports, acked: list, batch: int = 1000) -> None:
     """Upload batch by batch; remember the ids of every acknowledged batch; stop at the first failure."""
     for i in range(0, len(reports), batch):
-        chunk = reports[i:i + batch]
+        chunk = reports[i : i + batch]
         try:
             client.upload(chunk)
         except ServiceError:
@@ -40,7 +40,7 @@ def _crash_and_recover(tmp_path, role: str, task, db: str, port: int, reports, o
     deadline = time.monotonic() + 120
     while len(acked) < len(reports) // 4 and time.monotonic() < deadline and t.is_alive():
         time.sleep(0.01)
-    srv.kill()                                        # SIGKILL, mid-upload
+    srv.kill()  # SIGKILL, mid-upload
     t.join(60)
     assert not t.is_alive()
     assert 0 < len(acked) < len(reports), "the kill should land in the middle of the uploads"
@@ -56,7 +56,7 @@ def _crash_and_recover(tmp_path, role: str, task, db: str, port: int, reports, o
     srv2 = Server(role, task, db, port).start()
     with Client(srv2.url, task) as c2:
         assert c2.upload(reports) == len(reports)
-        assert c2.upload(reports[:5000]) == 5000              # and a replay on top
+        assert c2.upload(reports[:5000]) == 5000  # and a replay on top
     return srv2, len(acked)
 
 
@@ -71,9 +71,25 @@ def _ids(st: Storage, tid: bytes):
 
 def _collector_crash(tmp_path, db: str):
     port = free_port()
-    task = make_task(tmp_path, "--statistic", "frequencies", "--model", "local", "--protocol", "grr",
-                     "--domain-size", "16", "--epsilon", "1", "--min-batch", "1000", "--max-collections", "2",
-                     "--collector", f"http://127.0.0.1:{port}")
+    task = make_task(
+        tmp_path,
+        "--statistic",
+        "frequencies",
+        "--model",
+        "local",
+        "--protocol",
+        "grr",
+        "--domain-size",
+        "16",
+        "--epsilon",
+        "1",
+        "--min-batch",
+        "1000",
+        "--max-collections",
+        "2",
+        "--collector",
+        f"http://127.0.0.1:{port}",
+    )
     values = np.random.default_rng(7).integers(0, 16, N)
     reports = Client(None, task).encode(values, rng=8)
     srv, n_acked = _crash_and_recover(tmp_path, "collector", task, db, port, reports)
@@ -91,8 +107,9 @@ def _collector_crash(tmp_path, db: str):
         assert col.rebuild_state() == col.state()
         assert Storage(db).count_reports(load_task(task).id_bytes) == N
         oracle = c.protocol
-        assert col.state() == oracle.aggregate({"value": np.array(
-            [np.frombuffer(r.payload, "<i8")[0] for r in reports])})
+        assert col.state() == oracle.aggregate(
+            {"value": np.array([np.frombuffer(r.payload, "<i8")[0] for r in reports])}
+        )
     finally:
         assert srv.stop() == 0
     return n_acked
@@ -108,16 +125,34 @@ def test_collector_sigkill_postgres(tmp_path, postgres_url):
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_shuffler_sigkill(tmp_path, servers, backend, request):
-    n = N if SLOW else 20_000
+    n = N if SLOW else 10_000
     if backend == "postgres":
         createdb = request.getfixturevalue("postgres_server")[1]
         sdb, adb = createdb(), createdb()
     else:
         sdb, adb = f"sqlite:///{tmp_path / 's.sqlite'}", f"sqlite:///{tmp_path / 'a.sqlite'}"
     sp, ap = free_port(), free_port()
-    task = make_task(tmp_path, "--statistic", "frequencies", "--model", "shuffle", "--protocol", "single-rr",
-                     "--domain-size", "16", "--epsilon", "1", "--delta", "1e-6", "--min-batch", "1000",
-                     "--shuffler", f"http://127.0.0.1:{sp}", "--analyzer", f"http://127.0.0.1:{ap}")
+    task = make_task(
+        tmp_path,
+        "--statistic",
+        "frequencies",
+        "--model",
+        "shuffle",
+        "--protocol",
+        "single-rr",
+        "--domain-size",
+        "16",
+        "--epsilon",
+        "1",
+        "--delta",
+        "1e-6",
+        "--min-batch",
+        "1000",
+        "--shuffler",
+        f"http://127.0.0.1:{sp}",
+        "--analyzer",
+        f"http://127.0.0.1:{ap}",
+    )
     servers("analyzer", task, adb, ap)
     values = np.random.default_rng(9).integers(0, 16, n)
     reports = Client(None, task).encode(values, rng=10)
@@ -130,7 +165,7 @@ def test_shuffler_sigkill(tmp_path, servers, backend, request):
                 if st["n_reports"] >= n:
                     break
                 time.sleep(0.5)
-            time.sleep(1.0)                            # anything re-forwarded would land now
+            time.sleep(1.0)  # anything re-forwarded would land now
             st = c.status("analyzer")
             assert st["n_reports"] == n and st["n_messages"] == n and st["dropped_messages"] == 0
             sh = c.status("shuffler")

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from typing import Any, Union
+from typing import Any, TypeAlias
 
 import numpy as np
 
@@ -40,7 +40,7 @@ _U64_MAX = np.uint64(np.iinfo(np.uint64).max)
 
 
 #: The ``size`` argument of the draws: None for one value, an int or a shape.
-Size = Union[int, tuple[int, ...], None]
+Size: TypeAlias = int | tuple[int, ...] | None
 
 
 class RandomSource(ABC):
@@ -157,10 +157,10 @@ class GeneratorSource(RandomSource):
         return self.generator.permutation(n)
 
 
-RNGLike = Union[None, int, np.random.Generator, RandomSource]
+RNGLike: TypeAlias = None | int | np.random.Generator | RandomSource
 
 
-def _seed(rng) -> int:
+def _seed(rng: int | np.integer) -> int:
     """An integer seed >= 0 (numpy's own error for a negative one does not name ``rng``)."""
     if rng < 0:
         raise ValueError(f"rng seed must be an integer >= 0, got {rng}")

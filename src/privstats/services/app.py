@@ -22,7 +22,7 @@ from typing import Any, NoReturn
 from privstats.services.security import check_bearer
 from privstats.services.tasks import RoleSecrets, Task, load_secrets, load_task
 
-__all__ = ["ROLE_FACTORIES", "read_body", "require_token", "error", "run_server", "serve", "build_app"]
+__all__ = ["ROLE_FACTORIES", "build_app", "error", "read_body", "require_token", "run_server", "serve"]
 
 #: role -> "module:function" building its FastAPI app
 ROLE_FACTORIES: dict[str, str] = {
@@ -77,7 +77,9 @@ def build_app(role: str, task: Task, secrets: RoleSecrets, db: str, **options: A
     if role not in ROLE_FACTORIES:
         raise ValueError(f"role must be one of {sorted(ROLE_FACTORIES)}, got {role!r}")
     if role not in task.roles:
-        raise ValueError(f"role {role!r} is not part of this {task.model}-model task (roles: {list(task.roles)})")
+        raise ValueError(
+            f"role {role!r} is not part of this {task.model}-model task (roles: {list(task.roles)})"
+        )
     if secrets.task_id != task.task_id:
         raise ValueError(f"the {role} secrets belong to task {secrets.task_id}, not {task.task_id}")
     module, fn = ROLE_FACTORIES[role].split(":")
@@ -85,7 +87,7 @@ def build_app(role: str, task: Task, secrets: RoleSecrets, db: str, **options: A
     return factory(task, secrets, Storage(db), **options)
 
 
-def run_server(app: Any, host: str, port: int, *, log_level: str = "warning", drain_seconds: float = 30.0) -> int:
+def run_server(app: Any, host: str, port: int, *, log_level: str = "warning", drain_seconds: int = 30) -> int:
     """Run ``app`` under uvicorn until SIGTERM/SIGINT; in-flight requests finish; returns 0.
 
     uvicorn re-raises the signal it caught once it has shut down; a no-op handler installed here
@@ -93,8 +95,15 @@ def run_server(app: Any, host: str, port: int, *, log_level: str = "warning", dr
     """
     import uvicorn
 
-    config = uvicorn.Config(app, host=host, port=int(port), log_level=log_level, lifespan="on",
-                            timeout_graceful_shutdown=drain_seconds, access_log=False)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=int(port),
+        log_level=log_level,
+        lifespan="on",
+        timeout_graceful_shutdown=drain_seconds,
+        access_log=False,
+    )
     server = uvicorn.Server(config)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: None)
@@ -102,8 +111,17 @@ def run_server(app: Any, host: str, port: int, *, log_level: str = "warning", dr
     return 0 if server.started else 1
 
 
-def serve(role: str, task_path: str, *, db: str | None = None, host: str | None = None, port: int | None = None,
-          secrets_path: str | None = None, log_level: str = "warning", **options: Any) -> int:
+def serve(
+    role: str,
+    task_path: str,
+    *,
+    db: str | None = None,
+    host: str | None = None,
+    port: int | None = None,
+    secrets_path: str | None = None,
+    log_level: str = "warning",
+    **options: Any,
+) -> int:
     """``privstats serve ROLE``: load the task and the role's secrets, open the database, run."""
     from urllib.parse import urlsplit
 
@@ -114,7 +132,10 @@ def serve(role: str, task_path: str, *, db: str | None = None, host: str | None 
     url = urlsplit(task.url(role))
     host = host or url.hostname or "127.0.0.1"
     port = port if port is not None else (url.port or 80)
-    db = db or os.environ.get("PRIVSTATS_DB") or default_db_url(role, task.task_id,
-                                                                os.path.dirname(os.path.abspath(task_path)))
+    db = (
+        db
+        or os.environ.get("PRIVSTATS_DB")
+        or default_db_url(role, task.task_id, os.path.dirname(os.path.abspath(task_path)))
+    )
     app = build_app(role, task, secrets, db, **options)
     return run_server(app, host, port, log_level=log_level)

@@ -38,9 +38,7 @@ reports through :func:`privstats.engine.aggregate` (:meth:`Collector.rebuild_sta
 20
 """
 
-
 import re
-import threading
 from typing import Any
 
 import numpy as np
@@ -50,7 +48,7 @@ from privstats.services.storage import BudgetExceededError, Storage
 from privstats.services.tasks import RoleSecrets, Task, build_protocol
 from privstats.services.wire import WireError, record_layout, unpack_upload_array
 
-__all__ = ["Collector", "create_app", "CollectError", "STATE_NAME", "run_collection", "check_collection_id"]
+__all__ = ["STATE_NAME", "CollectError", "Collector", "check_collection_id", "create_app", "run_collection"]
 
 STATE_NAME = "state"
 _COLLECTION_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -85,8 +83,12 @@ class Collector:
         self.tid = task.id_bytes
         self.max_records = max(1, task.max_request_bytes // self.record_size)
         storage.ensure_budget(self.tid, task.budget_value)
+        with storage.read() as conn:
+            has_state = storage.get_aggregate(conn, self.tid, STATE_NAME) is not None
+        if not has_state and storage.count_reports(self.tid):
+            # reports without a state (e.g. restored from a report-only backup): aggregate them all
+            self.rebuild_state(store=True)
         storage.ensure_aggregate(self.tid, STATE_NAME, self.oracle.new_state().to_bytes())
-        self._lock = threading.Lock()
 
     # ---- upload ----------------------------------------------------------------------------------------
     def parse(self, body: bytes) -> tuple[list[bytes], np.ndarray, CountState]:
@@ -154,27 +156,36 @@ class Collector:
         return state
 
     # ---- collection ---------------------------------------------------------------------------------------
-    def collect(self, collection_id: str) -> dict:
+    def collect(self, collection_id: Any, min_reports: Any = None) -> dict:
         """Spend the task's per-collection guarantee and release the Estimate of all stored reports.
 
         Idempotent per ``collection_id`` (a retry returns the stored result and spends nothing).
         Raises :class:`CollectError` (nothing spent) below ``min_batch`` or over the budget.
         """
+
         def release(conn: Any) -> tuple[int, Any]:
             row = self.storage.get_aggregate(conn, self.tid, STATE_NAME, for_update=True)
             state = self.oracle.new_state() if row is None else CountState.from_bytes(row[1])
             return state.n, (lambda: self.oracle.estimate(state))
 
-        return run_collection(self.storage, self.task, collection_id, release)
+        return run_collection(self.storage, self.task, collection_id, release, min_reports)
 
     def status(self) -> dict:
         led = self.storage.ledger(None, self.tid)
-        return {"task_id": self.task.task_id, "role": "collector", "n_reports": self.state().n,
-                "budget_total": led.total.to_dict(), "budget_spent": led.spent.to_dict(),
-                "budget_remaining": led.remaining.to_dict(), "collections": len(led.entries)}
+        return {
+            "task_id": self.task.task_id,
+            "role": "collector",
+            "n_reports": self.state().n,
+            "budget_total": led.total.to_dict(),
+            "budget_spent": led.spent.to_dict(),
+            "budget_remaining": led.remaining.to_dict(),
+            "collections": len(led.entries),
+        }
 
 
-def run_collection(storage: Storage, task: Task, collection_id: Any, release: Any) -> dict:
+def run_collection(
+    storage: Storage, task: Task, collection_id: Any, release: Any, min_reports: Any = None
+) -> dict:
     """The collection protocol every role shares (collector, analyzer, the secure model's leader).
 
     In one transaction: return the stored result of ``collection_id`` if any; else
@@ -184,6 +195,11 @@ def run_collection(storage: Storage, task: Task, collection_id: Any, release: An
     ``collection_id``; commit.  Nothing is released unless all of it commits.
     """
     cid = check_collection_id(collection_id)
+    if min_reports is not None and (
+        not isinstance(min_reports, int) or isinstance(min_reports, bool) or min_reports < 0
+    ):
+        raise CollectError("bad_request", "min_reports must be a non-negative integer")
+    floor = max(task.min_batch, min_reports or 0)
     tid = task.id_bytes
     done = storage.get_collection(None, tid, cid)
     if done is not None:
@@ -193,16 +209,24 @@ def run_collection(storage: Storage, task: Task, collection_id: Any, release: An
         if done is not None:
             return done
         n, make_estimate = release(conn)
-        if n < task.min_batch:
-            raise CollectError("batch_too_small", f"the batch has {n} reports, below the task's "
-                                                  f"min_batch={task.min_batch}; nothing was released")
+        if n < floor:
+            raise CollectError(
+                "batch_too_small",
+                f"the batch has {n} reports, below {floor} (the task's min_batch={task.min_batch}"
+                f"{'' if min_reports is None else f', min_reports={min_reports}'}); nothing was released",
+            )
         try:
             led = storage.spend(conn, tid, task.guarantee_value, f"collection {cid}")
         except BudgetExceededError as exc:
             raise CollectError("budget_exceeded", str(exc)) from None
         estimate = make_estimate()
-        result = {"collection_id": cid, "estimate": estimate.to_dict(), "n": int(n),
-                  "budget_spent": led.spent.to_dict(), "budget_remaining": led.remaining.to_dict()}
+        result = {
+            "collection_id": cid,
+            "estimate": estimate.to_dict(),
+            "n": int(n),
+            "budget_spent": led.spent.to_dict(),
+            "budget_remaining": led.remaining.to_dict(),
+        }
         storage.put_collection(conn, tid, cid, result)
     return result
 
@@ -243,7 +267,9 @@ def create_app(task: Task, secrets: RoleSecrets, storage: Storage, **options: An
         check_task(task_id)
         query = await _json(request)
         try:
-            return await run_in_threadpool(collector.collect, query.get("collection_id"))
+            return await run_in_threadpool(
+                collector.collect, query.get("collection_id"), query.get("min_reports")
+            )
         except CollectError as exc:
             error(400 if exc.code == "bad_request" else 409, exc.code, str(exc))
 
@@ -257,9 +283,9 @@ def create_app(task: Task, secrets: RoleSecrets, storage: Storage, **options: An
 
 
 async def _json(request: Any) -> dict:
-    from privstats.services.app import error, read_body
-
     import json
+
+    from privstats.services.app import error, read_body
 
     raw = await read_body(request, 1 << 16)
     try:

@@ -32,14 +32,14 @@ import hmac
 __all__ = [
     "HPKE_OVERHEAD",
     "HPKEError",
-    "token_hash",
     "check_bearer",
     "generate_keypair",
     "hpke_info",
-    "hpke_seal",
     "hpke_open",
-    "hpke_seal_many",
     "hpke_open_many",
+    "hpke_seal",
+    "hpke_seal_many",
+    "token_hash",
 ]
 
 #: bytes an HPKE ciphertext adds to its plaintext: enc (32) + AES-GCM tag (16)
@@ -92,11 +92,18 @@ def _suite():
 def generate_keypair() -> tuple[bytes, bytes]:
     """A fresh X25519 key pair ``(private 32 bytes, public 32 bytes)`` from the OS CSPRNG."""
     from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
-    from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat, PublicFormat
+    from cryptography.hazmat.primitives.serialization import (
+        Encoding,
+        NoEncryption,
+        PrivateFormat,
+        PublicFormat,
+    )
 
     sk = X25519PrivateKey.generate()
-    return (sk.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption()),
-            sk.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw))
+    return (
+        sk.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption()),
+        sk.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw),
+    )
 
 
 def hpke_info(purpose: str, task_id: bytes, report_id: bytes | None = None) -> bytes:

@@ -48,7 +48,13 @@ from privstats.services.wire import (
     unpack_upload_array,
 )
 
-__all__ = ["ShufflerRole", "AnalyzerRole", "create_shuffler_app", "create_analyzer_app", "messages_per_report"]
+__all__ = [
+    "AnalyzerRole",
+    "ShufflerRole",
+    "create_analyzer_app",
+    "create_shuffler_app",
+    "messages_per_report",
+]
 
 STATE_NAME = "state"
 DROPPED_NAME = "dropped"
@@ -63,8 +69,10 @@ def messages_per_report(oracle: Any) -> int:
         return int(inner.k + inner.rho)
     if inner.name == "shuffle-sum":
         return int(inner.blanket + 1)
-    raise ValueError(f"protocol {inner.name!r} sends a data-dependent number of messages; the shuffler "
-                     "service needs a fixed number per user")
+    raise ValueError(
+        f"protocol {inner.name!r} sends a data-dependent number of messages; the shuffler "
+        "service needs a fixed number per user"
+    )
 
 
 class _ShuffleTask:
@@ -83,14 +91,23 @@ class _ShuffleTask:
 class ShufflerRole(_ShuffleTask):
     """Store encrypted reports, release shuffled batches of at least ``min_batch`` reports to the analyzer."""
 
-    def __init__(self, task: Task, secrets: RoleSecrets, storage: Storage, *, poll_seconds: float = 0.5,
-                 forward_timeout: float = 120.0):
+    def __init__(
+        self,
+        task: Task,
+        secrets: RoleSecrets,
+        storage: Storage,
+        *,
+        poll_seconds: float = 0.5,
+        forward_timeout: float = 600.0,
+        max_batch_messages: int = 100_000,
+    ):
         super().__init__(task)
         self.secrets = secrets
         self.storage = storage
         self.analyzer_url = task.url("analyzer")
         self.poll_seconds = poll_seconds
         self.forward_timeout = forward_timeout
+        self.max_batch_messages = max_batch_messages
         self.max_records = max(1, task.max_request_bytes // self.record_size)
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -121,7 +138,7 @@ class ShufflerRole(_ShuffleTask):
         arr = np.frombuffer(b"".join(bodies), dtype=np.uint8).reshape(len(bodies) * self.m, self.ct_size)
         from privstats.privacy.randomness import SecureSource
 
-        order = SecureSource().permutation(arr.shape[0])          # OS CSPRNG, always
+        order = SecureSource().permutation(arr.shape[0])  # OS CSPRNG, always
         shuffled = arr[order]
         return [r.tobytes() for r in shuffled], len(bodies)
 
@@ -132,8 +149,10 @@ class ShufflerRole(_ShuffleTask):
         msgs, n_reports = self._shuffled_messages(batch_id)
         body = pack_batch(self.tid, batch_id, n_reports, msgs)
         url = f"{self.analyzer_url}/tasks/{self.task.task_id}/batches"
-        headers = {"Authorization": f"Bearer {self.secrets.token('forward')}",
-                   "Content-Type": "application/octet-stream"}
+        headers = {
+            "Authorization": f"Bearer {self.secrets.token('forward')}",
+            "Content-Type": "application/octet-stream",
+        }
         try:
             with httpx.Client(timeout=self.forward_timeout) as http:
                 resp = http.post(url, content=body, headers=headers)
@@ -154,12 +173,19 @@ class ShufflerRole(_ShuffleTask):
             if self._stop.is_set() or not self.forward(batch_id):
                 return done
             done += 1
-        if self.storage.count_reports(self.tid, pending_only=True) >= self.task.min_batch:
+        # cut batches of at least min_batch reports and at most ~max_batch_messages messages (a backlog
+        # after an analyzer outage goes out in bounded requests); a remainder below min_batch waits
+        limit = max(self.task.min_batch, self.max_batch_messages // self.m)
+        while (
+            not self._stop.is_set()
+            and self.storage.count_reports(self.tid, pending_only=True) >= self.task.min_batch
+        ):
             batch_id = os.urandom(16)
             with self.storage.transaction() as conn:
-                n = self.storage.assign_batch(conn, self.tid, batch_id, "shuffler")
-            if n and self.forward(batch_id):
-                done += 1
+                n = self.storage.assign_batch(conn, self.tid, batch_id, "shuffler", limit=limit)
+            if not n or not self.forward(batch_id):
+                break
+            done += 1
         return done
 
     def _run(self) -> None:
@@ -169,7 +195,7 @@ class ShufflerRole(_ShuffleTask):
                 ok = True
                 self.step()
                 ok = not self.storage.pending_batches(self.tid, "shuffler")
-            except Exception:                       # noqa: BLE001 - keep the worker alive; retry later
+            except Exception:
                 ok = False
             backoff = self.poll_seconds if ok else min(backoff * 2, 10.0)
             self._wake.wait(backoff)
@@ -189,10 +215,13 @@ class ShufflerRole(_ShuffleTask):
             self._thread = None
 
     def status(self) -> dict:
-        return {"task_id": self.task.task_id, "role": "shuffler",
-                "pending_reports": self.storage.count_reports(self.tid, pending_only=True),
-                "stored_report_ids": self.storage.count_reports(self.tid),
-                "pending_batches": len(self.storage.pending_batches(self.tid, "shuffler"))}
+        return {
+            "task_id": self.task.task_id,
+            "role": "shuffler",
+            "pending_reports": self.storage.count_reports(self.tid, pending_only=True),
+            "stored_report_ids": self.storage.count_reports(self.tid),
+            "pending_batches": len(self.storage.pending_batches(self.tid, "shuffler")),
+        }
 
 
 class AnalyzerRole(_ShuffleTask):
@@ -223,13 +252,20 @@ class AnalyzerRole(_ShuffleTask):
             return self.oracle.aggregate(cols), bad
         except (ValueError, TypeError):
             pass
-        state = self.oracle.new_state()               # someone sent junk: keep the valid messages only
+        # someone sent junk: keep the valid messages, found by bisection (O(junk * log n) folds)
         col = cols[self.field]
-        for i in range(len(col)):
+        state = self.oracle.new_state()
+        todo = [(0, len(col))]
+        while todo:
+            lo, hi = todo.pop()
             try:
-                state = self.oracle.aggregate({self.field: col[i:i + 1]}, state)
+                state = self.oracle.aggregate({self.field: col[lo:hi]}, state)
             except (ValueError, TypeError):
-                bad += 1
+                if hi - lo == 1:
+                    bad += 1
+                else:
+                    mid = (lo + hi) // 2
+                    todo += [(lo, mid), (mid, hi)]
         return state, bad
 
     def receive(self, body: bytes) -> dict:
@@ -240,36 +276,47 @@ class AnalyzerRole(_ShuffleTask):
         if msgs.shape[0] and msgs.shape[1] != self.ct_size:
             raise WireError(f"messages must be {self.ct_size} bytes")
         if msgs.shape[0] != n_reports * self.m:
-            raise WireError(f"a batch of {n_reports} reports carries {n_reports * self.m} messages, "
-                            f"got {msgs.shape[0]}")
+            raise WireError(
+                f"a batch of {n_reports} reports carries {n_reports * self.m} messages, got {msgs.shape[0]}"
+            )
         plaintexts, undecryptable = hpke_open_many(self._sk, (r.tobytes() for r in msgs), self._info)
         delta, refused = self._fold(plaintexts)
         with self.storage.transaction() as conn:
             if not self.storage.record_batch(conn, self.tid, batch_id, "analyzer", n_reports):
                 return {"batch": batch_id.hex(), "applied": False}
             row = self.storage.get_aggregate(conn, self.tid, STATE_NAME, for_update=True)
-            n_before, state = (0, self.oracle.new_state()) if row is None \
-                else (row[0], CountState.from_bytes(row[1]))
+            n_before, state = (
+                (0, self.oracle.new_state()) if row is None else (row[0], CountState.from_bytes(row[1]))
+            )
             merged = state.merge(delta)
             self.storage.put_aggregate(conn, self.tid, STATE_NAME, n_before + n_reports, merged.to_bytes())
             drow = self.storage.get_aggregate(conn, self.tid, DROPPED_NAME, for_update=True)
-            self.storage.put_aggregate(conn, self.tid, DROPPED_NAME,
-                                       (drow[0] if drow else 0) + undecryptable + refused, b"")
-        return {"batch": batch_id.hex(), "applied": True, "messages": int(msgs.shape[0]),
-                "dropped": undecryptable + refused}
+            self.storage.put_aggregate(
+                conn, self.tid, DROPPED_NAME, (drow[0] if drow else 0) + undecryptable + refused, b""
+            )
+        return {
+            "batch": batch_id.hex(),
+            "applied": True,
+            "messages": int(msgs.shape[0]),
+            "dropped": undecryptable + refused,
+        }
 
-    def collect(self, collection_id: str) -> dict:
+    def collect(self, collection_id: Any, min_reports: Any = None) -> dict:
         """As the collector's: min batch (in reports), durable budget, idempotent per collection id."""
+
         def release(conn: Any) -> tuple[int, Any]:
             row = self.storage.get_aggregate(conn, self.tid, STATE_NAME, for_update=True)
-            n, state = (0, self.oracle.new_state()) if row is None else (row[0], CountState.from_bytes(row[1]))
+            n, state = (
+                (0, self.oracle.new_state()) if row is None else (row[0], CountState.from_bytes(row[1]))
+            )
 
             def make() -> Any:
                 est = self.oracle.estimate(state)
                 return dataclasses.replace(est, n=int(n), details={**est.details, "messages": int(state.n)})
+
             return n, make
 
-        return run_collection(self.storage, self.task, collection_id, release)
+        return run_collection(self.storage, self.task, collection_id, release, min_reports)
 
     def status(self) -> dict:
         led = self.storage.ledger(None, self.tid)
@@ -277,10 +324,17 @@ class AnalyzerRole(_ShuffleTask):
             row = self.storage.get_aggregate(conn, self.tid, STATE_NAME)
             drow = self.storage.get_aggregate(conn, self.tid, DROPPED_NAME)
         n, msgs = (0, 0) if row is None else (row[0], CountState.from_bytes(row[1]).n)
-        return {"task_id": self.task.task_id, "role": "analyzer", "n_reports": n, "n_messages": msgs,
-                "dropped_messages": drow[0] if drow else 0, "budget_total": led.total.to_dict(),
-                "budget_spent": led.spent.to_dict(), "budget_remaining": led.remaining.to_dict(),
-                "collections": len(led.entries)}
+        return {
+            "task_id": self.task.task_id,
+            "role": "analyzer",
+            "n_reports": n,
+            "n_messages": msgs,
+            "dropped_messages": drow[0] if drow else 0,
+            "budget_total": led.total.to_dict(),
+            "budget_spent": led.spent.to_dict(),
+            "budget_remaining": led.remaining.to_dict(),
+            "collections": len(led.entries),
+        }
 
 
 # ------------------------------------------------------------------------------------------------- HTTP
@@ -299,7 +353,9 @@ def create_shuffler_app(task: Task, secrets: RoleSecrets, storage: Storage, **op
         yield
         await run_in_threadpool(role.stop)
 
-    app = FastAPI(title="privstats shuffler", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
+    app = FastAPI(
+        title="privstats shuffler", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan
+    )
     app.state.role = role
 
     @app.get("/healthz")
@@ -363,7 +419,7 @@ def create_analyzer_app(task: Task, secrets: RoleSecrets, storage: Storage, **op
         check_task(task_id)
         query = await _json(request)
         try:
-            return await run_in_threadpool(role.collect, query.get("collection_id"))
+            return await run_in_threadpool(role.collect, query.get("collection_id"), query.get("min_reports"))
         except CollectError as exc:
             error(400 if exc.code == "bad_request" else 409, exc.code, str(exc))
 
@@ -374,4 +430,3 @@ def create_analyzer_app(task: Task, secrets: RoleSecrets, storage: Storage, **op
         return role.status()
 
     return app
-

@@ -25,8 +25,8 @@ returns); PostgreSQL commits are durable by default.  Services acknowledge after
 >>> import os, tempfile
 >>> st = Storage(f"sqlite:///{os.path.join(tempfile.mkdtemp(), 'db.sqlite')}")
 >>> with st.transaction() as conn:
-...     st.insert_reports(conn, bytes(16), [b"a" * 16, b"b" * 16, b"a" * 16], [b"x", b"y", b"z"])
-{b'aaaaaaaaaaaaaaaa', b'bbbbbbbbbbbbbbbb'}
+...     sorted(st.insert_reports(conn, bytes(16), [b"a" * 16, b"b" * 16, b"a" * 16], [b"x", b"y", b"z"]))
+[b'aaaaaaaaaaaaaaaa', b'bbbbbbbbbbbbbbbb']
 >>> st.count_reports(bytes(16))
 2
 """
@@ -60,23 +60,25 @@ from sqlalchemy import (
 from privstats.privacy.guarantees import Guarantee, guarantee_from_dict
 from privstats.privacy.ledger import BudgetExceededError, BudgetLedger
 
-__all__ = ["Storage", "MIGRATIONS", "SCHEMA_VERSION", "default_db_url", "BudgetExceededError"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "BudgetExceededError", "Storage", "default_db_url"]
 
 metadata = MetaData()
 
 schema_version = Table("privstats_schema_version", metadata, Column("version", Integer, primary_key=True))
 
 reports = Table(
-    "privstats_reports", metadata,
+    "privstats_reports",
+    metadata,
     Column("task_id", LargeBinary(16), primary_key=True),
     Column("report_id", LargeBinary(16), primary_key=True),
     Column("body", LargeBinary, nullable=False),
     Column("batch_id", LargeBinary(16), nullable=True),
-    sqlite_with_rowid=False,            # one B-tree clustered on the primary key (1.3x faster inserts)
+    sqlite_with_rowid=False,  # one B-tree clustered on the primary key (1.3x faster inserts)
 )
 
 aggregates = Table(
-    "privstats_aggregates", metadata,
+    "privstats_aggregates",
+    metadata,
     Column("task_id", LargeBinary(16), primary_key=True),
     Column("name", String(64), primary_key=True),
     Column("n_reports", BigInteger, nullable=False),
@@ -84,24 +86,27 @@ aggregates = Table(
 )
 
 budget = Table(
-    "privstats_budget", metadata,
+    "privstats_budget",
+    metadata,
     Column("task_id", LargeBinary(16), primary_key=True),
-    Column("ledger", Text, nullable=False),          # BudgetLedger.to_json()
+    Column("ledger", Text, nullable=False),  # BudgetLedger.to_json()
 )
 
 collections = Table(
-    "privstats_collections", metadata,
+    "privstats_collections",
+    metadata,
     Column("task_id", LargeBinary(16), primary_key=True),
     Column("collection_id", String(64), primary_key=True),
     Column("result", Text, nullable=False),
 )
 
 batches = Table(
-    "privstats_batches", metadata,
+    "privstats_batches",
+    metadata,
     Column("task_id", LargeBinary(16), primary_key=True),
     Column("batch_id", LargeBinary(16), primary_key=True),
     Column("role", String(32), nullable=False),
-    Column("status", String(16), nullable=False),    # 'pending' | 'done'
+    Column("status", String(16), nullable=False),  # 'pending' | 'done'
     Column("n_reports", BigInteger, nullable=False),
 )
 
@@ -112,8 +117,9 @@ def _m1(conn: Connection) -> None:
 
 def _m2(conn: Connection) -> None:
     # raw DDL: an Index object would attach itself to the shared metadata and be created by _m1 next time
-    conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS privstats_reports_batch "
-                         "ON privstats_reports (task_id, batch_id)")
+    conn.exec_driver_sql(
+        "CREATE INDEX IF NOT EXISTS privstats_reports_batch ON privstats_reports (task_id, batch_id)"
+    )
 
 
 #: ordered migrations; migration i (1-based) brings the schema to version i
@@ -135,12 +141,18 @@ class Storage:
 
     def __init__(self, url: str, *, pool_size: int = 8):
         if not isinstance(url, str) or "://" not in url:
-            raise ValueError(f"db url must be an SQLAlchemy URL (sqlite:///FILE or postgresql+psycopg://...), got {url!r}")
+            raise ValueError(
+                f"db url must be an SQLAlchemy URL (sqlite:///FILE or postgresql+psycopg://...), got {url!r}"
+            )
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
         if self.is_sqlite:
-            self.engine: Engine = create_engine(url, connect_args={"timeout": 60, "check_same_thread": False},
-                                                pool_size=pool_size, max_overflow=16)
+            self.engine: Engine = create_engine(
+                url,
+                connect_args={"timeout": 60, "check_same_thread": False},
+                pool_size=pool_size,
+                max_overflow=16,
+            )
             _sqlite_events(self.engine)
         elif url.startswith("postgresql"):
             self.engine = create_engine(url, pool_size=pool_size, max_overflow=16, pool_pre_ping=True)
@@ -148,17 +160,19 @@ class Storage:
             raise ValueError(f"db url must select sqlite or postgresql, got {url.split('://')[0]!r}")
         self.migrate()
 
-    # ---- schema --------------------------------------------------------------------------------------------
+    # ---- schema ---------------------------------------------------------------------------------------
     def migrate(self) -> int:
         """Apply pending migrations (each in one transaction with its version bump); returns the version."""
         with self.transaction() as conn:
             if self.is_sqlite is False:
-                conn.exec_driver_sql("SELECT pg_advisory_xact_lock(827364501)")   # one migrator at a time
+                conn.exec_driver_sql("SELECT pg_advisory_xact_lock(827364501)")  # one migrator at a time
             metadata.create_all(conn, tables=[schema_version])
             current = conn.execute(select(func.max(schema_version.c.version))).scalar() or 0
             if current > SCHEMA_VERSION:
-                raise RuntimeError(f"database schema version {current} is newer than this privstats "
-                                   f"({SCHEMA_VERSION}); upgrade privstats")
+                raise RuntimeError(
+                    f"database schema version {current} is newer than this privstats "
+                    f"({SCHEMA_VERSION}); upgrade privstats"
+                )
             for version in range(current + 1, SCHEMA_VERSION + 1):
                 MIGRATIONS[version - 1](conn)
                 conn.execute(schema_version.insert().values(version=version))
@@ -184,16 +198,16 @@ class Storage:
     def close(self) -> None:
         self.engine.dispose()
 
-    # ---- reports -------------------------------------------------------------------------------------------
-    def _insert(self):
-        if self.is_sqlite:
-            from sqlalchemy.dialects.sqlite import insert
-        else:
-            from sqlalchemy.dialects.postgresql import insert
-        return insert
+    # ---- reports --------------------------------------------------------------------------------------
+    def _insert(self) -> Any:
+        """The dialect's ``insert`` (both have ``on_conflict_do_nothing`` / ``on_conflict_do_update``)."""
+        from sqlalchemy.dialects import postgresql, sqlite
 
-    def insert_reports(self, conn: Connection, task_id: bytes, report_ids: Sequence[bytes],
-                       bodies: Sequence[bytes]) -> set[bytes]:
+        return sqlite.insert if self.is_sqlite else postgresql.insert
+
+    def insert_reports(
+        self, conn: Connection, task_id: bytes, report_ids: Sequence[bytes], bodies: Sequence[bytes]
+    ) -> set[bytes]:
         """Insert reports whose id is new; returns the set of ids actually inserted (replays: not).
 
         A report id repeated inside one call is inserted once (its first body).  SQLite: one
@@ -205,7 +219,7 @@ class Storage:
         if len(report_ids) != len(bodies):
             raise ValueError("report_ids and bodies must have the same length")
         first: dict[bytes, bytes] = {}
-        for r, b in zip(report_ids, bodies):
+        for r, b in zip(report_ids, bodies, strict=True):
             first.setdefault(bytes(r), b)
         if not first:
             return set()
@@ -215,18 +229,24 @@ class Storage:
         if raw is not None and type(raw).__module__.startswith("psycopg"):
             # one statement over two arrays: far fewer round trips than executemany
             with raw.cursor() as cur:
-                cur.execute("INSERT INTO privstats_reports (task_id, report_id, body) "
-                            "SELECT %s, u.r, u.b FROM unnest(%s::bytea[], %s::bytea[]) AS u(r, b) "
-                            "ON CONFLICT DO NOTHING RETURNING report_id",
-                            (task_id, list(first), list(first.values())))
+                cur.execute(
+                    "INSERT INTO privstats_reports (task_id, report_id, body) "
+                    "SELECT %s, u.r, u.b FROM unnest(%s::bytea[], %s::bytea[]) AS u(r, b) "
+                    "ON CONFLICT DO NOTHING RETURNING report_id",
+                    (task_id, list(first), list(first.values())),
+                )
                 return {bytes(x[0]) for x in cur.fetchall()}
-        stmt = (self._insert()(reports).on_conflict_do_nothing(index_elements=["task_id", "report_id"])
-                .returning(reports.c.report_id))
+        stmt = (
+            self._insert()(reports)
+            .on_conflict_do_nothing(index_elements=["task_id", "report_id"])
+            .returning(reports.c.report_id)
+        )
         rows = [{"task_id": task_id, "report_id": r, "body": b} for r, b in first.items()]
         return {bytes(r[0]) for r in conn.execute(stmt, rows).all()}
 
-    _SQLITE_INSERT = ("INSERT INTO privstats_reports (task_id, report_id, body) VALUES (?, ?, ?) "
-                      "ON CONFLICT DO NOTHING")
+    _SQLITE_INSERT = (
+        "INSERT INTO privstats_reports (task_id, report_id, body) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
+    )
 
     def _insert_sqlite(self, conn: Connection, task_id: bytes, first: dict[bytes, bytes]) -> set[bytes]:
         raw = conn.connection.driver_connection
@@ -243,9 +263,12 @@ class Storage:
             ids = list(first)
             known: set[bytes] = set()
             for i in range(0, len(ids), 500):
-                chunk = ids[i:i + 500]
-                q = ("SELECT report_id FROM privstats_reports WHERE task_id = ? AND report_id IN ("
-                     + ",".join("?" * len(chunk)) + ")")
+                chunk = ids[i : i + 500]
+                q = (
+                    "SELECT report_id FROM privstats_reports WHERE task_id = ? AND report_id IN ("
+                    + ",".join("?" * len(chunk))
+                    + ")"
+                )
                 known.update(bytes(x[0]) for x in cur.execute(q, [task_id, *chunk]))
             new = [r for r in ids if r not in known]
             cur.executemany(self._SQLITE_INSERT, [(task_id, r, first[r]) for r in new])
@@ -262,13 +285,19 @@ class Storage:
         with self.read() as conn:
             return int(conn.execute(q).scalar() or 0)
 
-    def iter_report_bodies(self, task_id: bytes, *, chunk: int = 100_000,
-                           batch_id: bytes | None = None) -> Iterator[list[bytes]]:
+    def iter_report_bodies(
+        self, task_id: bytes, *, chunk: int = 100_000, batch_id: bytes | None = None
+    ) -> Iterator[list[bytes]]:
         """Report bodies of a task (or of one batch) in chunks, ordered by report id (keyset paging)."""
         last = b""
         while True:
-            q = (select(reports.c.report_id, reports.c.body).where(reports.c.task_id == task_id)
-                 .where(reports.c.report_id > last).order_by(reports.c.report_id).limit(chunk))
+            q = (
+                select(reports.c.report_id, reports.c.body)
+                .where(reports.c.task_id == task_id)
+                .where(reports.c.report_id > last)
+                .order_by(reports.c.report_id)
+                .limit(chunk)
+            )
             if batch_id is not None:
                 q = q.where(reports.c.batch_id == batch_id)
             with self.read() as conn:
@@ -278,12 +307,26 @@ class Storage:
             last = bytes(rows[-1][0])
             yield [bytes(r[1]) for r in rows]
 
-    def assign_batch(self, conn: Connection, task_id: bytes, batch_id: bytes, role: str) -> int:
-        """Put every pending report of a task into a new batch (status 'pending'); returns its size."""
-        n = conn.execute(update(reports).where(reports.c.task_id == task_id)
-                         .where(reports.c.batch_id.is_(None)).values(batch_id=batch_id)).rowcount
-        conn.execute(batches.insert().values(task_id=task_id, batch_id=batch_id, role=role, status="pending",
-                                             n_reports=n))
+    def assign_batch(
+        self, conn: Connection, task_id: bytes, batch_id: bytes, role: str, limit: int | None = None
+    ) -> int:
+        """Put the pending reports of a task (at most ``limit``) into a new batch (status 'pending');
+        returns its size."""
+        stmt = update(reports).where(reports.c.task_id == task_id).where(reports.c.batch_id.is_(None))
+        if limit is not None:
+            pick = (
+                select(reports.c.report_id)
+                .where(reports.c.task_id == task_id)
+                .where(reports.c.batch_id.is_(None))
+                .limit(int(limit))
+            )
+            stmt = stmt.where(reports.c.report_id.in_(pick.scalar_subquery()))
+        n = conn.execute(stmt.values(batch_id=batch_id)).rowcount
+        conn.execute(
+            batches.insert().values(
+                task_id=task_id, batch_id=batch_id, role=role, status="pending", n_reports=n
+            )
+        )
         return int(n)
 
     def batch_bodies(self, conn: Connection, task_id: bytes, batch_id: bytes) -> list[bytes]:
@@ -292,43 +335,80 @@ class Storage:
 
     def finish_batch(self, conn: Connection, task_id: bytes, batch_id: bytes, *, erase_bodies: bool) -> None:
         """Mark a batch done; ``erase_bodies`` empties its reports' bodies (their ids stay: replays)."""
-        conn.execute(update(batches).where(batches.c.task_id == task_id).where(batches.c.batch_id == batch_id)
-                     .values(status="done"))
+        conn.execute(
+            update(batches)
+            .where(batches.c.task_id == task_id)
+            .where(batches.c.batch_id == batch_id)
+            .values(status="done")
+        )
         if erase_bodies:
-            conn.execute(update(reports).where(reports.c.task_id == task_id)
-                         .where(reports.c.batch_id == batch_id).values(body=b""))
+            conn.execute(
+                update(reports)
+                .where(reports.c.task_id == task_id)
+                .where(reports.c.batch_id == batch_id)
+                .values(body=b"")
+            )
 
     def pending_batches(self, task_id: bytes, role: str) -> list[tuple[bytes, int]]:
         """``(batch_id, n_reports)`` of batches this role created and has not finished (crash recovery)."""
-        q = (select(batches.c.batch_id, batches.c.n_reports).where(batches.c.task_id == task_id)
-             .where(batches.c.role == role).where(batches.c.status == "pending"))
+        q = (
+            select(batches.c.batch_id, batches.c.n_reports)
+            .where(batches.c.task_id == task_id)
+            .where(batches.c.role == role)
+            .where(batches.c.status == "pending")
+        )
         with self.read() as conn:
             return [(bytes(r[0]), int(r[1])) for r in conn.execute(q)]
 
-    def record_batch(self, conn: Connection, task_id: bytes, batch_id: bytes, role: str, n_reports: int) -> bool:
+    def record_batch(
+        self, conn: Connection, task_id: bytes, batch_id: bytes, role: str, n_reports: int
+    ) -> bool:
         """Record a received batch as done; False (nothing recorded) if this batch id was seen before."""
-        stmt = (self._insert()(batches).on_conflict_do_nothing(index_elements=["task_id", "batch_id"])
-                .returning(batches.c.batch_id))
-        got = conn.execute(stmt, [{"task_id": task_id, "batch_id": batch_id, "role": role, "status": "done",
-                                   "n_reports": int(n_reports)}]).all()
+        stmt = (
+            self._insert()(batches)
+            .on_conflict_do_nothing(index_elements=["task_id", "batch_id"])
+            .returning(batches.c.batch_id)
+        )
+        got = conn.execute(
+            stmt,
+            [
+                {
+                    "task_id": task_id,
+                    "batch_id": batch_id,
+                    "role": role,
+                    "status": "done",
+                    "n_reports": int(n_reports),
+                }
+            ],
+        ).all()
         return bool(got)
 
-    # ---- aggregates ------------------------------------------------------------------------------------------
-    def get_aggregate(self, conn: Connection, task_id: bytes, name: str, *,
-                      for_update: bool = False) -> tuple[int, bytes] | None:
+    # ---- aggregates -----------------------------------------------------------------------------------
+    def get_aggregate(
+        self, conn: Connection, task_id: bytes, name: str, *, for_update: bool = False
+    ) -> tuple[int, bytes] | None:
         """``(n_reports, state bytes)`` or None; ``for_update`` locks the row (PostgreSQL)."""
-        q = select(aggregates.c.n_reports, aggregates.c.state).where(aggregates.c.task_id == task_id) \
+        q = (
+            select(aggregates.c.n_reports, aggregates.c.state)
+            .where(aggregates.c.task_id == task_id)
             .where(aggregates.c.name == name)
+        )
         if for_update and not self.is_sqlite:
             q = q.with_for_update()
         row = conn.execute(q).first()
         return None if row is None else (int(row[0]), bytes(row[1]))
 
-    def put_aggregate(self, conn: Connection, task_id: bytes, name: str, n_reports: int, state: bytes) -> None:
+    def put_aggregate(
+        self, conn: Connection, task_id: bytes, name: str, n_reports: int, state: bytes
+    ) -> None:
         """Insert or replace an aggregate (call inside the transaction that changed it)."""
-        stmt = self._insert()(aggregates).values(task_id=task_id, name=name, n_reports=int(n_reports), state=state)
-        stmt = stmt.on_conflict_do_update(index_elements=["task_id", "name"],
-                                          set_={"n_reports": stmt.excluded.n_reports, "state": stmt.excluded.state})
+        stmt = self._insert()(aggregates).values(
+            task_id=task_id, name=name, n_reports=int(n_reports), state=state
+        )
+        stmt = stmt.on_conflict_do_update(
+            index_elements=["task_id", "name"],
+            set_={"n_reports": stmt.excluded.n_reports, "state": stmt.excluded.state},
+        )
         conn.execute(stmt)
 
     def ensure_aggregate(self, task_id: bytes, name: str, initial: bytes) -> None:
@@ -337,14 +417,16 @@ class Storage:
             stmt = self._insert()(aggregates).values(task_id=task_id, name=name, n_reports=0, state=initial)
             conn.execute(stmt.on_conflict_do_nothing(index_elements=["task_id", "name"]))
 
-    # ---- budget ---------------------------------------------------------------------------------------------------
+    # ---- budget ---------------------------------------------------------------------------------------
     def ensure_budget(self, task_id: bytes, total: Guarantee) -> None:
         """Create the task's ledger with ``total`` if absent (an existing ledger keeps its spends)."""
         with self.transaction() as conn:
             stmt = self._insert()(budget).values(task_id=task_id, ledger=BudgetLedger(total).to_json())
             conn.execute(stmt.on_conflict_do_nothing(index_elements=["task_id"]))
 
-    def ledger(self, conn: Connection | None = None, task_id: bytes = b"", *, for_update: bool = False) -> BudgetLedger:
+    def ledger(
+        self, conn: Connection | None = None, task_id: bytes = b"", *, for_update: bool = False
+    ) -> BudgetLedger:
         """The task's ledger (``for_update`` locks its row until the transaction ends, PostgreSQL)."""
         q = select(budget.c.ledger).where(budget.c.task_id == task_id)
         if for_update and not self.is_sqlite:
@@ -369,10 +451,13 @@ class Storage:
         conn.execute(update(budget).where(budget.c.task_id == task_id).values(ledger=led.to_json()))
         return led
 
-    # ---- collections -------------------------------------------------------------------------------------------
+    # ---- collections ----------------------------------------------------------------------------------
     def get_collection(self, conn: Connection | None, task_id: bytes, collection_id: str) -> dict | None:
-        q = select(collections.c.result).where(collections.c.task_id == task_id) \
+        q = (
+            select(collections.c.result)
+            .where(collections.c.task_id == task_id)
             .where(collections.c.collection_id == collection_id)
+        )
         if conn is None:
             with self.read() as c:
                 row = c.execute(q).first()
@@ -381,19 +466,22 @@ class Storage:
         return None if row is None else json.loads(row[0])
 
     def put_collection(self, conn: Connection, task_id: bytes, collection_id: str, result: dict) -> None:
-        conn.execute(collections.insert().values(task_id=task_id, collection_id=collection_id,
-                                                 result=json.dumps(result, allow_nan=False)))
+        conn.execute(
+            collections.insert().values(
+                task_id=task_id, collection_id=collection_id, result=json.dumps(result, allow_nan=False)
+            )
+        )
 
 
 def _sqlite_events(engine: Engine) -> None:
     @event.listens_for(engine, "connect")
     def _connect(dbapi_conn: Any, _record: Any) -> None:
-        dbapi_conn.isolation_level = None            # we issue BEGIN ourselves
+        dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
         cur = dbapi_conn.cursor()
         cur.execute("PRAGMA journal_mode=WAL")
         cur.execute("PRAGMA synchronous=FULL")
         cur.execute("PRAGMA busy_timeout=60000")
-        cur.execute("PRAGMA cache_size=-65536")      # 64 MiB page cache per connection
+        cur.execute("PRAGMA cache_size=-65536")  # 64 MiB page cache per connection
         cur.execute("PRAGMA foreign_keys=ON")
         cur.close()
 
@@ -401,7 +489,9 @@ def _sqlite_events(engine: Engine) -> None:
     def _begin(conn: Connection) -> None:
         # readers take a snapshot (WAL); writers take the write lock up front, so a read-check-write
         # (the budget ledger, an aggregate) cannot interleave with another writer's
-        conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get("privstats_read") else "BEGIN IMMEDIATE")
+        conn.exec_driver_sql(
+            "BEGIN" if conn.get_execution_options().get("privstats_read") else "BEGIN IMMEDIATE"
+        )
 
 
 def guarantee_of(d: dict) -> Guarantee:

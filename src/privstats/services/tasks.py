@@ -47,19 +47,19 @@ from typing import Any
 from privstats.privacy.guarantees import ApproxDP, Guarantee, PureDP, guarantee_from_dict
 
 __all__ = [
-    "TASK_FORMAT_VERSION",
-    "MODEL_ROLES",
-    "HPKE_ROLES",
     "DEFAULT_PORTS",
-    "Task",
+    "HPKE_ROLES",
+    "MODEL_ROLES",
+    "TASK_FORMAT_VERSION",
     "RoleSecrets",
-    "new_task",
-    "write_task",
-    "load_task",
-    "load_secrets",
-    "secrets_path",
+    "Task",
     "build_protocol",
+    "load_secrets",
+    "load_task",
+    "new_task",
     "resolve_protocol",
+    "secrets_path",
+    "write_task",
 ]
 
 TASK_FORMAT_VERSION = 1
@@ -69,14 +69,22 @@ MODEL_ROLES: dict[str, tuple[str, ...]] = {
     "shuffle": ("shuffler", "analyzer"),
     "secure": ("leader", "helper"),
 }
-HPKE_ROLES: dict[str, tuple[str, ...]] = {"local": (), "shuffle": ("analyzer",), "secure": ("leader", "helper")}
+HPKE_ROLES: dict[str, tuple[str, ...]] = {
+    "local": (),
+    "shuffle": ("analyzer",),
+    "secure": ("leader", "helper"),
+}
 DEFAULT_PORTS = {"collector": 8470, "shuffler": 8471, "analyzer": 8472, "leader": 8473, "helper": 8474}
 #: client-side parties whose secrets are tokens only
 TOKEN_PARTIES = ("client", "analyst")
 
 LOCAL_PROTOCOLS = ("grr", "oue", "olh", "hr", "binary-rr")
-SHUFFLE_ALIASES = {"single-rr": "shuffle-krr", "single-rappor": "shuffle-rappor",
-                   "multi-hadamard": "shuffle-hadamard", "multi-countmin": "shuffle-countmin"}
+SHUFFLE_ALIASES = {
+    "single-rr": "shuffle-krr",
+    "single-rappor": "shuffle-rappor",
+    "multi-hadamard": "shuffle-hadamard",
+    "multi-countmin": "shuffle-countmin",
+}
 SHUFFLE_PROTOCOLS = ("shuffle-krr", "shuffle-rappor", "shuffle-hadamard", "shuffle-countmin", "shuffle-sum")
 
 
@@ -175,14 +183,29 @@ class Task:
         if not isinstance(d, dict):
             raise ValueError(f"{where}: a task file is a JSON object")
         if d.get("version") != TASK_FORMAT_VERSION:
-            raise ValueError(f"{where}: unsupported task format version {d.get('version')!r} "
-                             f"(this privstats reads {TASK_FORMAT_VERSION})")
+            raise ValueError(
+                f"{where}: unsupported task format version {d.get('version')!r} "
+                f"(this privstats reads {TASK_FORMAT_VERSION})"
+            )
         known = set(cls.__dataclass_fields__)
         unknown = set(d) - known
         if unknown:
             raise ValueError(f"{where}: unknown field(s) {sorted(unknown)}")
-        missing = [k for k in ("task_id", "statistic", "model", "protocol", "params", "guarantee", "budget",
-                               "min_batch", "urls") if k not in d]
+        missing = [
+            k
+            for k in (
+                "task_id",
+                "statistic",
+                "model",
+                "protocol",
+                "params",
+                "guarantee",
+                "budget",
+                "min_batch",
+                "urls",
+            )
+            if k not in d
+        ]
         if missing:
             raise ValueError(f"{where}: missing field(s) {missing}")
         try:
@@ -248,9 +271,17 @@ class RoleSecrets:
 
 
 # ---------------------------------------------------------------------------------------------- protocols
-def resolve_protocol(statistic: str, model: str, protocol: str | None, *, domain_size: int | None = None,
-                     epsilon: float, delta: float | None = None, min_batch: int,
-                     options: dict | None = None) -> tuple[str, dict]:
+def resolve_protocol(
+    statistic: str,
+    model: str,
+    protocol: str | None,
+    *,
+    domain_size: int | None = None,
+    epsilon: float,
+    delta: float | None = None,
+    min_batch: int,
+    options: dict | None = None,
+) -> tuple[str, dict]:
     """``(registry name, full params)`` of the protocol a task runs; ValueError naming the option.
 
     Local model: ``grr``, ``oue``, ``olh``, ``hr`` or ``auto`` (lowest worst-case variance).
@@ -272,8 +303,9 @@ def resolve_protocol(statistic: str, model: str, protocol: str | None, *, domain
 
         name = protocol or "auto"
         if name not in (*LOCAL_PROTOCOLS, "auto"):
-            raise ValueError(f"--protocol: local model protocol must be one of {['auto', *LOCAL_PROTOCOLS]}, "
-                             f"got {name!r}")
+            raise ValueError(
+                f"--protocol: local model protocol must be one of {['auto', *LOCAL_PROTOCOLS]}, got {name!r}"
+            )
         if name == "binary-rr":
             return "binary-rr", {"domain_size": 2, "epsilon": float(epsilon)}
         oracle = make_oracle(name, domain_size, epsilon)
@@ -300,7 +332,9 @@ def resolve_protocol(statistic: str, model: str, protocol: str | None, *, domain
             except ValueError as exc:
                 raise ValueError(f"--protocol: {exc}") from None
         else:
-            raise ValueError(f"--statistic: the shuffle-model services run 'frequencies' or 'sum', got {statistic!r}")
+            raise ValueError(
+                f"--statistic: the shuffle-model services run 'frequencies' or 'sum', got {statistic!r}"
+            )
         return proto.name, json.loads(json.dumps(proto.params))
     if model == "secure":
         from privstats.services.secure_tasks import resolve_secure
@@ -326,10 +360,20 @@ def _hash_token(token: str) -> str:
     return token_hash(token)
 
 
-def new_task(statistic: str, *, model: str, protocol: str | None = None, params: dict | None = None,
-             epsilon: float, delta: float | None = None, min_batch: int, max_collections: int = 1,
-             urls: dict | None = None, max_request_bytes: int = 16 << 20,
-             extra: dict | None = None) -> tuple[Task, dict[str, RoleSecrets]]:
+def new_task(
+    statistic: str,
+    *,
+    model: str,
+    protocol: str | None = None,
+    params: dict | None = None,
+    epsilon: float,
+    delta: float | None = None,
+    min_batch: int,
+    max_collections: int = 1,
+    urls: dict | None = None,
+    max_request_bytes: int = 16 << 20,
+    extra: dict | None = None,
+) -> tuple[Task, dict[str, RoleSecrets]]:
     """A fresh task (random id, keys and tokens) and the secrets of every party.
 
     ``params`` holds protocol options (``domain_size`` and protocol-specific extras); the returned
@@ -351,16 +395,27 @@ def new_task(statistic: str, *, model: str, protocol: str | None = None, params:
         raise ValueError(f"model must be one of {sorted(MODEL_ROLES)}, got {model!r}")
     p = dict(params or {})
     domain_size = p.pop("domain_size", None)
-    name, full = resolve_protocol(statistic, model, protocol, domain_size=domain_size, epsilon=epsilon,
-                                  delta=delta, min_batch=min_batch, options=p)
+    name, full = resolve_protocol(
+        statistic,
+        model,
+        protocol,
+        domain_size=domain_size,
+        epsilon=epsilon,
+        delta=delta,
+        min_batch=min_batch,
+        options=p,
+    )
     if model == "local":
         one: Guarantee = PureDP(epsilon)
         total: Guarantee = PureDP(epsilon * max_collections)
     else:
         d = float(full.get("delta", delta or 0.0))
         one = ApproxDP(epsilon, d) if d > 0 else PureDP(epsilon)
-        total = ApproxDP(epsilon * max_collections, min(d * max_collections, 0.999)) if d > 0 \
+        total = (
+            ApproxDP(epsilon * max_collections, min(d * max_collections, 0.999))
+            if d > 0
             else PureDP(epsilon * max_collections)
+        )
     roles = MODEL_ROLES[model]
     given = dict(urls or {})
     bad = set(given) - set(roles)
@@ -394,17 +449,30 @@ def new_task(statistic: str, *, model: str, protocol: str | None = None, params:
         sender, receiver = roles
         fwd = _secrets.token_urlsafe(32)
         s, r = secrets[sender], secrets[receiver]
-        secrets[sender] = RoleSecrets(task_id, sender, s.hpke_private_key, s.token_hashes,
-                                      {**s.tokens, "forward": fwd})
-        secrets[receiver] = RoleSecrets(task_id, receiver, r.hpke_private_key,
-                                        {**r.token_hashes, "forward": _hash_token(fwd)}, r.tokens)
-    if model == "secure":                    # the leader's and helper's shared key for the validity check
+        secrets[sender] = RoleSecrets(
+            task_id, sender, s.hpke_private_key, s.token_hashes, {**s.tokens, "forward": fwd}
+        )
+        secrets[receiver] = RoleSecrets(
+            task_id, receiver, r.hpke_private_key, {**r.token_hashes, "forward": _hash_token(fwd)}, r.tokens
+        )
+    if model == "secure":  # the leader's and helper's shared key for the validity check
         from privstats.services.secure_tasks import add_verify_key
 
         secrets = add_verify_key(secrets)
-    task = Task(task_id=task_id, statistic=statistic, model=model, protocol=name, params=full,
-                guarantee=one.to_dict(), budget=total.to_dict(), min_batch=min_batch, urls=role_urls,
-                hpke_keys=keys, max_request_bytes=int(max_request_bytes), extra=dict(extra or {}))
+    task = Task(
+        task_id=task_id,
+        statistic=statistic,
+        model=model,
+        protocol=name,
+        params=full,
+        guarantee=one.to_dict(),
+        budget=total.to_dict(),
+        min_batch=min_batch,
+        urls=role_urls,
+        hpke_keys=keys,
+        max_request_bytes=int(max_request_bytes),
+        extra=dict(extra or {}),
+    )
     if not math.isfinite(epsilon * max_collections):
         raise ValueError("max_collections: the total budget overflows")
     return task, secrets

@@ -28,8 +28,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["UPLOAD_MAGIC", "HEADER_SIZE", "WireError", "pack_upload", "unpack_upload", "RecordLayout",
-           "record_layout", "BATCH_MAGIC", "pack_batch", "unpack_batch"]
+__all__ = [
+    "BATCH_MAGIC",
+    "HEADER_SIZE",
+    "UPLOAD_MAGIC",
+    "RecordLayout",
+    "WireError",
+    "pack_batch",
+    "pack_upload",
+    "record_layout",
+    "unpack_batch",
+    "unpack_upload",
+]
 
 UPLOAD_MAGIC = b"PSU1"
 BATCH_MAGIC = b"PSB1"
@@ -48,7 +58,7 @@ def pack_upload(task_id: bytes, report_ids: Sequence[bytes], payloads: Sequence[
         return UPLOAD_MAGIC + task_id + struct.pack("<II", 16, 0)
     size = 16 + len(payloads[0])
     parts = [UPLOAD_MAGIC, task_id, struct.pack("<II", size, len(payloads))]
-    for rid, p in zip(report_ids, payloads):
+    for rid, p in zip(report_ids, payloads, strict=True):
         if len(rid) != 16 or len(p) != size - 16:
             raise ValueError("report ids must be 16 bytes and payloads of equal length")
         parts.append(rid)
@@ -56,15 +66,17 @@ def pack_upload(task_id: bytes, report_ids: Sequence[bytes], payloads: Sequence[
     return b"".join(parts)
 
 
-def unpack_upload(body: bytes, *, record_size: int | None = None,
-                  max_records: int = 1 << 20) -> tuple[bytes, list[bytes], list[bytes]]:
+def unpack_upload(
+    body: bytes, *, record_size: int | None = None, max_records: int = 1 << 20
+) -> tuple[bytes, list[bytes], list[bytes]]:
     """``(task id, report ids, payloads)``; :class:`WireError` on anything malformed."""
     tid, ids, rows = unpack_upload_array(body, record_size=record_size, max_records=max_records)
     return tid, ids, [r.tobytes() for r in rows]
 
 
-def unpack_upload_array(body: bytes, *, record_size: int | None = None,
-                        max_records: int = 1 << 20) -> tuple[bytes, list[bytes], np.ndarray]:
+def unpack_upload_array(
+    body: bytes, *, record_size: int | None = None, max_records: int = 1 << 20
+) -> tuple[bytes, list[bytes], np.ndarray]:
     """As :func:`unpack_upload` with the payloads as a ``(count, size)`` uint8 array (no copies)."""
     if len(body) < HEADER_SIZE or body[:4] != UPLOAD_MAGIC:
         raise WireError("body is not a privstats upload (bad magic or too short)")
@@ -77,8 +89,10 @@ def unpack_upload_array(body: bytes, *, record_size: int | None = None,
     if count > max_records:
         raise WireError(f"too many records ({count} > {max_records})")
     if len(body) != HEADER_SIZE + size * count:
-        raise WireError(f"body is truncated or has trailing bytes: {count} records of {size} bytes need "
-                        f"{HEADER_SIZE + size * count} bytes, got {len(body)}")
+        raise WireError(
+            f"body is truncated or has trailing bytes: {count} records of {size} bytes need "
+            f"{HEADER_SIZE + size * count} bytes, got {len(body)}"
+        )
     arr = np.frombuffer(body, dtype=np.uint8, offset=HEADER_SIZE).reshape(count, size)
     ids = np.ascontiguousarray(arr[:, :16]).view("V16").ravel().tolist()
     return task_id, ids, arr[:, 16:]
@@ -108,8 +122,10 @@ class RecordLayout:
         if rows.ndim != 2 or rows.shape[1] != self.size:
             raise WireError(f"report payloads must be {self.size} bytes")
         rec = rows.view(self.dtype).ravel()
-        return {name: rec[name].astype(self.dtype[name].base.newbyteorder("="), copy=False)
-                for name in self.dtype.names or ()}
+        return {
+            name: rec[name].astype(self.dtype[name].base.newbyteorder("="), copy=False)
+            for name in self.dtype.names or ()
+        }
 
 
 def record_layout(oracle) -> RecordLayout:
@@ -126,8 +142,9 @@ def pack_batch(task_id: bytes, batch_id: bytes, n_reports: int, messages: Sequen
     size = len(messages[0]) if messages else 0
     if any(len(m) != size for m in messages):
         raise ValueError("messages must have equal length")
-    return b"".join([BATCH_MAGIC, task_id, batch_id, struct.pack("<QII", n_reports, size, len(messages)),
-                     *messages])
+    return b"".join(
+        [BATCH_MAGIC, task_id, batch_id, struct.pack("<QII", n_reports, size, len(messages)), *messages]
+    )
 
 
 def unpack_batch(body: bytes) -> tuple[bytes, bytes, int, np.ndarray]:
