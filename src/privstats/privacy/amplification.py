@@ -107,7 +107,10 @@ def _fmt_closed(epsilon0: float, n: int, delta: float) -> float:
     e = math.log(1 + a + c)
     b = 1 - math.exp(-epsilon0)
     d = 1 + math.exp(-epsilon0 - e)
-    return math.log(1 + (b / d) * (a + c))
+    code_form = math.log1p((b / d) * (a + c))                      # the authors' released code
+    # FMT21 Thm 3.1: log(1 + (e^ε0 - 1)/(e^ε0 + 1) (a + c)); both are valid bounds: take the tighter
+    thm_form = math.log1p(math.tanh(epsilon0 / 2) * (a + c))
+    return min(code_form, thm_form)
 
 
 def _balle(epsilon0: float, n: int, delta: float, k: int) -> float:
