@@ -59,7 +59,7 @@ class ClientShare:
 
     def to_bytes(self) -> bytes:
         kind = 0 if self.seed is not None else 1
-        body = self.seed if kind == 0 else np.asarray(self.vector, dtype="<u8").tobytes()
+        body = self.seed if self.seed is not None else np.asarray(self.vector, dtype="<u8").tobytes()
         return _MAGIC + struct.pack("<BII", kind, self.server, self.n_cells) + body
 
     @classmethod
