@@ -11,6 +11,7 @@ import pytest
 
 import privstats
 
+
 @pytest.fixture
 def no_numpy_random(monkeypatch):
     """numpy's Generator type is immutable, so every way to *make* a numpy generator is patched
@@ -33,11 +34,34 @@ def no_numpy_random(monkeypatch):
         return real_default_rng(seed)
 
     monkeypatch.setattr(np.random, "default_rng", public_seed_only)
-    for name in ("PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64", "SeedSequence", "random",
-                 "randint", "rand", "randn", "normal", "binomial", "laplace", "permutation", "choice", "shuffle",
-                 "uniform", "seed", "multinomial", "negative_binomial"):
+    for name in (
+        "PCG64",
+        "PCG64DXSM",
+        "MT19937",
+        "Philox",
+        "SFC64",
+        "SeedSequence",
+        "random",
+        "randint",
+        "rand",
+        "randn",
+        "normal",
+        "binomial",
+        "laplace",
+        "permutation",
+        "choice",
+        "shuffle",
+        "uniform",
+        "seed",
+        "multinomial",
+        "negative_binomial",
+    ):
         monkeypatch.setattr(np.random, name, boom)
     yield
+
+
+def _d(model):
+    return 1e-6 if model == "shuffle" else None
 
 
 _R = np.random.default_rng(0)
@@ -48,30 +72,84 @@ Y = (_R.uniform(size=N) < 0.4).astype(int)
 P = np.clip(_R.uniform(0.1, 0.9, N), 0, 1)
 
 CASES = [
-    *[(f"frequencies-{m}", lambda m=m: privstats.frequencies(ITEMS, domain=8, epsilon=1.0, model=m))
-      for m in ("central", "local", "shuffle")],
-    *[(f"frequencies-shuffle-{p}", lambda p=p: privstats.frequencies(ITEMS, domain=8, epsilon=1.0, protocol=p))
-      for p in ("single-rr", "single-rappor", "multi-hadamard")],
-
-    *[(f"frequencies-local-{p}", lambda p=p: privstats.frequencies(ITEMS, domain=8, epsilon=1.0, model="local",
-                                                                   protocol=p))
-      for p in ("grr", "oue", "olh", "hr")],
-    *[(f"range_counts-{m}", lambda m=m: privstats.range_counts(ITEMS, [(0, 4), (2, 7)], domain=8, epsilon=1.0,
-                                                               model=m))
-      for m in ("central", "local", "shuffle")],
-    *[(f"heavy_hitters-{m}", lambda m=m: privstats.heavy_hitters(ITEMS, domain=8, epsilon=1.0, model=m))
-      for m in ("central", "local", "shuffle")],
-    *[(f"ecdf-{m}", lambda m=m: privstats.ecdf(X, epsilon=1.0, bounds=(0, 1), grid=16, model=m))
-      for m in ("central", "local", "secure")],
-    ("ecdf-secure-fss", lambda: privstats.ecdf(X, epsilon=1.0, bounds=(0, 1), grid=16, model="secure",
-                                               protocol="fss")),
-    *[(f"quantiles-{meth}", lambda meth=meth: privstats.quantiles(X, [0.25, 0.5], epsilon=1.0, bounds=(0, 1),
-                                                                    grid=16, method=meth))
-      for meth in ("independent", "joint", "tree")],
-    *[(f"quantiles-{m}", lambda m=m: privstats.quantiles(X, [0.5], epsilon=1.0, bounds=(0, 1), grid=16, model=m))
-      for m in ("central", "secure", "local", "shuffle")],
-    *[(f"roc_curve-{m}", lambda m=m: privstats.roc_curve(Y, X, epsilon=1.0, bounds=(0, 1), grid=16, model=m))
-      for m in ("central", "secure", "local")],
+    *[
+        (
+            f"frequencies-{m}",
+            lambda m=m: privstats.frequencies(ITEMS, domain=8, epsilon=1.0, model=m, delta=_d(m)),
+        )
+        for m in ("central", "local", "shuffle")
+    ],
+    *[
+        (
+            f"frequencies-shuffle-{p}",
+            lambda p=p: privstats.frequencies(
+                ITEMS, domain=8, epsilon=1.0, protocol=p, model="shuffle", delta=1e-6
+            ),
+        )
+        for p in ("single-rr", "single-rappor", "multi-hadamard")
+    ],
+    *[
+        (
+            f"frequencies-local-{p}",
+            lambda p=p: privstats.frequencies(ITEMS, domain=8, epsilon=1.0, model="local", protocol=p),
+        )
+        for p in ("grr", "oue", "olh", "hr")
+    ],
+    *[
+        (
+            f"range_counts-{m}",
+            lambda m=m: privstats.range_counts(
+                ITEMS, [(0, 4), (2, 7)], domain=8, epsilon=1.0, model=m, delta=_d(m)
+            ),
+        )
+        for m in ("central", "local", "shuffle")
+    ],
+    *[
+        (
+            f"heavy_hitters-{m}",
+            lambda m=m: privstats.heavy_hitters(ITEMS, domain=8, epsilon=1.0, model=m, delta=_d(m)),
+        )
+        for m in ("central", "local", "shuffle")
+    ],
+    *[
+        (f"ecdf-{m}", lambda m=m: privstats.ecdf(X, epsilon=1.0, bounds=(0, 1), grid=16, model=m))
+        for m in ("central", "local", "secure")
+    ],
+    (
+        "ecdf-secure-fss",
+        lambda: privstats.ecdf(X, epsilon=1.0, bounds=(0, 1), grid=16, model="secure", protocol="fss"),
+    ),
+    *[
+        (
+            f"quantiles-{meth}",
+            lambda meth=meth: privstats.quantiles(
+                X, [0.25, 0.5], epsilon=1.0, bounds=(0, 1), grid=16, method=meth
+            ),
+        )
+        for meth in ("independent", "joint", "tree")
+    ],
+    *[
+        (
+            f"quantiles-{m}",
+            lambda m=m: privstats.quantiles(
+                X,
+                [0.5],
+                epsilon=1.0,
+                bounds=(0, 1),
+                grid=16,
+                model=m,
+                **({"delta": 1e-6} if m == "shuffle" else {}),
+            ),
+        )
+        for m in ("central", "secure", "local", "shuffle")
+    ],
+    *[
+        (
+            f"roc_curve-{m}",
+            lambda m=m: privstats.roc_curve(Y, X, epsilon=1.0, bounds=(0, 1), grid=16, model=m),
+        )
+        for m in ("central", "secure", "local")
+    ],
 ]
 
 

@@ -12,8 +12,14 @@ import pytest
 
 from privstats.privacy.amplification import local_epsilon_for, shuffled_epsilon
 
-GRID = list(itertools.product([0.05, 0.1, 0.3, 0.5, 0.99, 1.0, 1.5], [1_000, 10_000, 123_457, 10**6],
-                              [1e-4, 1e-6, 1e-9], [2, 3, 16, 1000]))
+GRID = list(
+    itertools.product(
+        [0.05, 0.1, 0.3, 0.5, 0.99, 1.0, 1.5],
+        [1_000, 10_000, 123_457, 10**6],
+        [1e-4, 1e-6, 1e-9],
+        [2, 3, 16, 1000],
+    )
+)
 
 
 def test_balle_round_trip_is_consistent():
