@@ -37,4 +37,4 @@ def test_interval_law_is_exact_and_under_noising_is_caught():
 def test_base_is_below_e_to_the_half_epsilon():
     for eps in (1e-9, 0.1, 1.0, 5.0):
         b = _base_below_exp(eps / 2)
-        assert 1 <= b and float(b) <= math.exp(eps / 2)
+        assert b >= 1 and float(b) <= math.exp(eps / 2)

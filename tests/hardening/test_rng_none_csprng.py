@@ -16,7 +16,8 @@ import privstats
 def no_numpy_random(monkeypatch):
     """numpy's Generator type is immutable, so every way to *make* a numpy generator is patched
     (``default_rng()`` without a public seed and the bit generators; the classes stay, scipy uses
-    them in annotations) plus the legacy global-state functions.  scipy modules used lazily are imported first."""
+    them in annotations) plus the legacy global-state functions.  scipy modules used lazily are
+    imported first."""
     import scipy.fft
     import scipy.special
     import scipy.stats  # noqa: F401

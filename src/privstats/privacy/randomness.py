@@ -86,7 +86,7 @@ class RandomSource(ABC):
         u = np.asarray(u).reshape(shape)
         return np.asarray(u < p)
 
-    def bernoulli_dyadic(self, threshold: int, size) -> np.ndarray:
+    def bernoulli_dyadic(self, threshold: int, size: int | tuple[int, ...]) -> np.ndarray:
         """Exact Bernoulli(threshold / 2^64): a uniform 64-bit word below an integer threshold.
 
         ``threshold`` comes from :func:`dyadic_threshold` (an int in [0, 2^64]).
