@@ -30,6 +30,7 @@ from privstats.privacy import PureDP, discrete_laplace
 from privstats.privacy.randomness import RNGLike, as_source
 from privstats.validation import (as_binary_labels, as_float_array, check_bounds, check_choice, check_epsilon,
                                   check_positive_int, check_power_of_two, check_same_length)
+from privstats.validation import MAX_GRID, check_array, check_real
 
 __all__ = ["ecdf", "quantiles", "roc_curve", "hosmer_lemeshow", "hosmer_lemeshow_accounting", "auc_variance",
            "raw_covariance"]
@@ -40,7 +41,7 @@ NEIGHBOURS = ("replace", "add-remove")
 def _thresholds(grid, bounds) -> np.ndarray:
     lo, hi = bounds
     if isinstance(grid, (int, np.integer)) and not isinstance(grid, bool):
-        return uniform_grid(bounds, check_positive_int(grid, "grid"))
+        return uniform_grid(bounds, check_positive_int(grid, "grid", maximum=MAX_GRID))
     try:
         t = np.asarray(grid, dtype=np.float64)
     except (TypeError, ValueError):
@@ -164,6 +165,10 @@ def ecdf(x, *, epsilon: float, bounds, grid=1024, smoothing: str | None = None, 
         smoothing = "isotonic" if model == "local" else "l2"
     check_choice(smoothing, "smoothing", SMOOTHING_METHODS)
     check_choice(protocol, "protocol", ("aggregation", "fss"))
+    if not isinstance(method, str):
+        raise ValueError(f"method must be 'auto', 'binary', 'b-ary' or 'b-ary:<b>', got {method!r}")
+    check_positive_int(n_servers, "n_servers", minimum=2, maximum=1024)   # each holds a share of the grid
+    epsilon = check_epsilon(epsilon, model=model)
     if model not in ("central", "secure", "local"):
         if model == "shuffle":
             raise NotImplementedError("ecdf has no 'shuffle' protocol; use model='local', 'secure' or 'central' "
@@ -230,9 +235,10 @@ def quantiles(x, q, *, epsilon: float, bounds, model: str = "central", method: s
     epsilon = check_epsilon(epsilon)
     bounds = check_bounds(bounds)
     check_choice(neighbours, "neighbours", NEIGHBOURS)
-    qs = np.atleast_1d(np.asarray(q, dtype=np.float64))
+    qs = np.atleast_1d(check_array(q, "q", ndim=None))
     if qs.ndim != 1 or qs.size == 0 or not np.all(np.isfinite(qs)) or np.any((qs < 0) | (qs > 1)):
         raise ValueError("q must be probabilities in [0, 1]")
+    check_choice(method, "method", ("auto", "exponential", "independent", "joint", "tree"))
     if model == "shuffle":
         try:
             from privstats.stats.frequency import shuffle_quantiles
@@ -543,9 +549,13 @@ def hosmer_lemeshow(y_true, y_prob, *, epsilon: float, groups: int = 10, depth: 
     (True, True)
     """
     epsilon = check_epsilon(epsilon)
-    Q = check_positive_int(groups, "groups", minimum=3)
-    L = check_positive_int(depth, "depth")
-    B = check_positive_int(bootstrap, "bootstrap", minimum=100)
+    L = check_positive_int(depth, "depth", maximum=24)               # the quantile grid has 2^depth cells
+    Q = check_positive_int(groups, "groups", minimum=3, maximum=1 << L)
+    B = check_positive_int(bootstrap, "bootstrap", minimum=100, maximum=10**6)   # B x groups bootstrap draws
+    if check_real(min_expected, "min_expected") <= 0:
+        raise ValueError(f"min_expected must be > 0 (the statistic divides by the floored E), got {min_expected!r}")
+    if not isinstance(method, str):
+        raise ValueError(f"method must be 'auto', 'binary', 'b-ary' or 'b-ary:<b>', got {method!r}")
     check_choice(budget, "budget", HL_BUDGETS)
     y = as_binary_labels(y_true, "y_true").astype(np.float64)
     p = as_float_array(y_prob, "y_prob", bounds=(0.0, 1.0))
