@@ -30,7 +30,7 @@ from privstats.privacy import PureDP, discrete_laplace
 from privstats.privacy.randomness import RNGLike, as_source
 from privstats.validation import (as_binary_labels, as_float_array, check_bounds, check_choice, check_epsilon,
                                   check_positive_int, check_power_of_two, check_same_length)
-from privstats.validation import MAX_GRID, check_array, check_real
+from privstats.validation import MAX_GRID, check_array, check_real, check_rng
 
 __all__ = ["ecdf", "quantiles", "roc_curve", "hosmer_lemeshow", "hosmer_lemeshow_accounting", "auc_variance",
            "raw_covariance"]
@@ -169,6 +169,7 @@ def ecdf(x, *, epsilon: float, bounds, grid=1024, smoothing: str | None = None, 
         raise ValueError(f"method must be 'auto', 'binary', 'b-ary' or 'b-ary:<b>', got {method!r}")
     check_positive_int(n_servers, "n_servers", minimum=2, maximum=1024)   # each holds a share of the grid
     epsilon = check_epsilon(epsilon, model=model)
+    check_rng(rng)
     if model not in ("central", "secure", "local"):
         if model == "shuffle":
             raise NotImplementedError("ecdf has no 'shuffle' protocol; use model='local', 'secure' or 'central' "
@@ -239,6 +240,7 @@ def quantiles(x, q, *, epsilon: float, bounds, model: str = "central", method: s
     if qs.ndim != 1 or qs.size == 0 or not np.all(np.isfinite(qs)) or np.any((qs < 0) | (qs > 1)):
         raise ValueError("q must be probabilities in [0, 1]")
     check_choice(method, "method", ("auto", "exponential", "independent", "joint", "tree"))
+    check_rng(rng)
     if model == "shuffle":
         try:
             from privstats.stats.frequency import shuffle_quantiles
@@ -271,6 +273,7 @@ def quantiles(x, q, *, epsilon: float, bounds, model: str = "central", method: s
         else:
             v = independent_exponential_quantiles(sx, qs[order], epsilon=epsilon, bounds=bounds, rng=rng,
                                                   neighbours=neighbours)
+            v = np.maximum.accumulate(v)    # post-processing: quantiles ordered like their levels
         values = np.empty(qs.size)
         values[order] = v
         protocol, params = {"joint": "joint-exponential", "exponential": "exponential",

@@ -697,10 +697,11 @@ def ustatistic(x, kernel, *, epsilon: float, bounds=None, kernel_range=None, del
         return _estimate(value, var, epsilon=epsilon, model=model, protocol="ustat-pairs", params=proto.params, n=n,
                          messages=float(P), details=info)
     if A is None:
-        # a callable is averaged over 256 points per cell of the k×k matrix: cap k so that k²·256 ≤ MAX_CELLS
-        # (the default k = 4096 at ε = 40 allocated 32 GiB); finer bins than 1024 add no accuracy at such n
-        k_max = math.isqrt(MAX_CELLS // 256)
-        k = bins or min(choose_bins(n, epsilon, lipschitz=lipschitz, assumption="kernel"), k_max)
+        # a callable is averaged over 256 points per cell of the k×k matrix: cap k so that k²·256 ≤ MAX_CELLS/4
+        # (512 MiB, seconds; the default k = 4096 at ε = 40 allocated 32 GiB); the automatic choice stops at
+        # 256 bins, whose quantisation error (≤ lipschitz/256) is below the noise at any n a test can hold
+        k_max = math.isqrt(MAX_CELLS // 1024)
+        k = bins or min(choose_bins(n, epsilon, lipschitz=lipschitz, assumption="kernel"), 256)
         check_positive_int(k, "bins", minimum=2)
         _check_dense(k, "bins")
         if k > k_max:
