@@ -289,3 +289,18 @@ def is_finding(outcome: str) -> bool:
 
 def finite(x: float) -> bool:
     return isinstance(x, float) and math.isfinite(x)
+
+
+# values that are never valid for their kind: a call that accepts them silently ignored an option
+_NEVER_VALID = {
+    "option": lambda v: not isinstance(v, str) and v is not None or v in ("bogus", "", " local"),
+    "count": lambda v: v is not None and not (isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 2**53),
+    "fraction": lambda v: v is not None and (isinstance(v, (bool, str, complex)) or (isinstance(v, float)
+                                                                                    and math.isnan(v))),
+}
+
+
+def must_fail(kind: str, value: Any) -> bool:
+    """True when ``value`` is invalid for every argument of ``kind`` (so 'ok' means it was ignored)."""
+    f = _NEVER_VALID.get(kind)
+    return bool(f and f(value))

@@ -241,6 +241,9 @@ def quantiles(x, q, *, epsilon: float, bounds, model: str = "central", method: s
         raise ValueError("q must be probabilities in [0, 1]")
     check_choice(method, "method", ("auto", "exponential", "independent", "joint", "tree"))
     check_rng(rng)
+    check_positive_int(grid, "grid", maximum=MAX_GRID)          # checked even where the method ignores it
+    if "bins" in kwargs:
+        check_positive_int(kwargs["bins"], "bins", minimum=2, maximum=MAX_GRID)
     if model == "shuffle":
         try:
             from privstats.stats.frequency import shuffle_quantiles

@@ -129,8 +129,8 @@ def frequencies(values, *, domain, epsilon: float, delta: float | None = None, m
     epsilon = check_epsilon(epsilon, model=model)
     if delta is not None:
         check_delta(delta)
-    if protocol is not None and not isinstance(protocol, str):
-        raise ValueError(f"protocol must be a protocol name (str) or None, got {protocol!r}")
+    if protocol is not None:      # checked whatever the model, so a bad value is never silently ignored
+        check_choice(protocol, "protocol", {"auto", "grr", "oue", "olh", "hr", *SHUFFLE_PROTOCOLS})
     codes, d = _codes(values, domain)
     n = codes.size
     if model == "central":
