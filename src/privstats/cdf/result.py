@@ -49,7 +49,7 @@ class PrivateECDF:
         self.estimate = estimate
 
     # scipy-like API -------------------------------------------------------------
-    def evaluate(self, t) -> np.ndarray:
+    def evaluate(self, t) -> np.ndarray | float:
         """Private F(t) for each t (array-like)."""
         from privstats.validation import check_array
 
@@ -62,7 +62,7 @@ class PrivateECDF:
 
     __call__ = evaluate
 
-    def quantile(self, p) -> np.ndarray:
+    def quantile(self, p) -> np.ndarray | float:
         """Algorithm 1: smallest grid threshold with F >= p (vectorized)."""
         from privstats.validation import check_array
 

@@ -118,10 +118,10 @@ def hadamard_swap_delta(epsilon0: float, n_blanket: int, tau: int) -> float:
     q_ap = q / (1.0 - pb - q)       # A' | D = d, A = a ~ Bin(N − d − a, q_ap)
     total_mass = 0.0
     delta = 0.0
-    for d, pd in zip(d_all, pd_all):
+    for d_raw, pd in zip(d_all, pd_all):
         if pd == 0.0:
             continue
-        d = int(d)
+        d = int(d_raw)
         mu = (N - d) * q_a
         half = 13 * math.sqrt(mu + 1) + 30                  # window around the mean; the rest is added to δ
         a = np.arange(max(0, int(mu - half)), min(N - d, int(mu + half)) + 1)
