@@ -34,6 +34,7 @@ from privstats.shuffle.ranges import box_terms, support_nd
 from privstats.shuffle.single import ShuffledKRR, ShuffledRAPPOR
 from privstats.validation import (as_domain_values, as_float_array, check_bounds, check_choice, check_delta,
                                   check_domain_size, check_epsilon, check_positive_int)
+from privstats.validation import MAX_CELLS, check_array, check_real
 
 __all__ = ["frequencies", "range_counts", "heavy_hitters", "shuffle_quantiles", "shuffle_protocol",
            "SHUFFLE_PROTOCOLS", "MODELS", "require_delta"]
@@ -189,8 +190,11 @@ def frequencies(values, *, domain, epsilon: float, delta: float | None = None, m
     epsilon = check_epsilon(epsilon)
     model = _resolve_model("frequencies", model, protocol)
     check_choice(postprocess, "postprocess", ("clip", "none"))
+    epsilon = check_epsilon(epsilon, model=model)
     if delta is not None:
         check_delta(delta)
+    if protocol is not None:      # checked whatever the model, so a bad value is never silently ignored
+        check_choice(protocol, "protocol", {"auto", "grr", "oue", "olh", "hr", *SHUFFLE_PROTOCOLS})
     codes, d = _codes(values, domain)
     n = codes.size
     if model == "central":
@@ -270,9 +274,12 @@ def range_counts(values, ranges=None, *, domain: int, epsilon: float, delta: flo
     epsilon = check_epsilon(epsilon)
     model = _resolve_model("range_counts", model)
     check_choice(postprocess, "postprocess", ("clip", "none"))
+    epsilon = check_epsilon(epsilon, model=model)
+    if delta is not None:
+        check_delta(delta)
     B0 = check_domain_size(domain, "domain")
     B = _pad_pow2(B0)
-    raw = np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values)
+    raw = check_array(values, "values", kind="any", ndim=None)
     dim = 1 if raw.ndim == 1 else raw.shape[1] if raw.ndim == 2 else 0
     if dim == 0:
         raise ValueError("values must be a 1-d array of integers or an (n, dim) integer array")
@@ -296,13 +303,16 @@ def range_counts(values, ranges=None, *, domain: int, epsilon: float, delta: flo
             except (TypeError, IndexError):
                 raise ValueError(f"ranges must be a list of {shape} (half-open, integer ends), got {r!r}") from None
             if any(not isinstance(e, (int, np.integer)) or isinstance(e, bool) for b in box for e in b):
-                raise ValueError(f"range ends must be integers (half-open [lo, hi) over item codes), got {r!r}")
+                raise ValueError(f"ranges: range ends must be integers (half-open [lo, hi) over item codes), got {r!r}")
             if any(not (0 <= lo <= hi <= B0) for lo, hi in box):
-                raise ValueError(f"each range must be {shape} with 0 <= lo <= hi <= {B0}, got {r!r}")
+                raise ValueError(f"ranges: each range must be {shape} with 0 <= lo <= hi <= {B0}, got {r!r:.80}")
             boxes.append(tuple((int(lo), int(hi)) for lo, hi in box))
     L = int(math.log2(B))
     k = (1 + L) ** dim
     M = B ** dim
+    if M > MAX_CELLS:      # the tree keeps B^dim node counts (and local: B^dim cells x dim coordinates)
+        raise ValueError(f"domain: {B}^{dim} = {M:.3g} cells exceed {MAX_CELLS} (2 GiB of counts); use a smaller "
+                         "domain or fewer dimensions")
     terms = [box_terms(b, B) for b in boxes]
     if model == "local":
         from privstats.local.choose import linear_variance, make_oracle
@@ -362,14 +372,14 @@ def shuffle_quantiles(x, q, *, epsilon: float, delta: float | None = None, bound
     >>> bool(abs(est.value[0] - 0.5) < 0.2)
     True
     """
-    epsilon = check_epsilon(epsilon)
+    epsilon = check_epsilon(epsilon, model="shuffle")
     lo, hi = check_bounds(bounds)
-    bins = check_positive_int(bins, "bins", minimum=2)
+    bins = check_positive_int(bins, "bins", minimum=2, maximum=MAX_CELLS)
     if bins & (bins - 1):
         raise ValueError(f"bins must be a power of two, got {bins}")
     xs = as_float_array(x, "x", bounds=(lo, hi))
     delta = require_delta(delta, xs.size)
-    qs = np.atleast_1d(np.asarray(q, dtype=np.float64))
+    qs = np.atleast_1d(check_array(q, "q", ndim=None))
     if qs.ndim != 1 or qs.size == 0 or not np.all(np.isfinite(qs)) or np.any((qs < 0) | (qs > 1)):
         raise ValueError("q must be probabilities in [0, 1]")
     width = (hi - lo) / bins
@@ -402,6 +412,11 @@ def heavy_hitters(values, *, domain: int, epsilon: float, delta: float | None = 
     """
     epsilon = check_epsilon(epsilon)
     model = _resolve_model("heavy_hitters", model)
+    epsilon = check_epsilon(epsilon, model=model)
+    if delta is not None:
+        check_delta(delta)
+    if threshold is not None:
+        check_real(threshold, "threshold")
     B0 = check_domain_size(domain, "domain")
     B = _pad_pow2(B0)
     codes = as_domain_values(values, B0)
