@@ -171,7 +171,7 @@ class GeneratorSource(RandomSource):
         return self.generator.permutation(n)
 
 
-RNGLike: TypeAlias = None | int | np.random.Generator | RandomSource
+RNGLike: TypeAlias = int | np.random.Generator | RandomSource | None
 
 
 def _seed(rng: int | np.integer) -> int:
