@@ -48,7 +48,7 @@ def test_error_matches_the_exact_variance():
     z = np.asarray(z)
     assert np.all(np.abs(z.mean(axis=0)) < 5 / np.sqrt(R))  # unbiased
     z2 = z**2
-    # each z^2 has mean 1; discrete Laplace tails make Var(z^2) larger than 2: bound it by the sample's own spread
+    # each z^2 has mean 1; discrete Laplace tails make Var(z^2) > 2: bound it by the sample spread
     mean = z2.mean()
     se = z2.std(ddof=1) / np.sqrt(z2.size)
     assert abs(mean - 1.0) < 5 * max(se, np.sqrt(2 / z2.size))

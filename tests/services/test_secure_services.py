@@ -285,7 +285,7 @@ def _crash_run(tmp_path, victim: str, db_leader: str, db_helper: str, n: int):
             assert 0 < len(acked) < n, "the kill should land in the middle of the uploads"
             leader = Server("leader", path, db_leader, lp).start()
         else:
-            assert len(acked) == n, "uploads go on while the helper is down (the leader stores, verifies later)"
+            assert len(acked) == n, "uploads go on while the helper is down (the leader verifies later)"
             helper = Server("helper", path, db_helper, hp).start()
         with Client(None, str(path)) as c:
             assert c.upload(reps) == n  # re-upload everything

@@ -354,7 +354,6 @@ def _curve(spec: SecureSpec, noisy: np.ndarray, n: int | None, smoothing: str):
     from privstats.cdf.smoothing import smooth
     from privstats.estimate import Estimate
     from privstats.privacy import PureDP
-
     from privstats.secure.aggregation import DistributedNoiseMechanism
     from privstats.secure.noise import noise_variance_factor
 
