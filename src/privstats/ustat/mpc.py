@@ -64,8 +64,19 @@ import numpy as np
 from privstats.privacy.randomness import RNGLike
 from privstats.validation import check_choice, check_epsilon, check_positive_int
 
-__all__ = ["SpuTwoParty", "SpuSession", "KernelSpec", "SPECS", "SECURITY", "laplace_plan", "rr_plan",
-           "encode_sortable", "run_party", "default_session", "spu_available"]
+__all__ = [
+    "SECURITY",
+    "SPECS",
+    "KernelSpec",
+    "SpuSession",
+    "SpuTwoParty",
+    "default_session",
+    "encode_sortable",
+    "laplace_plan",
+    "rr_plan",
+    "run_party",
+    "spu_available",
+]
 
 SECURITY = ("two-party computation with SPU (SecretFlow) Cheetah between two processes over TCP: "
             "semi-honest adversary corrupting one party, computational security, no trusted dealer; "
@@ -81,7 +92,7 @@ MECHANISMS = ("rr", "laplace", "none")
 def spu_available() -> bool:
     """True if SPU (the ``mpc`` extra) can be imported here."""
     try:
-        import spu  # noqa: F401
+        import spu  # type: ignore[import-not-found, unused-ignore]  # noqa: F401
     except ImportError:
         return False
     return True
@@ -89,10 +100,11 @@ def spu_available() -> bool:
 
 def _require_spu():
     try:
-        import spu
-        import spu.libspu as libspu
+        import spu  # type: ignore[import-not-found, unused-ignore]
+        import spu.libspu as libspu  # type: ignore[import-not-found, unused-ignore]
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("backend='spu' needs the optional 'mpc' extra (SecretFlow SPU, Python < 3.12, numpy < 2): "
+        raise ImportError("backend='spu' needs the optional 'mpc' extra (SecretFlow SPU, Python < 3.12, "
+                          "numpy < 2): "
                           "pip install 'privstats[mpc]' in a separate virtualenv") from exc
     return spu, libspu
 
@@ -148,7 +160,7 @@ def encode_sortable(x: np.ndarray) -> np.ndarray:
     """Order-preserving int64 image of float64 values (−0.0 = 0.0): ``a < b ⟺ enc(a) < enc(b)``.
 
     >>> v = encode_sortable(np.array([-2.5, -0.0, 0.0, 1e-300, 3.0]))
-    >>> bool(np.all(np.diff(v) >= 0)) and v[1] == v[2]
+    >>> bool(np.all(np.diff(v) >= 0) and v[1] == v[2])
     True
     """
     bits = (np.asarray(x, dtype=np.float64) + 0.0).view(np.int64)
@@ -212,20 +224,20 @@ class NoisePlan:
 def _threshold(p: float) -> tuple[int, bool]:
     """(T, complement) with Bernoulli(p) realised as u ∈ [0, T) (or its complement), T ≤ 2^63."""
     if p <= 0.5:
-        return int(round(p * RING)), False
-    return int(round((1.0 - p) * RING)), True
+        return round(p * RING), False
+    return round((1.0 - p) * RING), True
 
 
 def rr_plan(epsilon: float) -> NoisePlan:
     """Randomized response: flip with ⌈2^64/(1+e^ε)⌉/2^64 ≥ 1/(1+e^ε), so the realised ε' ≤ ε.
 
     >>> plan = rr_plan(1.0)
-    >>> plan.epsilon <= 1.0, abs(plan.keep - math.e / (1 + math.e)) < 1e-15
+    >>> plan.epsilon <= 1.0, abs(plan.keep - math.e / (1 + math.e)) < 1e-12
     (True, True)
     """
     from fractions import Fraction
 
-    flip = Fraction(1) / (1 + Fraction(math.exp(epsilon)))
+    flip = Fraction(1) / (1 + Fraction(math.exp(epsilon) * (1 - 1e-12)))  # margin for exp's rounding
     T = -((-flip.numerator * RING) // flip.denominator)  # ceil
     T = min(max(T, 1), HALF)
     keep = 1.0 - T / RING
@@ -293,14 +305,15 @@ def make_plan(mechanism: str, pair_epsilon: float, spec: KernelSpec) -> NoisePla
         return NoisePlan("none")
     if mechanism == "rr":
         if spec.units != 1:
-            raise ValueError(f"randomized response needs a binary kernel; {spec.name!r} has {spec.units + 1} values")
+            raise ValueError(f"randomized response needs a binary kernel; {spec.name!r} has "
+                             f"{spec.units + 1} values")
         return rr_plan(pair_epsilon)
     return laplace_plan(pair_epsilon, spec.units)
 
 
 def _noisy_program(spec: KernelSpec, plan: NoisePlan):
     """The function compiled to SPU: f(x_left, u_left, x_right, u_right) → released integer units."""
-    import jax.numpy as jnp
+    import jax.numpy as jnp  # type: ignore[import-not-found, unused-ignore]
 
     def bern(u, T: int, comp: bool):
         b = (u >= 0) if T >= HALF else ((u >= 0) & (u < jnp.int64(T)))
@@ -318,7 +331,7 @@ def _noisy_program(spec: KernelSpec, plan: NoisePlan):
         b0 = bern(u[:, 0], plan.thresholds[0], plan.complement[0])
         sign = 2 * bern(u[:, 1], plan.thresholds[1], False) - 1
         geo = jnp.zeros_like(v)
-        for j, (T, c) in enumerate(zip(plan.thresholds[2:], plan.complement[2:])):
+        for j, (T, c) in enumerate(zip(plan.thresholds[2:], plan.complement[2:], strict=False)):
             geo = geo + bern(u[:, 2 + j], T, c) * (1 << j)
         return v + sign * (1 - b0) * (1 + geo)
 
@@ -402,8 +415,8 @@ class _Party:
         self.spu, self.libspu = _require_spu()
         self.cfg = _runtime_config(self.libspu)
         self.io = self.spu.Io(2, self.cfg)
-        self.lctx = None
-        self.rt = None
+        self.lctx: Any = None
+        self.rt: Any = None
         self.programs: dict[str, Any] = {}
 
     def _link(self):
@@ -424,14 +437,15 @@ class _Party:
     def _program(self, spec: KernelSpec, plan: NoisePlan, m: int):
         key = json.dumps([spec.name, spec.grid_bits, plan.mechanism, plan.thresholds, plan.complement, m])
         if key not in self.programs:
-            import jax
+            import jax  # type: ignore[import-not-found, unused-ignore]
 
             jax.config.update("jax_enable_x64", True)
-            from spu.utils import frontend as fe
+            from spu.utils import frontend as fe  # type: ignore[import-not-found, unused-ignore]
 
             vis = [self.libspu.Visibility.VIS_SECRET] * 4
             args = [np.zeros((m, spec.columns), np.int64), np.zeros((m, max(plan.n_random, 1)), np.int64)] * 2
-            exe, _ = fe.compile(fe.Kind.JAX, _noisy_program(spec, plan), args, {}, ["xl", "ul", "xr", "ur"], vis,
+            exe, _ = fe.compile(fe.Kind.JAX, _noisy_program(spec, plan), args, {}, ["xl", "ul", "xr", "ur"],
+                                vis,
                                 lambda out: ["out"])
             self.programs = {key: exe}  # keep only the latest shape
         return self.programs[key]
@@ -454,7 +468,7 @@ class _Party:
         rt = self.rt
         mine, theirs = (["xl", "ul"], ["xr", "ur"]) if self.rank == 0 else (["xr", "ur"], ["xl", "ul"])
         peer = 1 - self.rank
-        for name, value in zip(mine, (x, u)):
+        for name, value in zip(mine, (x, u), strict=False):
             shares = self.io.make_shares(value, self.libspu.Visibility.VIS_SECRET)
             rt.set_var(name, shares[self.rank])
             lctx.send(peer, _frame(_pack_share(shares[peer])))  # the peer's share: uniformly random
@@ -520,7 +534,7 @@ class SpuSession:
                 pl, pr = _free_port(), _free_port()
                 link_addrs = ((f"127.0.0.1:{pl}", f"127.0.0.1:{pr}"), (f"127.0.0.1:{pr}", f"127.0.0.1:{pl}"))
             ports = []
-            for role, (self_addr, peer_addr) in zip(("left", "right"), link_addrs):
+            for role, (self_addr, peer_addr) in zip(("left", "right"), link_addrs, strict=False):
                 cmd = [sys.executable, "-m", "privstats.ustat.mpc", "party", "--role", role, "--listen",
                        "127.0.0.1:0", "--self-addr", self_addr, "--peer-addr", peer_addr]
                 p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
@@ -537,10 +551,10 @@ class SpuSession:
     def run(self, header: dict, left: bytes | None, right: bytes | None) -> tuple[list[bytes], list[bytes]]:
         """Send one job to both parties (each gets only its own values) and collect the output shares."""
         with self.lock:
-            for sock, blob in zip(self.socks, (left, right)):
+            for sock, blob in zip(self.socks, (left, right), strict=False):
                 _send_msg(sock, header, [] if blob is None else [blob])
             replies = [_recv_msg(s) for s in self.socks]
-        for role, (h, _) in zip(("left", "right"), replies):
+        for role, (h, _) in zip(("left", "right"), replies, strict=False):
             if not h.get("ok"):
                 raise RuntimeError(f"{role} party failed: {h.get('error')}")
         return replies[0][1], replies[1][1]
@@ -632,7 +646,8 @@ class SpuTwoParty:
     @property
     def details(self) -> dict:
         return {"backend": "spu", "protocol": "SPU Cheetah (2PC, FM64)", "security": SECURITY,
-                "kernel": self.spec.name, "grid_unit": self.spec.unit, "realised_pair_epsilon": self.plan.epsilon,
+                "kernel": self.spec.name, "grid_unit": self.spec.unit,
+                "realised_pair_epsilon": self.plan.epsilon,
                 "pair_delta": self.plan.delta, "random_words_per_pair": self.plan.n_random}
 
     def raw(self, x_left, x_right) -> np.ndarray:

@@ -175,8 +175,9 @@ class PairsProtocol:
 
     @property
     def security(self) -> str:
-        if isinstance(getattr(self.backend, "security", None), str):  # a real 2PC backend states its model
-            return f"ε-CDP per user against semi-honest pairs; {self.backend.security}"  # type: ignore[attr-defined]
+        stated = getattr(self.backend, "security", None)
+        if isinstance(stated, str):  # a real 2PC backend states its security model
+            return f"ε-CDP per user against semi-honest pairs; {stated}"
         kind = "simulated" if isinstance(self.backend, SimulatedTwoParty) else type(self.backend).__name__
         return f"ε-CDP per user against semi-honest pairs; two-party computation {kind}"
 
