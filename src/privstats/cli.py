@@ -5,6 +5,7 @@ Commands::
     privstats demo [--size tiny|small|full] [--out DIR] [--json]
     privstats estimate STATISTIC --input FILE --column COL [--label COL] --epsilon E
                        [--model M] [--method X] [--bounds LO HI] [--json] ...
+    privstats plan STATISTIC --n N --epsilon E [--delta D] [--bounds LO HI] [--model M] [--json]
     privstats experiment NAME [args...]      |   privstats experiment --list
     privstats aggregate --protocol ... --input reports.parquet [...]
 
@@ -71,7 +72,7 @@ STATISTICS = {
     "quantiles": ("quantiles", True, False, 1),
     "auc": ("auc", True, True, 1),
     "roc": ("roc_curve", True, True, 1),
-    "kendall_tau": ("kendall_tau", True, False, 2),
+    "kendall_tau": ("kendall_tau", False, False, 2),       # bounds: only the local model quantises
     "gini_mean_difference": ("gini_mean_difference", True, False, 1),
     "gini_coefficient": ("gini_coefficient", True, False, 1),
     "collision_probability": ("collision_probability", False, False, 1),
@@ -97,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
                           description="Run every statistic under every trust model on bundled or "
                                       "generated data, print a table and write a Markdown+PNG report.")
     demo.add_argument("--size", choices=["tiny", "small", "full"], default="full",
-                      help="problem size: full (default, < 1 min), small (tests), tiny (smoke)")
+                      help="problem size: full (default; the run prints its own time), small (tests), tiny (smoke)")
     demo.add_argument("--out", metavar="DIR", help="report directory (default ./privstats-report)")
     demo.add_argument("--seed", type=int, default=2024, help="seed of the data and of the simulated noise")
     demo.add_argument("--epsilons", type=_epsilon_list, metavar="E1,E2,...",
@@ -106,9 +107,13 @@ def build_parser() -> argparse.ArgumentParser:
                       help="run only this scenario (repeatable): " + ", ".join(DEMO_SCENARIOS))
     demo.add_argument("--json", action="store_true", help="print the results as JSON instead of tables")
 
+    from privstats.plan import DEFAULT_MODEL, SUPPORTED
+
+    models_help = "; ".join(f"{name}: {', '.join(SUPPORTED[fn])}" for name, (fn, *_rest) in sorted(STATISTICS.items()))
     est = sub.add_parser("estimate", help="private estimate of one statistic on a CSV or Parquet file",
                          description="Private estimate of one statistic on a CSV or Parquet file, with the "
-                                     "guarantee spent. Noise comes from the OS CSPRNG unless --seed is given.")
+                                     "guarantee spent. Noise comes from the OS CSPRNG unless --seed is given. "
+                                     f"Trust models per statistic (default {DEFAULT_MODEL}): {models_help}.")
     est.add_argument("statistic", choices=sorted(STATISTICS), metavar="STATISTIC",
                      help="one of: " + ", ".join(sorted(STATISTICS)))
     est.add_argument("--input", required=True, metavar="FILE", help="a .csv or .parquet file")
@@ -118,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument("--epsilon", required=True, type=_epsilon, help="privacy budget ε > 0")
     est.add_argument("--delta", type=_delta, help="δ for (ε, δ) protocols (e.g. the shuffle model)")
     est.add_argument("--model", choices=["local", "shuffle", "secure", "central"],
-                     help="trust model (default: the statistic's default)")
+                     help=f"trust model (default {DEFAULT_MODEL}); supported per statistic: {models_help}")
     est.add_argument("--method", help="protocol / method name understood by the statistic")
     est.add_argument("--bounds", nargs=2, type=float, metavar=("LO", "HI"),
                      help="public bounds of the values (required for ranked and continuous statistics; "
@@ -135,14 +140,33 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument("--seed", type=int, help="seeded (reproducible, simulation-only) noise instead of the CSPRNG")
     est.add_argument("--json", action="store_true", help="machine-readable output")
 
+    pl = sub.add_parser("plan", help="predicted error and cost of every trust model for a statistic",
+                        description="From public parameters only: every (trust model, protocol, parameters) "
+                                    "that can compute STATISTIC, its predicted standard error (bias included), "
+                                    "communication per user and the trust it needs, sorted by error.")
+    pl.add_argument("statistic", choices=sorted(SUPPORTED), metavar="STATISTIC",
+                    help="one of: " + ", ".join(sorted(SUPPORTED)))
+    pl.add_argument("--n", required=True, type=float, help="number of users (1e5 is accepted)")
+    pl.add_argument("--epsilon", required=True, type=_epsilon, help="privacy budget ε > 0")
+    pl.add_argument("--delta", type=_delta, default=0.0, help="δ (default 0: pure-DP protocols only)")
+    pl.add_argument("--bounds", nargs=2, type=float, metavar=("LO", "HI"), help="public bounds of the values")
+    pl.add_argument("--model", choices=["local", "shuffle", "secure", "central"], help="keep one trust model")
+    pl.add_argument("--domain-size", type=int, metavar="D", help="frequencies, collision_probability: domain size")
+    pl.add_argument("--positives", type=float, metavar="N1", help="auc, roc_curve: number of positives (default n/2)")
+    pl.add_argument("--json", action="store_true", help="machine-readable output")
+
     exp = sub.add_parser("experiment", help="run a paper reproduction from experiments/",
                          description="Run a reproduction script from the repository's experiments/ "
-                                     "directory; arguments after NAME go to the script (try NAME --help).")
+                                     "directory; arguments after NAME go to the script (try NAME --help). "
+                                     "'privstats experiment all --out DIR' runs every one and writes the "
+                                     "fidelity table DIR/fidelity.md. Outputs go to --out (default "
+                                     "./privstats-experiments/NAME), never into the source tree.")
     exp.add_argument("name", nargs="?", metavar="NAME", help="experiment name (see --list)")
     exp.add_argument("--list", action="store_true", help="list the experiments")
 
     sub.add_parser("aggregate", help="aggregate stored reports (privstats.engine); see 'aggregate --help'",
                    add_help=False)
+    _add_service_parsers(sub)
     return parser
 
 
@@ -310,11 +334,22 @@ def _estimate(args) -> int:
         fn = getattr(privstats, fname)
     except (ImportError, AttributeError) as exc:
         raise CLIError(f"STATISTIC: privstats.{fname} is not available in this build ({exc})") from None
+    import warnings
+
+    from privstats.plan import UselessResultWarning
+
     t0 = time.perf_counter()
-    try:
-        out = call()
-    except (ValueError, TypeError) as exc:
-        raise CLIError(f"invalid input for {args.statistic}: {exc}") from None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UselessResultWarning)
+        try:
+            out = call()
+        except (ValueError, TypeError) as exc:
+            raise CLIError(f"invalid input for {args.statistic}: {exc}") from None
+    for w in caught:
+        if issubclass(w.category, UselessResultWarning):
+            print(f"warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     elapsed = time.perf_counter() - t0
 
     from privstats.demo import _estimate_of, _jsonable, _roc_parts
@@ -456,28 +491,17 @@ def _experiment(args, forwarded: list[str]) -> int:
         spec.loader.exec_module(module)
         if not hasattr(module, "main"):
             raise CLIError(f"NAME: experiment {args.name!r} has no main(argv) function")
-        return _with_spinner(f"experiment {args.name}", lambda: module.main(forwarded))
+        # experiments draw their own progress bars, so only the start and finish lines here
+        print(f"running experiment {args.name} ...", file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
+        code = module.main(forwarded)
+        code = 0 if code is None else int(code)
+        print(f"experiment {args.name} finished in {time.perf_counter() - t0:.1f} s (exit {code})",
+              file=sys.stderr)
+        return code
     finally:
         sys.path.remove(str(path.parent))
         sys.modules.pop(spec.name, None)
-
-
-def _with_spinner(label: str, run) -> int:
-    """Run ``run()`` under a spinner with elapsed time on a terminal; a start/finish line otherwise."""
-    from privstats.report import use_rich
-
-    t0 = time.perf_counter()
-    if use_rich(sys.stderr):
-        from rich.console import Console
-
-        with Console(stderr=True).status(f"running {label} ...", spinner="dots"):
-            code = run()
-    else:
-        print(f"running {label} ...", file=sys.stderr, flush=True)
-        code = run()
-    code = 0 if code is None else int(code)
-    print(f"{label} finished in {time.perf_counter() - t0:.1f} s (exit {code})", file=sys.stderr)
-    return code
 
 
 def _aggregate(forwarded: list[str]) -> int:
@@ -486,6 +510,210 @@ def _aggregate(forwarded: list[str]) -> int:
     except ImportError as exc:
         raise CLIError(f"aggregate: privstats.engine is not available in this build ({exc})") from None
     return int(cli_aggregate(forwarded) or 0)
+
+
+# ----------------------------------------------------------------------------- plan
+def _plan(args) -> int:
+    import warnings
+
+    from privstats.plan import UselessResultWarning, plan
+
+    options: dict = {}
+    if args.domain_size is not None:
+        options.update(domain=args.domain_size, domain_size=args.domain_size)
+    if args.positives is not None:
+        options["n_pos"] = int(args.positives)
+    if args.bounds is not None and not args.bounds[0] < args.bounds[1]:
+        raise CLIError(f"--bounds: LO must be < HI, got {args.bounds[0]} {args.bounds[1]}")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UselessResultWarning)
+        try:
+            p = plan(args.statistic, n=args.n, epsilon=args.epsilon, delta=args.delta,
+                     bounds=None if args.bounds is None else tuple(args.bounds), model=args.model, **options)
+        except (ValueError, TypeError) as exc:
+            raise CLIError(str(exc)) from None
+    notes = [str(w.message) for w in caught if issubclass(w.category, UselessResultWarning)]
+    if args.json:
+        print(json.dumps({"statistic": args.statistic, "n": p.n, "epsilon": p.epsilon, "delta": p.delta,
+                          "options": [o.as_row() for o in p], "warnings": notes}, default=str))
+        return 0
+    if not len(p):
+        print(f"no protocol computes {args.statistic} with these parameters"
+              + ("" if args.delta else " (shuffle-model protocols need --delta)"))
+        return 0
+    print(p.table())
+    for note in notes:
+        print(f"warning: {note}", file=sys.stderr)
+    from privstats.plan import SUPPORTED
+
+    if args.delta == 0 and "shuffle" in SUPPORTED[args.statistic]:
+        print("note: shuffle-model protocols are (ε, δ)-DP; pass --delta to include them", file=sys.stderr)
+
+
+# ----------------------------------------------------------------------------- services (task, serve, submit, collect)
+SERVICE_COMMANDS = ("task", "serve", "submit", "collect")
+
+
+def _add_service_parsers(sub) -> None:
+    """``privstats task new | serve ROLE | submit | collect`` (privstats.services, privstats.client)."""
+    task = sub.add_parser("task", help="create a task file for a deployment (task new --help)",
+                          description="Task files for the services.")
+    tsub = task.add_subparsers(dest="task_command", required=True, metavar="SUBCOMMAND")
+    new = tsub.add_parser("new", help="write task.json (public) and one secrets file per party",
+                          description="Write a task file: the public part (task.json, safe for clients) and "
+                                      "task.<party>.json secrets (HPKE private keys, tokens; mode 0600).")
+    new.add_argument("--statistic", required=True, choices=["frequencies", "sum"],
+                     help="frequencies (items 0..D-1) or sum (shuffle model, values in [0, 1])")
+    new.add_argument("--model", required=True, choices=["local", "shuffle", "secure"], help="trust model")
+    new.add_argument("--protocol", help="local: auto|grr|oue|olh|hr; shuffle: auto|single-rr|single-rappor|"
+                                        "multi-hadamard (default auto)")
+    new.add_argument("--domain-size", type=int, metavar="D", help="items are integers 0..D-1")
+    new.add_argument("--bounds", nargs=2, type=float, metavar=("LO", "HI"), help="public bounds (secure model)")
+    new.add_argument("--grid", type=int, metavar="N", help="grid size (secure model)")
+    new.add_argument("--epsilon", required=True, type=_epsilon, help="ε of one collection")
+    new.add_argument("--delta", type=_delta, help="δ (shuffle model; default min(1e-6, 1/(10 min-batch)))")
+    new.add_argument("--min-batch", required=True, type=int, metavar="N",
+                     help="smallest batch of users a collection covers (the shuffle model is calibrated for it)")
+    new.add_argument("--max-collections", type=int, default=1, metavar="K",
+                     help="the task's budget allows K collections of ε each (default 1)")
+    for role in ("collector", "shuffler", "analyzer", "leader", "helper"):
+        new.add_argument(f"--{role}", metavar="URL", help=f"{role} URL (default http://127.0.0.1:PORT)")
+    new.add_argument("--max-request-bytes", type=int, default=16 << 20, metavar="B",
+                     help="largest upload body a server accepts (default 16 MiB)")
+    new.add_argument("--out", required=True, metavar="FILE", help="task file to write (e.g. task.json)")
+
+    serve = sub.add_parser("serve", help="run a service role (collector, shuffler, analyzer)",
+                           description="Run one role of a task over HTTP until SIGTERM (drains, exits 0).")
+    serve.add_argument("role", choices=["collector", "shuffler", "analyzer", "leader", "helper"])
+    serve.add_argument("--task", required=True, metavar="FILE", help="task.json (the role's secrets are read "
+                                                                     "from task.<role>.json next to it)")
+    serve.add_argument("--secrets", metavar="FILE", help="the role's secrets file (default task.<role>.json)")
+    serve.add_argument("--db", metavar="URL",
+                       help="sqlite:///FILE (default: a SQLite file next to the task) or "
+                            "postgresql+psycopg://USER@HOST:PORT/DB")
+    serve.add_argument("--host", help="listen address (default: the host of the role's URL in the task)")
+    serve.add_argument("--port", type=int, help="listen port (default: the port of the role's URL)")
+    serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+
+    submit = sub.add_parser("submit", help="encode values on this device and upload them (client role)",
+                            description="Randomize values with the task's protocol (OS CSPRNG) and "
+                                        "upload them.")
+    submit.add_argument("--task", required=True, metavar="FILE")
+    submit.add_argument("--input", required=True, metavar="FILE", help="a .csv or .parquet file")
+    submit.add_argument("--column", required=True, metavar="COL")
+    submit.add_argument("--url", help="server URL (default: the task's collector or shuffler)")
+    submit.add_argument("--token", help="upload token (default: task.client.json or $PRIVSTATS_UPLOAD_TOKEN)")
+    submit.add_argument("--batch-size", type=int, default=1000, metavar="N")
+
+    collect = sub.add_parser("collect", help="collect the estimate of a task (analyst role)",
+                             description="Spend one collection of the task's budget and print the estimate.")
+    collect.add_argument("--task", required=True, metavar="FILE")
+    collect.add_argument("--url", help="server URL (default: the task's collector or analyzer)")
+    collect.add_argument("--token",
+                         help="collect token (default: task.analyst.json or $PRIVSTATS_COLLECT_TOKEN)")
+    collect.add_argument("--collection-id", help="idempotency key (a retry with the same id spends nothing)")
+    collect.add_argument("--min-reports", type=int, metavar="N",
+                         help="release only once the batch holds at least N reports "
+                              "(with --wait: wait for them)")
+    collect.add_argument("--wait", type=float, default=0.0, metavar="S",
+                         help="retry for up to S seconds while the batch is below --min-batch (e.g. the "
+                              "shuffler has not forwarded it yet)")
+    collect.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _service_command(args) -> int:
+    try:
+        import privstats.services  # noqa: F401
+    except ImportError as exc:
+        raise CLIError(f"{args.command}: the services need the serve extra (pip install 'privstats[serve]'): "
+                       f"{exc}") from None
+    try:
+        if args.command == "task":
+            return _task_new(args)
+        if args.command == "serve":
+            from privstats.services.app import serve
+
+            return serve(args.role, args.task, db=args.db, host=args.host, port=args.port,
+                         secrets_path=args.secrets, log_level=args.log_level)
+        if args.command == "submit":
+            return _submit(args)
+        return _collect(args)
+    except ImportError as exc:
+        raise CLIError(f"{args.command}: the services need the serve extra (pip install 'privstats[serve]'): "
+                       f"{exc}") from None
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    except RuntimeError as exc:          # privstats.client.ServiceError: the server refused or is down
+        raise CLIError(str(exc)) from None
+
+
+def _task_new(args) -> int:
+    from privstats.services.tasks import new_task, write_task
+
+    params: dict = {}
+    if args.domain_size is not None:
+        params["domain_size"] = args.domain_size
+    if args.model == "secure":
+        if args.bounds is not None:
+            params["bounds"] = list(args.bounds)
+        if args.grid is not None:
+            params["grid"] = args.grid
+    elif args.bounds is not None or args.grid is not None:
+        raise CLIError("--bounds/--grid: only the secure model's tasks take them here")
+    if args.min_batch < 1:
+        raise CLIError("--min-batch must be a positive integer")
+    urls = {r: getattr(args, r) for r in ("collector", "shuffler", "analyzer", "leader", "helper")
+            if getattr(args, r)}
+    task, secrets = new_task(args.statistic, model=args.model, protocol=args.protocol, params=params,
+                             epsilon=args.epsilon, delta=args.delta, min_batch=args.min_batch,
+                             max_collections=args.max_collections, urls=urls,
+                             max_request_bytes=args.max_request_bytes)
+    paths = write_task(task, secrets, args.out)
+    print(f"task {task.task_id}: {task.statistic} / {task.model} / {task.protocol}")
+    for party, path in paths.items():
+        print(f"  {party:<9} {path}")
+    return 0
+
+
+def _submit(args) -> int:
+    from privstats.client import Client
+
+    data = read_columns(args.input, [args.column])[args.column]
+    with Client(args.url, args.task, args.token, batch_size=args.batch_size) as client:
+        if client.task.statistic == "frequencies":
+            if data.dtype.kind == "O" or np.any(data != np.round(data)):
+                raise CLIError(f"--column: column {args.column!r} must hold integer items")
+            data = data.astype(np.int64)
+        acked = client.submit(data)
+    print(f"{acked} reports acknowledged")
+    return 0
+
+
+def _collect(args) -> int:
+    import uuid
+
+    from privstats.client import Client, ServiceError
+
+    cid = args.collection_id or uuid.uuid4().hex
+    deadline = time.monotonic() + max(args.wait, 0.0)
+    with Client(args.url, args.task, args.token, collect_url=args.url) as client:
+        while True:
+            try:
+                query = {} if args.min_reports is None else {"min_reports": args.min_reports}
+                est = client.collect(cid, **query)
+                break
+            except ServiceError as exc:
+                if exc.code != "batch_too_small" or time.monotonic() >= deadline:
+                    raise
+                time.sleep(1.0)
+    if args.json:
+        print(json.dumps(est.to_dict(), allow_nan=False))
+        return 0
+    print(f"protocol {est.protocol}  model {est.model}  n {est.n}  guarantee {est.guarantee}")
+    value, se = np.atleast_1d(est.value), np.atleast_1d(est.stderr)
+    for i, (v, s) in enumerate(zip(value, se, strict=True)):
+        print(f"{i:>6}  {v:12.2f}  ± {s:.2f}")
+    return 0
 
 
 # ----------------------------------------------------------------------------- entry point
@@ -511,6 +739,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                             scenarios=args.only, as_json=args.json)
         if args.command == "estimate":
             return _estimate(args)
+        if args.command == "plan":
+            return _plan(args)
+
+
+        if args.command in SERVICE_COMMANDS:
+            return _service_command(args)
     except CLIError as exc:
         print(f"privstats {command}: error: {exc}", file=sys.stderr)
         return 2

@@ -4,21 +4,63 @@
 >>> e = Estimate(0.7, stderr=0.01, guarantee=PureDP(1.0), model="local", protocol="grr", n=1000)
 >>> [round(v, 4) for v in e.ci(0.95)]
 [0.6804, 0.7196]
+
+Results stay inside the statistic's range by default (:func:`constrain`): the value is
+clipped, the unbiased raw value kept in ``details["unbiased"]``, and ``ci`` is intersected
+with ``support``.  Where the noise law is known and dominates (``details["ci_law"]``:
+Laplace of a given scale, plus a normal part), ``ci`` uses its exact quantile instead of
+the normal one (±2.12σ for pure Laplace at 95%, not ±1.96σ).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from privstats.privacy.guarantees import Guarantee
 
-__all__ = ["Estimate", "TRUST_MODELS"]
+__all__ = ["Estimate", "TRUST_MODELS", "POSTPROCESS", "constrain", "laplace_normal_halfwidth"]
 
 TRUST_MODELS = ("local", "shuffle", "secure", "central")
+POSTPROCESS = ("clip", "none")
+
+
+def _laplace_normal_central(h: float, b: float, s: float) -> float:
+    """P(|L + N| <= h) for L ~ Laplace(b), N ~ Normal(0, s²) (the normal–Laplace law, in log space)."""
+    from scipy.special import log_ndtr, ndtr
+
+    if s <= 0:
+        return -math.expm1(-h / b)
+    if b <= 0:
+        return float(2 * ndtr(h / s) - 1)
+
+    def cdf(x: float) -> float:
+        a = s * s / (2 * b * b)
+        t1 = math.exp(a - x / b + float(log_ndtr(x / s - s / b)))
+        t2 = math.exp(a + x / b + float(log_ndtr(-x / s - s / b)))
+        return float(ndtr(x / s)) - 0.5 * (t1 - t2)
+
+    return cdf(h) - cdf(-h)
+
+
+def laplace_normal_halfwidth(level: float, laplace_scale: float, normal_sd: float = 0.0) -> float:
+    """Half-width h with P(|L + N| <= h) = ``level`` (L ~ Laplace(laplace_scale), N ~ N(0, normal_sd²)).
+
+    >>> round(laplace_normal_halfwidth(0.95, 1.0), 4)     # ln 20
+    2.9957
+    """
+    b, s = float(laplace_scale), float(normal_sd)
+    if s <= 0:
+        return -b * math.log1p(-level)
+    from scipy.optimize import brentq
+    from scipy.special import ndtri
+
+    hi = -b * math.log1p(-level) + float(ndtri(0.5 + level / 2)) * s
+    return float(brentq(lambda h: _laplace_normal_central(h, b, s) - level, 0.0, hi, xtol=1e-12 * hi))
 
 
 @dataclass(frozen=True)
@@ -36,7 +78,9 @@ class Estimate:
     n : number of users (records) that contributed.
     messages_per_user, bits_per_user : communication cost per user (0 for central).
     neighbours : the neighbouring relation of the guarantee (``replace`` or ``add-remove``).
-    details : protocol-specific extras (e.g. curves, intermediate counts).
+    details : protocol-specific extras (e.g. curves, intermediate counts); ``details["unbiased"]``
+        holds the raw value when ``value`` was post-processed into the statistic's range.
+    support : ``(lo, hi)``, the statistic's range; confidence intervals are intersected with it.
     """
 
     value: Any
@@ -50,23 +94,41 @@ class Estimate:
     bits_per_user: float | None = None
     neighbours: str = "replace"
     details: dict = field(default_factory=dict)
+    support: tuple[float, float] | None = None
 
     def __post_init__(self):
         if self.model not in TRUST_MODELS:
             raise ValueError(f"model must be one of {TRUST_MODELS}, got {self.model!r}")
 
     def ci(self, level: float = 0.95):
-        """Normal-approximation confidence interval ``(lo, hi)`` at ``level``."""
-        if self.stderr is None:
-            raise ValueError("this estimate has no standard error, so no confidence interval")
-        if not (0 < level < 1):
-            raise ValueError(f"level must be in (0, 1), got {level!r}")
-        from scipy.special import ndtri
+        """Confidence interval ``(lo, hi)`` at ``level``, intersected with ``support``.
 
-        z = ndtri(0.5 + level / 2)
-        v, s = np.asarray(self.value, dtype=float), np.asarray(self.stderr, dtype=float)
-        lo, hi = v - z * s, v + z * s
-        return (float(lo), float(hi)) if lo.ndim == 0 else (lo, hi)
+        An interval the statistic computes (``details["ci_fn"]``, e.g. a quantile's inverted
+        ECDF band) is used as is; else the exact Laplace(+normal) law of ``details["ci_law"]``
+        where the noise is Laplace-dominated; else the normal approximation around the
+        unbiased value (``details["unbiased"]`` if the value was clipped).
+        """
+        if not (isinstance(level, (int, float)) and 0 < level < 1):
+            raise ValueError(f"level must be in (0, 1), got {level!r}")
+        ci_fn = self.details.get("ci_fn") if isinstance(self.details, dict) else None
+        if ci_fn is not None:
+            lo, hi = (np.asarray(v, dtype=float) for v in ci_fn(level))
+        else:
+            if self.stderr is None:
+                raise ValueError("this estimate has no standard error, so no confidence interval")
+            centre = self.details.get("unbiased", self.value) if isinstance(self.details, dict) else self.value
+            v, s = np.asarray(centre, dtype=float), np.asarray(self.stderr, dtype=float)
+            law = self.details.get("ci_law") if isinstance(self.details, dict) else None
+            if law is not None and v.ndim == 0:
+                h = laplace_normal_halfwidth(level, law["laplace_scale"], law.get("normal_sd", 0.0))
+            else:
+                from scipy.special import ndtri
+
+                h = ndtri(0.5 + level / 2) * s
+            lo, hi = v - h, v + h
+        if self.support is not None:
+            lo, hi = np.clip(lo, *self.support), np.clip(hi, *self.support)
+        return (float(lo), float(hi)) if np.ndim(lo) == 0 else (lo, hi)
 
     @property
     def epsilon(self) -> float | None:
@@ -103,6 +165,8 @@ class Estimate:
             "messages_per_user": self.messages_per_user,
             "bits_per_user": self.bits_per_user,
             "neighbours": self.neighbours,
+            "support": None if self.support is None else [float(v) for v in self.support],
+            **({"unbiased": conv(self.details["unbiased"])} if "unbiased" in self.details else {}),
         }
 
     def to_json(self) -> str:
@@ -116,3 +180,27 @@ class Estimate:
         se = "None" if self.stderr is None else short(self.stderr)
         return (f"Estimate(value={short(self.value)}, stderr={se}, guarantee={self.guarantee}, "
                 f"model={self.model!r}, protocol={self.protocol!r}, n={self.n})")
+
+
+def constrain(est: Estimate, lo: float, hi: float, *, postprocess: str = "clip", monotone: bool = False) -> Estimate:
+    """``est`` with its value projected into ``[lo, hi]`` (and sorted if ``monotone``).
+
+    ``postprocess="clip"`` (default): the value is clipped (post-processing, no privacy
+    cost), the unbiased raw value is kept in ``details["unbiased"]`` and ``support`` is set
+    so that confidence intervals are intersected with the range.  ``"none"`` keeps the
+    raw value (unbiased, possibly outside the range); intervals are not clipped.
+
+    >>> e = constrain(Estimate(1.2, stderr=0.1), 0.0, 1.0)
+    >>> e.value, e.details["unbiased"], e.ci()[1]
+    (1.0, 1.2, 1.0)
+    """
+    if postprocess not in POSTPROCESS:
+        raise ValueError(f"postprocess must be one of {POSTPROCESS}, got {postprocess!r}")
+    if postprocess == "none":
+        return est
+    raw = est.value
+    v = np.clip(np.asarray(raw, dtype=float), lo, hi)
+    if monotone and v.ndim:
+        v = np.sort(v)
+    value = float(v) if v.ndim == 0 else v
+    return replace(est, value=value, support=(float(lo), float(hi)), details={**est.details, "unbiased": raw})

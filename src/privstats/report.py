@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence, TextIO
+from typing import Any, TextIO
 
 __all__ = ["fmt", "format_table", "markdown_table", "print_table", "use_rich", "write_markdown_report"]
 
@@ -43,7 +44,7 @@ def format_table(rows: Iterable[dict], columns: Columns) -> str:
     """Aligned plain-text table (header, dashes, one line per row)."""
     cells = [[header for _, header in columns]] + [[fmt(r.get(k)) for k, _ in columns] for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)).rstrip() for row in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
@@ -72,14 +73,15 @@ def print_table(title: str, rows: list[dict], columns: Columns, stream: TextIO |
     """Print a table: rich on a terminal, plain text when piped."""
     stream = sys.stdout if stream is None else stream
     if use_rich(stream):
+        from rich import box
         from rich.console import Console
         from rich.table import Table
 
-        from rich import box
-
         table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1))
         for i, (key, header) in enumerate(columns):
-            numeric = any(isinstance(r.get(key), (int, float)) and not isinstance(r.get(key), bool) for r in rows)
+            numeric = any(
+                isinstance(r.get(key), (int, float)) and not isinstance(r.get(key), bool) for r in rows
+            )
             table.add_column(header, justify="right" if numeric else "left", no_wrap=i == 0)
         for r in rows:
             table.add_row(*(fmt(r.get(k)) for k, _ in columns))

@@ -5,9 +5,11 @@ from __future__ import annotations
 import importlib
 import json
 import math
+import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,8 +23,9 @@ SEED = 7
 
 
 def run_cli(*args, timeout=240):
-    return subprocess.run([sys.executable, "-m", "privstats", *args], capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "privstats", *args], capture_output=True, text=True, timeout=timeout
+    )
 
 
 @pytest.fixture(scope="module")
@@ -55,11 +58,20 @@ def test_demo_json_has_oracle_table(small_demo):
 def test_demo_runs_every_statistic(small_demo):
     result, _, _ = small_demo
     labels = {r["statistic"] for r in result["rows"]}
-    expected = {"frequencies": "frequency of item 0", "ecdf": "ECDF F(40)", "quantiles": "median",
-                "auc": "AUC", "roc_curve": "ROC curve AUC", "kendall_tau": "Kendall's tau-b",
-                "gini_mean_difference": "Gini mean difference", "summarize": "summary MMD² (vs greedy)",
-                "gini_coefficient": "Gini coefficient", "collision_probability": "collision probability",
-                "hosmer_lemeshow": "Hosmer–Lemeshow H", "range_counts": "range share [0, d/8)"}
+    expected = {
+        "frequencies": "frequency of item 0",
+        "ecdf": "ECDF F(40)",
+        "quantiles": "median",
+        "auc": "AUC",
+        "roc_curve": "ROC curve AUC",
+        "kendall_tau": "Kendall's tau-b",
+        "gini_mean_difference": "Gini mean difference",
+        "summarize": "summary MMD² (vs greedy)",
+        "gini_coefficient": "Gini coefficient",
+        "collision_probability": "collision probability",
+        "hosmer_lemeshow": "Hosmer–Lemeshow H",
+        "range_counts": "range share [0, d/8)",
+    }
     for public, label in expected.items():
         assert label in labels, f"the demo has no {label!r} row for privstats.{public}"
     for r in result["rows"]:
@@ -72,15 +84,15 @@ def _exact_reference(label: str, seed: int):
     """Non-private values computed here independently of the demo's own exact code."""
     if label == "frequency of item 0":
         return np.mean(demo.demo_data("zipf", "small", seed) == 0)
+    first = re.search(r", first (\d+) users$", label)  # a costly row run on the first users only
+    m = int(first.group(1)) if first else None
     if label.startswith("range share [0, d/8)"):
-        z = demo.demo_data("zipf", "small", seed)
-        if "first" in label:
-            z = z[: demo.SHUFFLE_RANGE_USERS]
+        z = demo.demo_data("zipf", "small", seed)[:m]
         return np.count_nonzero(z <= demo.SIZES["small"].domain // 8 - 1) / z.size
     if label == "ECDF F(40)":
         return np.mean(demo.demo_data("incomes", "small", seed) <= 40.0)
-    if label == "median":
-        x = np.sort(demo.demo_data("incomes", "small", seed))
+    if label.startswith("median"):
+        x = np.sort(demo.demo_data("incomes", "small", seed)[:m])
         return x[math.ceil(0.5 * x.size) - 1]
     if label == "Gini mean difference":
         return pdist(demo.demo_data("incomes", "small", seed)[:, None], "cityblock").mean()
@@ -104,7 +116,7 @@ def _exact_reference(label: str, seed: int):
         ps = p[order]
         h = 0.0
         lo = -np.inf
-        for q in range(1, 11):          # groups (t_{q-1}, t_q], t_q the smallest p with F(p) >= q/10
+        for q in range(1, 11):  # groups (t_{q-1}, t_q], t_q the smallest p with F(p) >= q/10
             hi = ps[math.ceil(q * p.size / 10) - 1] if q < 10 else np.inf
             m = (p > lo) & (p <= hi)
             e1, e0, o1 = p[m].sum(), (1 - p[m]).sum(), y[m].sum()
@@ -119,8 +131,14 @@ def _exact_reference(label: str, seed: int):
         import privstats
 
         owners, target = demo.demo_data("digits", "small", seed)
-        res = demo._call(privstats.summarize, owners, target, size=demo.SIZES["small"].summary_size,
-                         method="greedy", rng=demo.scenario_seed(seed, "greedy"))
+        res = demo._call(
+            privstats.summarize,
+            owners,
+            target,
+            size=demo.SIZES["small"].summary_size,
+            method="greedy",
+            rng=demo.scenario_seed(seed, "greedy"),
+        )
         return res.mmd2
     raise AssertionError(f"no reference for {label!r}")
 
@@ -153,7 +171,7 @@ def test_demo_report_and_png_figures(small_demo):
     if result["rows"]:
         assert any(f.endswith("error_vs_epsilon.png") for f in figures)
     for f in figures:
-        data = open(f, "rb").read()
+        data = Path(f).read_bytes()
         assert data[:8] == PNG_SIGNATURE, f
         img = mpimg.imread(f)
         assert img.ndim == 3 and img.shape[0] > 100 and img.shape[1] > 100
@@ -166,7 +184,7 @@ def test_demo_plain_text_table_and_report_path(tmp_path):
     out = tmp_path / "rep"
     proc = run_cli("demo", "--size", "tiny", "--only", "oracles", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
-    assert "\x1b[" not in proc.stdout            # no terminal escapes when piped
+    assert "\x1b[" not in proc.stdout  # no terminal escapes when piped
     assert "oracle" in proc.stdout and "GRR" in proc.stdout and "max abs error" in proc.stdout
     assert proc.stdout.strip().splitlines()[-1] == f"Report: {out / 'report.md'}"
     assert (out / "report.md").exists()
@@ -238,11 +256,75 @@ def test_frequency_scenario_reads_count_estimates(monkeypatch):
 def test_cli_scenario_choices_match_the_demo():
     from privstats import cli
 
-    assert cli.DEMO_SCENARIOS == list(demo.SCENARIOS)
+    assert list(demo.SCENARIOS) == cli.DEMO_SCENARIOS
 
 
 def test_every_trust_model_of_quantiles_and_ranges_runs():
     result = demo.collect("tiny", scenarios=["quantiles", "range_counts"])
-    assert {r["model"] for r in result.rows if r["statistic"] == "median"} == {"local", "shuffle", "secure", "central"}
-    assert {r["model"] for r in result.rows if r["statistic"].startswith("range share")} == {"local", "shuffle",
-                                                                                           "central"}
+    assert {r["model"] for r in result.rows if r["statistic"] == "median"} == {
+        "local",
+        "shuffle",
+        "secure",
+        "central",
+    }
+    assert {r["model"] for r in result.rows if r["statistic"].startswith("range share")} == {
+        "local",
+        "shuffle",
+        "central",
+    }
+
+
+def test_demo_report_notes_list_the_runs_caveats(small_demo):
+    result, out, _ = small_demo
+    notes = result["notes"]
+    text = (out / "report.md").read_text(encoding="utf-8")
+    notes_section = text.split("## Notes", 1)[1]
+    assert "None." not in notes_section
+    for note in notes:
+        assert note in notes_section
+    assert any("simulation" in n and "rng=None" in n for n in notes)
+    # the 'secure' summarization row's curator sees the raw points it fetches: said in the notes
+    assert any("summarization" in n and "curator" in n and "raw points" in n for n in notes)
+    # a row run on a subset of the users, and the rows run at the headline ε only, are listed
+    subset_rows = [r for r in result["rows"] if "first" in r["statistic"]]
+    assert subset_rows and any(f"first {demo.SHUFFLE_RANGE_USERS} of" in n for n in notes)
+    for statistic, model in demo.HEADLINE_ONLY:
+        assert any(n.startswith(f"{statistic} [{model}] runs at the headline ε") for n in notes), statistic
+        eps = {
+            r["epsilon"]
+            for r in result["rows"]
+            if r["model"] == model and r["statistic"] in _LABELS[statistic]
+        }
+        assert eps <= {1.0}
+
+
+_LABELS = {
+    "frequencies": {"frequency of item 0"},
+    "range_counts": {"range share [0, d/8)", f"range share [0, d/8), first {demo.SHUFFLE_RANGE_USERS} users"},
+    "quantiles": {"median", f"median, first {demo.SHUFFLE_QUANTILE_USERS} users"},
+    "roc_curve": {"ROC curve AUC"},
+}
+
+
+def test_demo_prints_its_time_and_help_promises_none(tmp_path, capsys):
+    proc = run_cli("demo", "--size", "tiny", "--only", "gini", "--out", str(tmp_path / "r"))
+    assert proc.returncode == 0, proc.stderr
+    finished = proc.stdout.strip().splitlines()[-2]
+    assert re.fullmatch(r"Demo finished in \d+\.\d s \(statistics .* s of CPU\)\.", finished), finished
+    from privstats.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["demo", "--help"])
+    help_text = capsys.readouterr().out
+    assert "min" not in help_text.replace("minimum", "")
+
+
+def test_every_series_of_a_figure_has_its_own_colour_and_marker():
+    from privstats.plotting import _MODEL_STYLE, series_styles
+
+    names = ["GRR", "OUE", "OLH", "HadamardResponse", "best_oracle → OUE", "BinaryRR (item 0 vs rest)"]
+    styles = series_styles(names)
+    assert len({c for c, _ in styles.values()}) == len(names)
+    assert len({m for _, m in styles.values()}) == len(names)
+    mixed = series_styles(["local", "GRR", "central", "OUE", "shuffle", "secure"])
+    assert len(set(mixed.values())) == 6 and mixed["central"] == _MODEL_STYLE["central"]

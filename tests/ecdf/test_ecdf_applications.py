@@ -78,9 +78,12 @@ def test_quantile_methods_are_accurate_and_shuffle_delegates(monkeypatch):
         privstats.quantiles(x, [0.5], epsilon=1.0, bounds=(0, 1), model="local", neighbours="add-remove")
     import privstats.stats.frequency as freq                 # delegation only (the shuffle protocol is tested
     calls = []                                               # in tests/shuffle and takes a minute here)
-    monkeypatch.setattr(freq, "shuffle_quantiles", lambda *a, **k: calls.append((a, k)) or "delegated")
+    delegated = privstats.Estimate(np.array([0.5]), model="shuffle", protocol="delegated", n=2000,
+                                   details={"prefix_counts": np.linspace(0, 2000, 8), "prefix_stderr": np.ones(8),
+                                            "bin_width": 1 / 8})
+    monkeypatch.setattr(freq, "shuffle_quantiles", lambda *a, **k: calls.append((a, k)) or delegated)
     out = privstats.quantiles(x[:2000], [0.5], epsilon=1.0, delta=1e-6, bounds=(0, 1), model="shuffle", rng=0)
-    assert out == "delegated" and calls[0][1]["epsilon"] == 1.0 and calls[0][1]["delta"] == 1e-6
+    assert out.protocol == "delegated" and calls[0][1]["epsilon"] == 1.0 and calls[0][1]["delta"] == 1e-6
 
 
 def test_roc_equals_sklearn_at_large_epsilon():

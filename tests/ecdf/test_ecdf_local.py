@@ -124,7 +124,7 @@ def test_local_bad_input_gets_clear_errors():
         privstats.quantiles(x, [0.5], epsilon=1.0, method="joint", **kw)
     with pytest.raises(ValueError, match="labels='public'"):
         privstats.roc_curve((x > 0.5).astype(int), x, epsilon=1.0, labels="private", **kw)
-    with pytest.raises(NotImplementedError, match="model='local'"):
+    with pytest.raises(ValueError, match=r"ecdf supports model in \('central', 'secure', 'local'\)"):
         privstats.ecdf(x, epsilon=1.0, bounds=(0, 1), model="shuffle")
     before = x.copy()
     privstats.ecdf(x, epsilon=1.0, grid=16, **kw)

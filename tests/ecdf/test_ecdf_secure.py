@@ -58,26 +58,29 @@ def test_sharing_roundtrip_and_messages_serialise():
 
 
 @pytest.mark.parametrize("mech", [BinaryTreeMechanism(16, 0.7), BaryTreeMechanism(16, 0.7, 4)], ids=lambda m: m.name)
-def test_federated_release_has_the_central_distribution(mech):
-    """Opened result minus the true statistic: per-node noise of the central law, via path sums."""
+def test_federated_release_each_share_carries_the_central_noise(mech):
+    """Every server's share alone is the central per-node law (so the guarantee survives a server that
+    subtracts its own share); the opened noise is the sum of the m shares: m x the central variance."""
     cells = np.random.default_rng(0).integers(0, 16, 200)
     C = np.cumsum(np.bincount(cells, minlength=17)[:-1])
     true = mech.statistic(C)
-    noise = []
+    noise, share0 = [], []
     for r in range(600):
         proto = SecureECDFAggregation(mech, n_servers=3, rng=r)
         out = proto.run(cells) if r < 5 else proto.simulate(cells)
         noise.append(out - true)
         node = proto.servers[0].noise_shares()
-        assert proto.servers[0].noise_shares() is node          # drawn once, reused
+        assert proto.servers[0].noise_shares() is node          # drawn once per batch
+        total = sum(s.noise_shares() for s in proto.servers)
+        assert np.array_equal(out - true, mech.noise_to_statistic(total))
+        share0.append(node)
+    assert _chi2_pvalue(np.concatenate(share0), float(mech.scale)) > 1e-3
     noise = np.array(noise)
-    if isinstance(mech, BaryTreeMechanism):
-        assert _chi2_pvalue(noise.ravel(), float(mech.scale)) > 1e-3
-    else:   # leaf 0's path sum vs the exact convolution of L+1 discrete Laplaces (by variance and mean)
-        v = mech.count_variance()[0]
-        col = noise[:, 0]
-        assert abs(col.mean()) < 5 * math.sqrt(v / col.size)
-        assert abs(col.var() / v - 1) < 5 * math.sqrt(2 / col.size) * 1.6
+    v = 3 * mech.count_variance()[0]
+    col = noise[:, 0]
+    assert proto.variance_factor == 3.0
+    assert abs(col.mean()) < 5 * math.sqrt(v / col.size)
+    assert abs(col.var() / v - 1) < 5 * math.sqrt(2 / col.size) * 1.6
 
 
 def test_run_equals_simulate_at_large_epsilon():

@@ -44,9 +44,10 @@ def test_frequencies_bad_input():
     with pytest.raises(ValueError, match="not in domain"):
         privstats.frequencies(["z"], domain=["a", "b"], epsilon=1.0)
     with pytest.raises(ValueError, match="k-RR cannot reach"):        # too few users for Balle et al.'s blanket
-        privstats.frequencies(X[:200], domain=8, epsilon=0.5, protocol="single-rr", calibration="balle")
+        privstats.frequencies(X[:200], domain=8, epsilon=0.5, delta=1e-6, protocol="single-rr",
+                              calibration="balle")
     with pytest.raises(ValueError, match="n must be"):                 # below the minimum batch of users
-        privstats.frequencies([3], domain=8, epsilon=0.5, protocol="single-rr")
+        privstats.frequencies([3], domain=8, epsilon=0.5, delta=1e-6, protocol="single-rr")
 
 
 def test_range_counts_1d_and_2d_within_error():

@@ -245,11 +245,17 @@ def test_heavy_hitters_with_fewer_users_than_levels():
     assert est.value.size == 0
 
 
-def test_default_delta_stays_below_one_over_n():
-    small = privstats.frequencies(np.zeros(1000, dtype=int), domain=4, epsilon=1.0, protocol="single-rr", rng=0)
-    assert small.guarantee.delta == 1e-6
-    big = privstats.range_counts(np.zeros(300_000, dtype=int), [(0, 2)], domain=4, epsilon=4.0, rng=0)
-    assert big.guarantee.delta == pytest.approx(1 / 3_000_000)
+def test_delta_is_spent_only_when_passed():
+    # issue 15: the shuffle model used to spend an invented delta; now it asks for one, naming it
+    with pytest.raises(ValueError, match="delta.*explicitly"):
+        privstats.frequencies(np.zeros(1000, dtype=int), domain=4, epsilon=1.0, protocol="single-rr", rng=0)
+    with pytest.raises(ValueError, match="delta.*explicitly"):
+        privstats.range_counts(np.zeros(3000, dtype=int), [(0, 2)], domain=4, epsilon=4.0, model="shuffle", rng=0)
+    small = privstats.frequencies(np.zeros(1000, dtype=int), domain=4, epsilon=1.0, delta=2e-7,
+                                  protocol="single-rr", rng=0)
+    assert small.guarantee.delta == 2e-7 and small.model == "shuffle"
+    central = privstats.frequencies(np.zeros(1000, dtype=int), domain=4, epsilon=1.0, rng=0)
+    assert central.model == "central" and central.delta == 0.0
 
 
 def test_countmin_min_estimator_is_unbiased_with_honest_stderr():
@@ -257,9 +263,10 @@ def test_countmin_min_estimator_is_unbiased_with_honest_stderr():
     x = np.concatenate([np.full(5000, 3), np.random.default_rng(0).integers(0, 32, 5000)])
     truth = np.bincount(x, minlength=32)
     reps = 60
-    vals = np.array([privstats.frequencies(x, domain=32, epsilon=1.0, protocol="multi-countmin", tau=8, rng=s).value
+    vals = np.array([privstats.frequencies(x, domain=32, epsilon=1.0, delta=1e-6, protocol="multi-countmin", tau=8,
+                                          rng=s, postprocess="none").value
                      for s in range(reps)])
-    est = privstats.frequencies(x, domain=32, epsilon=1.0, protocol="multi-countmin", tau=8, rng=0)
+    est = privstats.frequencies(x, domain=32, epsilon=1.0, delta=1e-6, protocol="multi-countmin", tau=8, rng=0)
     se = est.stderr[0]
     assert np.all(np.abs(vals.mean(axis=0) - truth) <= 5 * se / math.sqrt(reps))
     sd = vals.std(axis=0, ddof=1)

@@ -1,6 +1,7 @@
-"""Each summarization experiment runs with --smoke and writes its figure and tables."""
+"""Each summarization experiment runs with --smoke and writes its figure, tables and fidelity rows."""
 
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -19,3 +20,5 @@ def test_experiment_smoke(name, tmp_path):
     assert mod.main(["--smoke", "--out", str(tmp_path)]) == 0
     for suffix in (".png", "_table.csv", "_table.md", "_runs.csv"):
         assert (tmp_path / f"{name}{suffix}").stat().st_size > 0
+    rows = json.loads((tmp_path / "fidelity.json").read_text())
+    assert rows and all(r["verdict"] for r in rows)

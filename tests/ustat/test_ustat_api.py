@@ -62,10 +62,10 @@ def test_local_auc_stderr_reflects_the_spread(scores):
 
 def test_estimate_carries_chosen_parameters_and_guarantees(scores):
     y, s = scores
-    auto = privstats.auc(y, s, epsilon=1.0, rng=0)
+    auto = privstats.auc(y, s, epsilon=1.0, model="local", rng=0)
     assert auto.protocol == "ustat-quantized" and {"domain_size", "oracle"} <= set(auto.params)
     # a large given domain keeps the tree (its error grows like log²d, Protocol A's like d)
-    tree = privstats.auc(y, s, epsilon=1.0, domain_size=2**12, rng=0)
+    tree = privstats.auc(y, s, epsilon=1.0, model="local", domain_size=2**12, rng=0)
     assert tree.protocol == "ustat-tree" and tree.model == "local"
     assert {"domain_size", "depth", "a", "splitting"} <= set(tree.params)
     assert tree.guarantee == PureDP(1.0) and tree.n == y.size and tree.neighbours == "replace"
@@ -93,16 +93,16 @@ def test_other_statistics_end_to_end():
     coef = privstats.gini_coefficient(x, epsilon=4.0, bounds=(0, 1), rng=2)
     assert abs(coef.value - gmd / (2 * x.mean())) < 0.1 and coef.details["mean"] > 0
     v = g.integers(0, 5, 40000)
-    col = privstats.collision_probability(v, epsilon=2.0, domain_size=5, rng=3)
+    col = privstats.collision_probability(v, epsilon=2.0, domain_size=5, model="local", rng=3)
     assert abs(col.value - 0.2) < 5 * col.stderr
     assert col.details["renyi2_entropy"] == pytest.approx(-math.log(col.value))
     sec = privstats.collision_probability(v, epsilon=2.0, domain_size=5, model="secure", rng=3)
     assert sec.params["mechanism"] == "rr" and abs(sec.value - 0.2) < 5 * sec.stderr
     A = np.abs(np.subtract.outer(np.arange(5), np.arange(5))) / 4.0
-    mat = privstats.ustatistic(v, A, epsilon=2.0, rng=4)
+    mat = privstats.ustatistic(v, A, epsilon=2.0, model="local", rng=4)
     exact = np.mean(A[v[:2000, None], v[None, :2000]]) * 2000 / 1999
     assert abs(mat.value - exact) < 5 * mat.stderr + 0.01
-    var = privstats.ustatistic(x, lambda a, b: (a - b) ** 2 / 2, epsilon=50.0, bounds=(0, 1), bins=64, rng=5)
+    var = privstats.ustatistic(x, lambda a, b: (a - b) ** 2 / 2, epsilon=50.0, bounds=(0, 1), bins=64, model="local", rng=5)
     assert var.value == pytest.approx(np.var(x, ddof=1), abs=5 * var.stderr + 1e-3)
 
 
@@ -125,14 +125,14 @@ def test_more_bad_input_and_inputs_unchanged():
     y, s = np.array([0, 1, 0, 1]), np.array([0.1, 0.2, 0.3, 0.4])
     s_copy = s.copy()
     for kw, match in [({"epsilon": 0}, "epsilon"), ({"epsilon": 1, "model": "shuffle"}, "model"),
-                      ({"epsilon": 1, "method": "pairs"}, "method"), ({"epsilon": 1, "bounds": None}, "bounds"),
+                      ({"epsilon": 1, "model": "local", "method": "pairs"}, "method"), ({"epsilon": 1, "bounds": None}, "bounds"),
                       ({"epsilon": 1, "method": "tree", "domain_size": 12}, "power of two"),
                       ({"epsilon": 1, "model": "secure", "method": "all-pairs"}, "delta")]:
         with pytest.raises(ValueError, match=match):
             privstats.auc(y, s, rng=0, **kw)
     assert np.array_equal(s, s_copy)
     with pytest.raises(ValueError, match="bounds"):
-        privstats.kendall_tau([1, 2], [1, 2], epsilon=1.0)
+        privstats.kendall_tau([1, 2], [1, 2], epsilon=1.0, model="local")
     with pytest.raises(ValueError, match="kernel_range"):
         privstats.ustatistic([0.1, 0.2], lambda a, b: a * b, epsilon=1.0, bounds=(0, 1), model="secure")
     with pytest.raises(ValueError, match="non-negative"):

@@ -109,8 +109,8 @@ def test_oracle_choice_prefers_krr_at_large_epsilon():
 def test_bad_kernels_and_huge_dense_domains_get_clear_errors():
     x = np.random.default_rng(67).random(100)
     with pytest.raises(ValueError, match="kernel must be a vectorized callable"):
-        privstats.ustatistic(x, lambda a: a, epsilon=1.0, bounds=(0, 1))
-    est = privstats.ustatistic(x, lambda a, b: 0.5, epsilon=1.0, bounds=(0, 1), bins=4, rng=0)  # constant kernel
+        privstats.ustatistic(x, lambda a: a, epsilon=1.0, bounds=(0, 1), model="local")
+    est = privstats.ustatistic(x, lambda a, b: 0.5, epsilon=1.0, bounds=(0, 1), bins=4, model="local", rng=0)  # constant kernel
     assert math.isfinite(est.value)
     y = np.r_[np.ones(50, int), np.zeros(50, int)]
     # structured kernels run in O(k) with k-RR/OUE up to 2^20 categories (was a 34 GB dense allocation)

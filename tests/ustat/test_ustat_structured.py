@@ -145,7 +145,7 @@ def test_large_domain_gini_error_matches_stated_stderr():
 
         def run(seed, oracle=oracle, eps=eps, exact_var=exact_var):
             est = privstats.gini_mean_difference(x, epsilon=eps, bounds=(0, 1), bins=k, quantization="center",
-                                                 oracle=oracle, rng=seed)
+                                                 oracle=oracle, model="local", rng=seed)
             _plug_in_close_to_exact(est.stderr, exact_var)
             return est
         z.append(_z_scores(run, truth, range(6)))

@@ -57,7 +57,7 @@ def choose_local_hierarchy(n_cells: int, epsilon: float, n: int) -> Hierarchical
     level; only when every level expects >= 20 reports) or "budget" (h reports at ε/h),
     level oracles GRR, OLH, OUE or the per-level best of them.  Uses public values only.
     """
-    best = None
+    best: tuple[float, HierarchicalHistogram] | None = None
     for b in sorted({*range(2, 65), max(n_cells, 2)}):          # b = N: one flat oracle over the cells
         h = HierarchicalHistogram(n_cells, epsilon, b, "grr").height
         if b > 2 and b ** h > 8 * max(n_cells, 4):
@@ -72,6 +72,7 @@ def choose_local_hierarchy(n_cells: int, epsilon: float, n: int) -> Hierarchical
                 v = mean_prefix_variance(hh, n)
                 if best is None or v < best[0] * (1 - 1e-9):
                     best = (v, hh)
+    assert best is not None          # the "grr" levels with split="budget" are always supported
     return best[1]
 
 

@@ -49,7 +49,7 @@ class PrivateECDF:
         self.estimate = estimate
 
     # scipy-like API -------------------------------------------------------------
-    def evaluate(self, t) -> np.ndarray:
+    def evaluate(self, t) -> np.ndarray | float:
         """Private F(t) for each t (array-like)."""
         t = np.asarray(t, dtype=np.float64)
         idx = np.searchsorted(self.quantiles, t, side="right") - 1
@@ -58,7 +58,7 @@ class PrivateECDF:
 
     __call__ = evaluate
 
-    def quantile(self, p) -> np.ndarray:
+    def quantile(self, p) -> np.ndarray | float:
         """Algorithm 1: smallest grid threshold with F >= p (vectorized)."""
         p = np.asarray(p, dtype=np.float64)
         if np.any((p < 0) | (p > 1)) or not np.all(np.isfinite(p)):

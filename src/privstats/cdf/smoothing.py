@@ -48,11 +48,11 @@ def _tree_matrix(n_points: int) -> sparse.csr_matrix:
     """M (N x nodes): path indicators of the binary tree over N points (nodes meeting [0, N))."""
     L = int(n_points - 1).bit_length()
     idx = np.arange(n_points)
-    cols, start = [], 0
+    parts, start = [], 0
     for l in range(L + 1):
-        cols.append(start + (idx >> l))
+        parts.append(start + (idx >> l))
         start += -(-n_points // (1 << l))
-    cols = np.stack(cols, axis=1).ravel()
+    cols = np.stack(parts, axis=1).ravel()
     rows = np.repeat(idx, L + 1)
     return sparse.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(n_points, start))
 

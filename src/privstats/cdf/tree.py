@@ -396,9 +396,9 @@ def choose_mechanism(n_points: int, epsilon: float, neighbours: str = "replace",
         return BaryTreeMechanism(n_points, epsilon, int(method.split(":", 1)[1]), neighbours)
     if method not in ("auto", "b-ary"):
         raise ValueError(f"method must be 'auto', 'binary', 'b-ary' or 'b-ary:<b>', got {method!r}")
-    best = None
+    best: tuple[float, BinaryTreeMechanism | BaryTreeMechanism] | None = None
     if method == "auto":
-        m = BinaryTreeMechanism(n_points, epsilon, neighbours)
+        m: BinaryTreeMechanism | BaryTreeMechanism = BinaryTreeMechanism(n_points, epsilon, neighbours)
         best = (float(m.count_variance().mean()), m)
     for b in range(2, 65):
         if b > 2 and b ** _bary_height(n_points, b) > 16 * max(n_points, 4):
@@ -407,6 +407,7 @@ def choose_mechanism(n_points: int, epsilon: float, neighbours: str = "replace",
         v = float(m.count_variance().mean())
         if best is None or v < best[0] * (1 - 1e-12):
             best = (v, m)
+    assert best is not None
     return best[1]
 
 

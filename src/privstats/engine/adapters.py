@@ -74,11 +74,15 @@ class ShuffledMessages:
     protocol : a :mod:`privstats.shuffle` protocol (``ShuffledKRR``, ``ShuffledRAPPOR``,
         ``HadamardMultiMessage``, ``CountMinMultiMessage``, ``ShuffledSum``).
 
+    Notes
+    -----
     ``encode_batch`` (the clients of one batch, then the shuffler) permutes the batch's
     messages with the same randomness source, so a stored file is never in user order;
     it stands in for the shuffler in simulations and benchmarks only (anonymity within
     a batch).  In a deployment, store what :class:`privstats.shuffle.Shuffler` releases.
 
+    Examples
+    --------
     >>> from privstats.shuffle import HadamardMultiMessage
     >>> h = ShuffledMessages(HadamardMultiMessage(9, n=1000, epsilon=1.0, delta=1e-6, rho=3, tau=6))
     >>> h.report_fields, h.encode_batch([1, 2], rng=0)["message"].shape   # 2 users x (k + rho) messages
@@ -168,6 +172,7 @@ def build_shuffled(name: str, params: Mapping[str, Any]) -> ShuffledMessages:
     )
 
     base = ("domain_size", "n", "epsilon", "delta")
+    protocol: Any
     if name == "shuffle-krr":
         p = _take(params, name, (*base, "gamma"), ("epsilon0",))
         protocol = ShuffledKRR(p.pop("domain_size"), **p)

@@ -279,7 +279,7 @@ def _run_dask(oracle, source, chunk_size: int, client, progress):
     else:
         bar = _Progress(None, progress, "aggregating (dask)")
         in_flight_limit = 2 * workers + 2
-        in_flight = []
+        in_flight: list[Any] = []
         for where, reports in _batch_source(oracle, source, chunk_size):
             if len(in_flight) >= in_flight_limit:  # bound the data held by the cluster
                 done, pending = wait(in_flight, return_when="FIRST_COMPLETED")
@@ -338,10 +338,15 @@ def aggregate(oracle, source, *, engine: str = "local", chunk_size: int = DEFAUL
     progress :
         Show a progress bar on stderr; default: only when stderr is a terminal.
 
-    Returns the merged state, only when every partition was read and validated; a
-    corrupted file raises :class:`ReportFormatError` naming the file and returns
-    nothing.  Estimate as usual with ``oracle.estimate(state)``.
+    Returns
+    -------
+    state
+        The merged state, only when every partition was read and validated; a
+        corrupted file raises :class:`ReportFormatError` naming the file and returns
+        nothing.  Estimate as usual with ``oracle.estimate(state)``.
 
+    Examples
+    --------
     >>> from privstats.local import GRR
     >>> oracle = GRR(4, epsilon=1.0)
     >>> reports = oracle.encode_batch([0, 1, 2, 3] * 10, rng=0)

@@ -367,6 +367,7 @@ def read_report_metadata(path: str | os.PathLike) -> dict:
             raise ReportFormatError(
                 f"{f}: protocol/params {meta['protocol']}{meta['params']} differ from "
                 f"{files[0]}: {first['protocol']}{first['params']}")
+    assert first is not None  # `files` is non-empty
     return {**first, "n": n, "row_groups": row_groups, "files": [str(f) for f in files]}
 
 

@@ -20,7 +20,7 @@ from privstats.validation import check_choice, check_domain_size, check_epsilon
 
 __all__ = ["best_oracle", "make_oracle", "worst_case_variance", "linear_variance", "ORACLES"]
 
-ORACLES = {"grr": GRR, "oue": OUE, "olh": OLH, "hr": HadamardResponse}
+ORACLES: dict[str, type[FrequencyOracle]] = {"grr": GRR, "oue": OUE, "olh": OLH, "hr": HadamardResponse}
 
 
 def make_oracle(kind: str, domain_size: int, epsilon: float) -> FrequencyOracle:

@@ -15,6 +15,7 @@ True
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import numpy as np
 
@@ -29,7 +30,7 @@ class GRR(SupportOracle):
     """Generalized (k-ary) randomized response over ``domain_size`` values."""
 
     name = "grr"
-    report_fields = {"value": "int64"}
+    report_fields: ClassVar[dict[str, str]] = {"value": "int64"}
 
     # e^ε/(e^ε + d − 1) written with e^−ε: no overflow for huge ε, and p − q via expm1 for tiny ε
     @property

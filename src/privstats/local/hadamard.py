@@ -26,6 +26,7 @@ True
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import numpy as np
 
@@ -73,7 +74,7 @@ class HadamardResponse(SupportOracle):
     """Hadamard response over ``domain_size`` values: one index in [K], K = 2^ceil(log2(d+1))."""
 
     name = "hr"
-    report_fields = {"index": "int64"}
+    report_fields: ClassVar[dict[str, str]] = {"index": "int64"}
 
     @property
     def K(self) -> int:

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -238,9 +239,9 @@ class HierarchicalHistogram:
             for key in oracle.report_fields:
                 col = cols[key][rows]
                 if key == "bits":
-                    if np.any(col[:, oracle.width :]):
+                    if np.any(col[:, oracle.width :]):  # type: ignore[attr-defined]  # "bits" oracles have a width
                         raise ValueError(f"reports['bits'] has non-zero bytes beyond level {l}'s width")
-                    col = col[:, : oracle.width]
+                    col = col[:, : oracle.width]  # type: ignore[attr-defined]
                 sub[key] = col
             new_levels.append(oracle.aggregate(sub, old))  # validates; old states are not changed
         return HierarchyState(self.name, self.params, new_levels)
@@ -285,7 +286,7 @@ class HierarchicalHistogram:
         self._check_state(state)
         return [o.estimate(s).value * k for o, s, k in zip(self.oracles, state.levels, self._scales(state))]
 
-    def level_variances(self, n: int, level_sizes) -> np.ndarray:
+    def level_variances(self, n: float, level_sizes) -> np.ndarray:
         """Public per-level variance σ_l² of a node with the average count (the consistency weights)."""
         sizes = np.asarray(level_sizes, dtype=float)
         out = np.empty(self.height)
@@ -296,7 +297,7 @@ class HierarchicalHistogram:
             out[l - 1] = (n / m) ** 2 * (oracle_var + sampling)
         return out
 
-    def _consistency_passes(self, n: int, sigma2: np.ndarray):
+    def _consistency_passes(self, n: float, sigma2: np.ndarray):
         """Coefficients of the two passes: z_l = α_l y_l + β_l S z_{l+1}."""
         b, h = self.branching, self.height
         alpha, beta = np.ones(h), np.zeros(h)
@@ -312,7 +313,7 @@ class HierarchicalHistogram:
         """Consistent node counts (levels 1..h) from noisy ones ``y`` and the root ``n``."""
         b, h = self.branching, self.height
         alpha, beta = self._consistency_passes(n, sigma2)
-        z = [None] * h
+        z: list[Any] = [None] * h
         z[h - 1] = np.asarray(y[h - 1], dtype=float)
         for l in range(h - 2, -1, -1):
             z[l] = alpha[l] * y[l] + beta[l] * z[l + 1].reshape(-1, b).sum(axis=1)
@@ -327,13 +328,13 @@ class HierarchicalHistogram:
         """Coefficients on every noisy node count of ``r · (consistent leaves)`` (reverse of the passes)."""
         b, h = self.branching, self.height
         alpha, beta = self._consistency_passes(n, sigma2)
-        gz = [None] * h
+        gz: list[Any] = [None] * h
         g = np.asarray(r, dtype=float)
         for l in range(h - 1, -1, -1):
             sib = np.repeat(g.reshape(-1, b).sum(axis=1), b)
             gz[l] = g - sib / b
             g = g.reshape(-1, b).sum(axis=1) / b
-        gy = [None] * h
+        gy: list[Any] = [None] * h
         for l in range(h - 1):
             gy[l] = alpha[l] * gz[l]
             gz[l + 1] = gz[l + 1] + beta[l] * np.repeat(gz[l], b)
@@ -392,7 +393,7 @@ class HierarchicalHistogram:
         if consistent:
             sigma2 = self.level_variances(state.n, state.level_sizes)
             values = self.consistent_leaves(state.n, y, sigma2)
-            stderr = None
+            stderr: Any = None
         else:
             values = y
             c = self._plug_in_counts(state, y)
@@ -574,12 +575,12 @@ def _prefix_covariance(hh: HierarchicalHistogram, true_counts, level_sizes) -> n
     alpha, beta = hh._consistency_passes(n, hh.level_variances(n, sizes))
     # the adjoint of the consistency passes, one row per prefix (batched _adjoint)
     g = np.tri(d, D)
-    gz = [None] * H
+    gz: list[Any] = [None] * H
     for l in range(H - 1, -1, -1):
         block = g.reshape(d, -1, b).sum(axis=2)
         gz[l] = g - np.repeat(block / b, b, axis=1)
         g = block / b
-    gy = [None] * H
+    gy: list[Any] = [None] * H
     for l in range(H - 1):
         gy[l] = alpha[l] * gz[l]
         gz[l + 1] = gz[l + 1] + beta[l] * np.repeat(gz[l], b, axis=1)
@@ -588,7 +589,7 @@ def _prefix_covariance(hh: HierarchicalHistogram, true_counts, level_sizes) -> n
     pi = sizes / n
     cov = np.zeros((d, d))
     first = np.zeros((H, d))
-    combined = np.zeros((d, D)) if users else None
+    combined: Any = np.zeros((d, D)) if users else None
     for l, oracle in enumerate(hh.oracles):
         a1, a2, a3, a4 = _oracle_quadratic(oracle)
         m = sizes[l]

@@ -32,6 +32,7 @@ True
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import numpy as np
 
@@ -105,7 +106,7 @@ class OLH(SupportOracle):
     """Optimized local hashing over ``domain_size`` values with ``g`` hash buckets."""
 
     name = "olh"
-    report_fields = {"seed": "uint64", "bucket": "int64"}
+    report_fields: ClassVar[dict[str, str]] = {"seed": "uint64", "bucket": "int64"}
 
     def __init__(self, domain_size: int, epsilon: float, g: int | None = None):
         super().__init__(domain_size, epsilon)

@@ -20,6 +20,7 @@ True
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import numpy as np
 
@@ -45,7 +46,7 @@ class OUE(SupportOracle):
     """Optimized unary encoding over ``domain_size`` values: d bits per user."""
 
     name = "oue"
-    report_fields = {"bits": "uint8"}
+    report_fields: ClassVar[dict[str, str]] = {"bits": "uint8"}
 
     @property
     def p(self) -> float:

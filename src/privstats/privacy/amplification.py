@@ -29,6 +29,8 @@ True
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import NoReturn
 
 import numpy as np
 
@@ -165,7 +167,7 @@ def _balle_generic(epsilon0: float, n: int, delta: float) -> float:
     return _bisect_eps(lambda e: _generic_blanket_delta(e, epsilon0, n), delta, epsilon0, tol=1e-7)
 
 
-def _bisect_eps(delta_of_eps, delta: float, hi: float, tol: float = 1e-6) -> float:
+def _bisect_eps(delta_of_eps: Callable[[float], float], delta: float, hi: float, tol: float = 1e-6) -> float:
     """Smallest ε in [0, hi] with delta_of_eps(ε) ≤ δ (delta_of_eps is non-increasing); hi if none smaller."""
     if delta_of_eps(0.0) <= delta:
         return 0.0
@@ -235,6 +237,7 @@ def local_epsilon_for(epsilon: float, n: int, delta: float, method: str = "fmt-n
         # the generic bound is vacuous beyond ε0 ≈ ½ ln(n / ln(1/δ)) and its ε grows with ε0 below that
         hi = max(epsilon, 0.5 * math.log(n)) + 1.0
     elif method == "balle":
+        assert k is not None
         # ε ≤ 1 and ε grows with ε0: the largest valid ε0 solves 14 ln(2/δ)(e^ε0+k−1)/(n−1) = min(ε,1)^2
         _balle(1e-9, n, delta, k)  # raises for a bad k or hopeless n
         target = min(epsilon, 1.0)
@@ -265,6 +268,6 @@ def local_epsilon_for(epsilon: float, n: int, delta: float, method: str = "fmt-n
     return lo
 
 
-def _raise_small(epsilon, n, k, delta):
+def _raise_small(epsilon: float, n: int, k: int, delta: float) -> NoReturn:
     raise ValueError(f"no epsilon0 > 0 reaches epsilon={epsilon} with the Balle et al. bound for n={n}, k={k}, "
                      f"delta={delta}")

@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import stats
 
 __all__ = ["epsilon_lower_bound", "expected_epsilon_lower_bound"]
@@ -74,7 +76,7 @@ def _bound_from_counts(count_a: np.ndarray, count_b: np.ndarray, n_a: float, n_b
     return best if math.isfinite(best) else 0.0
 
 
-def _scalar_outputs(samples, statistic: Callable | None, name: str) -> np.ndarray:
+def _scalar_outputs(samples: ArrayLike, statistic: Callable[[np.ndarray], ArrayLike] | None, name: str) -> np.ndarray:
     x = np.asarray(samples)
     if statistic is not None:
         x = np.asarray(statistic(x))
@@ -86,8 +88,8 @@ def _scalar_outputs(samples, statistic: Callable | None, name: str) -> np.ndarra
     return x
 
 
-def epsilon_lower_bound(samples_a, samples_b, *, delta: float = 0.0, alpha: float = 1e-3,
-                        max_events: int = 200, statistic: Callable | None = None) -> float:
+def epsilon_lower_bound(samples_a: ArrayLike, samples_b: ArrayLike, *, delta: float = 0.0, alpha: float = 1e-3,
+                        max_events: int = 200, statistic: Callable[[np.ndarray], ArrayLike] | None = None) -> float:
     """A (1 − alpha)-confidence lower bound on ε from outputs on two neighbouring inputs.
 
     ``samples_a``/``samples_b``: one output per trial (first axis).  Multi-dimensional
@@ -108,7 +110,7 @@ def epsilon_lower_bound(samples_a, samples_b, *, delta: float = 0.0, alpha: floa
                               max_events=max_events)
 
 
-def expected_epsilon_lower_bound(values, prob_a, prob_b, trials, *, delta: float = 0.0, alpha: float = 1e-3,
+def expected_epsilon_lower_bound(values: ArrayLike, prob_a: ArrayLike, prob_b: ArrayLike, trials: Any, *, delta: float = 0.0, alpha: float = 1e-3,
                                  max_events: int = 200) -> float:
     """The bound :func:`epsilon_lower_bound` reaches when every count equals its expectation.
 

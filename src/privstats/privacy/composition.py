@@ -58,7 +58,7 @@ def _as_list(guarantees: Iterable[Guarantee], name: str = "guarantees") -> list[
     return out
 
 
-def _check_nonneg(x, name: str) -> float:
+def _check_nonneg(x: object, name: str) -> float:
     if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)) or not (x >= 0) or not math.isfinite(x):
         raise ValueError(f"{name} must be a finite number >= 0, got {x!r}")
     return float(x)
@@ -77,15 +77,16 @@ def basic_composition(guarantees: Iterable[Guarantee]) -> Guarantee:
     gs = _as_list(guarantees)
     if not gs:
         return PureDP(0.0)
-    n_z = sum(isinstance(g, ZCDP) for g in gs)
-    if n_z == len(gs):
-        return ZCDP(math.fsum(g.rho for g in gs))
-    if n_z:
+    zs = [g for g in gs if isinstance(g, ZCDP)]
+    eds = [g for g in gs if isinstance(g, (PureDP, ApproxDP))]
+    if len(zs) == len(gs):
+        return ZCDP(math.fsum(g.rho for g in zs))
+    if zs:
         raise TypeError(_MIX_MSG.format(how="basic composition"))
-    eps = math.fsum(g.epsilon for g in gs)
+    eps = math.fsum(g.epsilon for g in eds)
     if all(isinstance(g, PureDP) for g in gs):
         return PureDP(eps)
-    delta = math.fsum(g.delta for g in gs)
+    delta = math.fsum(g.delta for g in eds)
     if delta >= 1:
         raise ValueError(f"the deltas sum to {delta} >= 1: the composed guarantee is vacuous")
     return ApproxDP(eps, delta)
@@ -212,7 +213,7 @@ def zcdp_composition(guarantees: Iterable[Guarantee]) -> ZCDP:
     for g in _as_list(guarantees):
         if isinstance(g, ZCDP):
             rhos.append(g.rho)
-        elif g.delta == 0:
+        elif isinstance(g, (PureDP, ApproxDP)) and g.delta == 0:
             rhos.append(g.epsilon**2 / 2)
         else:
             raise TypeError(
@@ -251,7 +252,9 @@ def zcdp_to_approx(rho: float, delta: float) -> ApproxDP:
         return ApproxDP(0.0, delta)
     bs = _zcdp_eps_bun_steinke(rho, delta)
     # optimise over u = log(α − 1); the bound is smooth and quasi-convex in α
-    f = lambda u: _zcdp_eps_cks(rho, delta, 1.0 + math.exp(u))
+    def f(u: float) -> float:
+        return _zcdp_eps_cks(rho, delta, 1.0 + math.exp(u))
+
     a_star = math.log1p(math.sqrt(math.log(1 / delta) / rho))   # α ≈ 1 + √(ln(1/δ)/ρ) is near-optimal
     from scipy import optimize  # imported here: scipy.optimize is slow to import
 
@@ -274,15 +277,16 @@ def parallel_composition(guarantees: Iterable[Guarantee]) -> Guarantee:
     gs = _as_list(guarantees)
     if not gs:
         return PureDP(0.0)
-    n_z = sum(isinstance(g, ZCDP) for g in gs)
-    if n_z == len(gs):
-        return ZCDP(max(g.rho for g in gs))
-    if n_z:
+    zs = [g for g in gs if isinstance(g, ZCDP)]
+    eds = [g for g in gs if isinstance(g, (PureDP, ApproxDP))]
+    if len(zs) == len(gs):
+        return ZCDP(max(g.rho for g in zs))
+    if zs:
         raise TypeError(_MIX_MSG.format(how="parallel composition"))
-    eps = max(g.epsilon for g in gs)
+    eps = max(g.epsilon for g in eds)
     if all(isinstance(g, PureDP) for g in gs):
         return PureDP(eps)
-    return ApproxDP(eps, max(g.delta for g in gs))
+    return ApproxDP(eps, max(g.delta for g in eds))
 
 
 def compose(guarantees: Iterable[Guarantee], *, method: str = "basic", delta: float | None = None) -> Guarantee:
@@ -315,14 +319,16 @@ def compose(guarantees: Iterable[Guarantee], *, method: str = "basic", delta: fl
     if not gs:
         return PureDP(0.0)
     basic = basic_composition(gs)
-    eps = max(g.epsilon for g in gs)
-    d0 = max(g.delta for g in gs)
+    eds = [g for g in gs if isinstance(g, (PureDP, ApproxDP))]     # all of them: zCDP was refused above
+    eps = max(g.epsilon for g in eds)
+    d0 = max(g.delta for g in eds)
     if eps == 0:
         return basic
     if method == "advanced":
         res = advanced_composition(eps, len(gs), delta, d0)
     else:
         res = optimal_composition(eps, len(gs), delta, d0)
-    if basic.epsilon <= res.epsilon and basic.delta <= res.delta:
+    b = basic.to_approx()
+    if b.epsilon <= res.epsilon and b.delta <= res.delta:
         return basic
     return res

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["Guarantee", "PureDP", "ApproxDP", "ZCDP", "guarantee_from_dict"]
 
@@ -39,13 +40,13 @@ class Guarantee:
         a, b = self.to_approx(), other.to_approx()
         return a.epsilon <= b.epsilon * (1 + 1e-12) and a.delta <= b.delta * (1 + 1e-12)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, **{k: float(v) for k, v in vars(self).items()}}
 
 
-def _check_eps(eps, name="epsilon") -> float:
+def _check_eps(eps: Any, name: str = "epsilon") -> float:
     """A finite real >= 0 (int, float, Fraction or numpy scalar; not a bool), as a float."""
-    if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not (math.isfinite(eps) and eps >= 0):
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not (math.isfinite(eps) and float(eps) >= 0):
         raise ValueError(f"{name} must be a finite number >= 0, got {eps!r}")
     return float(eps)
 
@@ -57,7 +58,7 @@ class PureDP(Guarantee):
     epsilon: float
     kind = "pure"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", _check_eps(self.epsilon))
 
     @property
@@ -76,7 +77,7 @@ class ApproxDP(Guarantee):
     delta: float
     kind = "approx"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", _check_eps(self.epsilon))
         if isinstance(self.delta, bool) or not isinstance(self.delta, numbers.Real) or not (0 <= self.delta < 1):
             raise ValueError(f"delta must be in [0, 1), got {self.delta!r}")
@@ -93,7 +94,7 @@ class ZCDP(Guarantee):
     rho: float
     kind = "zcdp"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "rho", _check_eps(self.rho, "rho"))
 
     def to_approx(self, delta: float | None = None) -> ApproxDP:
@@ -109,7 +110,7 @@ class ZCDP(Guarantee):
         return f"ρ={self.rho:.4g} (zCDP)"
 
 
-def guarantee_from_dict(d: dict) -> Guarantee:
+def guarantee_from_dict(d: dict[str, Any]) -> Guarantee:
     """Inverse of ``Guarantee.to_dict``."""
     kind = d.get("kind")
     if kind == "pure":

@@ -60,14 +60,14 @@ class BudgetLedger:
     """
 
     def __init__(self, total: Guarantee, *, composition: str = "basic"):
-        if not isinstance(total, Guarantee):
+        if not isinstance(total, (PureDP, ApproxDP, ZCDP)):
             raise TypeError(f"total must be a PureDP, ApproxDP or ZCDP guarantee, got {type(total).__name__}")
         if composition not in ("basic", "zcdp"):
             raise ValueError(f"composition must be one of ['basic', 'zcdp'], got {composition!r}")
         if composition == "zcdp" and not isinstance(total, ZCDP) and total.delta == 0:
             raise ValueError("composition='zcdp' needs a ZCDP total or an (epsilon, delta) total with delta > 0 "
                              "(zCDP never implies pure epsilon-DP)")
-        self._total = total
+        self._total: PureDP | ApproxDP | ZCDP = total
         self._composition = composition
         # accounting mode: "eps" (ε, δ sums) or "rho" (ρ sum, checked as ρ or via conversion)
         self._mode = "rho" if (isinstance(total, ZCDP) or composition == "zcdp") else "eps"
@@ -87,7 +87,7 @@ class BudgetLedger:
 
     def _cost(self, g: Guarantee) -> tuple[float, float, float]:
         """(ε, δ, ρ) contributed by ``g`` in this ledger's mode; raises TypeError if it cannot count."""
-        if not isinstance(g, Guarantee):
+        if not isinstance(g, (PureDP, ApproxDP, ZCDP)):
             raise TypeError(f"guarantee must be a PureDP, ApproxDP or ZCDP value, got {type(g).__name__}")
         if self._mode == "eps":
             if isinstance(g, ZCDP):
@@ -105,6 +105,7 @@ class BudgetLedger:
     def _fits(self, eps: float, delta: float, rho: float) -> bool:
         t = self._total
         if self._mode == "eps":
+            assert not isinstance(t, ZCDP)          # a zCDP total always accounts in "rho" mode
             return _le(eps, t.epsilon) and _le(delta, t.delta)
         if isinstance(t, ZCDP):
             return _le(rho, t.rho)
@@ -181,6 +182,7 @@ class BudgetLedger:
             eps, delta, rho = self._sums()
         t = self._total
         if self._mode == "eps":
+            assert not isinstance(t, ZCDP)          # a zCDP total always accounts in "rho" mode
             e = max(0.0, t.epsilon - eps)
             if isinstance(t, PureDP):
                 return PureDP(e)
@@ -192,7 +194,11 @@ class BudgetLedger:
     def _max_rho(self) -> float:
         """Largest ρ with zcdp_to_approx(ρ, δ_total).ε <= ε_total (bisection, conservative)."""
         t = self._total
-        ok = lambda r: zcdp_to_approx(r, t.delta).epsilon <= t.epsilon
+        assert not isinstance(t, ZCDP)              # called only for an (ε, δ) total
+
+        def ok(r: float) -> bool:
+            return zcdp_to_approx(r, t.delta).epsilon <= t.epsilon
+
         lo, hi = 0.0, max(t.epsilon, 1e-12)
         while ok(hi):
             lo, hi = hi, 2 * hi

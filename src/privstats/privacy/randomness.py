@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from typing import Union
+from typing import Any, TypeAlias
 
 import numpy as np
 
@@ -39,6 +39,10 @@ __all__ = [
 _U64_MAX = np.uint64(np.iinfo(np.uint64).max)
 
 
+#: The ``size`` argument of the draws: None for one value, an int or a shape.
+Size: TypeAlias = int | tuple[int, ...] | None
+
+
 class RandomSource(ABC):
     """Uniform random bits, and exact uniform integers built from them."""
 
@@ -48,7 +52,7 @@ class RandomSource(ABC):
     def uint64(self, size: int | tuple[int, ...]) -> np.ndarray:
         """Uniform 64-bit words."""
 
-    def integers(self, high, size=None) -> np.ndarray:
+    def integers(self, high: Any, size: Size = None) -> np.ndarray:
         """Exactly uniform integers in ``[0, high)``; ``high`` may be an array (broadcast with size)."""
         high_arr = np.asarray(high, dtype=np.uint64)
         if np.any(high_arr == 0):
@@ -67,21 +71,21 @@ class RandomSource(ABC):
         res = out.reshape(shape).astype(np.int64) if np.all(high_b <= np.iinfo(np.int64).max) else out.reshape(shape)
         return res if shape else res[()]
 
-    def random(self, size=None) -> np.ndarray:
+    def random(self, size: Size = None) -> np.ndarray:
         """Uniform floats on the 2^-53 grid of [0, 1)."""
         n = 1 if size is None else size
         x = (self.uint64(n) >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
         return x[0] if size is None else x
 
-    def bernoulli(self, p, size=None) -> np.ndarray:
+    def bernoulli(self, p: Any, size: Size = None) -> np.ndarray:
         """Bernoulli(p) for float ``p`` (resolution 2^-53; for randomized response)."""
         p = np.asarray(p, dtype=np.float64)
         shape = np.broadcast_shapes(p.shape, () if size is None else _as_shape(size))
         u = self.random(int(np.prod(shape)) if shape else None)
         u = np.asarray(u).reshape(shape)
-        return u < p
+        return np.asarray(u < p)
 
-    def bernoulli_rational(self, num, den, size=None) -> np.ndarray:
+    def bernoulli_rational(self, num: Any, den: Any, size: Size = None) -> np.ndarray:
         """Exact Bernoulli(num/den) for non-negative integers num <= den."""
         num = np.asarray(num, dtype=np.int64)
         den = np.asarray(den, dtype=np.int64)
@@ -123,7 +127,7 @@ class SecureSource(RandomSource):
         self._pos += k
         return out
 
-    def uint64(self, size) -> np.ndarray:
+    def uint64(self, size: int | tuple[int, ...]) -> np.ndarray:
         shape = _as_shape(size)
         n = int(np.prod(shape))
         return np.frombuffer(self._bytes(8 * n), dtype="<u8").astype(np.uint64).reshape(shape)
@@ -137,23 +141,30 @@ class GeneratorSource(RandomSource):
     def __init__(self, generator: np.random.Generator):
         self.generator = generator
 
-    def uint64(self, size) -> np.ndarray:
+    def uint64(self, size: int | tuple[int, ...]) -> np.ndarray:
         return self.generator.integers(0, _U64_MAX, size=_as_shape(size), dtype=np.uint64, endpoint=True)
 
-    def integers(self, high, size=None) -> np.ndarray:
+    def integers(self, high: Any, size: Size = None) -> np.ndarray:
         high_arr = np.asarray(high)
         if np.any(high_arr <= 0):
             raise ValueError("high must be positive")
         return self.generator.integers(0, high_arr, size=size)
 
-    def random(self, size=None):
+    def random(self, size: Size = None) -> np.ndarray:
         return self.generator.random(size)
 
     def permutation(self, n: int) -> np.ndarray:
         return self.generator.permutation(n)
 
 
-RNGLike = Union[None, int, np.random.Generator, RandomSource]
+RNGLike: TypeAlias = None | int | np.random.Generator | RandomSource
+
+
+def _seed(rng) -> int:
+    """An integer seed >= 0 (numpy's own error for a negative one does not name ``rng``)."""
+    if rng < 0:
+        raise ValueError(f"rng seed must be an integer >= 0, got {rng}")
+    return int(rng)
 
 
 def as_source(rng: RNGLike = None) -> RandomSource:
@@ -169,7 +180,7 @@ def as_source(rng: RNGLike = None) -> RandomSource:
     if isinstance(rng, np.random.Generator):
         return GeneratorSource(rng)
     if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
-        return GeneratorSource(np.random.default_rng(int(rng)))
+        return GeneratorSource(np.random.default_rng(_seed(rng)))
     raise TypeError(f"rng must be None, an int seed, a numpy Generator or a RandomSource, not {type(rng).__name__}")
 
 
@@ -186,14 +197,14 @@ def as_generator(rng: RNGLike = None) -> np.random.Generator:
     if isinstance(rng, GeneratorSource):
         return rng.generator
     if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
-        return np.random.default_rng(int(rng))
+        return np.random.default_rng(_seed(rng))
     raise TypeError(
         "rng must be None, an int seed or a numpy Generator for simulation "
         f"(got {type(rng).__name__}; simulation is not a path for protecting real data)"
     )
 
 
-def _as_shape(size) -> tuple[int, ...]:
+def _as_shape(size: int | tuple[int, ...]) -> tuple[int, ...]:
     if isinstance(size, (int, np.integer)):
         return (int(size),)
     return tuple(int(s) for s in size)

@@ -38,10 +38,12 @@ from __future__ import annotations
 import math
 import numbers
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
-from privstats.privacy.randomness import GeneratorSource, RandomSource, RNGLike, SecureSource, as_generator, as_source
+from privstats.privacy.randomness import (GeneratorSource, RandomSource, RNGLike, SecureSource, Size, as_generator,
+                                          as_source)
 
 __all__ = ["bernoulli_exp", "discrete_laplace", "discrete_gaussian", "laplace", "gaussian"]
 
@@ -53,12 +55,12 @@ _GAUSS_DEN_BITS = 22     # denominator budget for σ² (relative rounding < 2^-2
 
 # ----------------------------------------------------------------------------- inputs
 
-def _as_fraction(x, name: str, *, allow_zero: bool = False) -> Fraction:
+def _as_fraction(x: Any, name: str, *, allow_zero: bool = False) -> Fraction:
     """A finite rational >= 0 (> 0 unless allow_zero); floats are taken exactly."""
     if isinstance(x, (bool, np.bool_)):
         raise ValueError(f"{name} must be a finite rational number, got {x!r}")
     if isinstance(x, (numbers.Rational, np.integer)):
-        f = Fraction(int(x)) if isinstance(x, np.integer) else Fraction(x.numerator, x.denominator)
+        f = Fraction(int(x)) if isinstance(x, np.integer) else Fraction(int(x.numerator), int(x.denominator))
     elif isinstance(x, (float, np.floating)):
         if not math.isfinite(x):
             raise ValueError(f"{name} must be a finite rational number, got {x!r}")
@@ -71,7 +73,7 @@ def _as_fraction(x, name: str, *, allow_zero: bool = False) -> Fraction:
     return f
 
 
-def _shape(size) -> tuple[int, ...] | None:
+def _shape(size: Size) -> tuple[int, ...] | None:
     if size is None:
         return None
     if isinstance(size, (int, np.integer)) and not isinstance(size, (bool, np.bool_)):
@@ -79,7 +81,7 @@ def _shape(size) -> tuple[int, ...] | None:
             raise ValueError(f"size must be a non-negative integer or tuple, got {size!r}")
         return (int(size),)
     try:
-        shape = tuple(int(s) for s in size)
+        shape = tuple(int(s) for s in size)  # type: ignore[union-attr]  # non-iterables: TypeError below
     except TypeError:
         raise ValueError(f"size must be None, an integer or a tuple of integers, got {size!r}") from None
     if any(s < 0 for s in shape):
@@ -141,7 +143,7 @@ def _bern_over_k(num: np.ndarray, den: np.ndarray, k: np.ndarray, src: RandomSou
         return _bern_rational(num, den * k, src)
     a = _bern_rational(num, den, src)
     b = _bern_rational(np.ones(k.size, dtype=np.int64), k, src)
-    return a & b
+    return np.asarray(a & b)
 
 
 _L = 20
@@ -166,7 +168,7 @@ def _bern_exp1(n: int, src: RandomSource) -> np.ndarray:
         stop = ~a
         res[idx[stop]] = (kk[stop] % 2) == 1
         idx, kk = idx[a], kk[a] + 1
-    return res
+    return np.asarray(res)
 
 
 def _bern_exp_frac(r: np.ndarray, d: np.ndarray, src: RandomSource) -> np.ndarray:
@@ -245,7 +247,7 @@ def _dlap(t: int, s: int, n: int, src: RandomSource) -> np.ndarray:
     return out
 
 
-def _finish(x: np.ndarray, shape: tuple[int, ...] | None, scalar=int):
+def _finish(x: np.ndarray, shape: tuple[int, ...] | None, scalar: type = int) -> Any:
     if shape is None:
         return scalar(x[0])
     return x.reshape(shape)
@@ -253,7 +255,7 @@ def _finish(x: np.ndarray, shape: tuple[int, ...] | None, scalar=int):
 
 # --------------------------------------------------------------------- public API
 
-def bernoulli_exp(gamma, size=None, rng: RNGLike = None):
+def bernoulli_exp(gamma: Any, size: Size = None, rng: RNGLike = None) -> Any:
     """Exact Bernoulli(exp(−γ)) for rational γ >= 0 (Fraction, int, or float taken exactly).
 
     Returns a Python bool for ``size=None``, else a bool array of shape ``size``.
@@ -274,7 +276,7 @@ def bernoulli_exp(gamma, size=None, rng: RNGLike = None):
     return _finish(res, shape, bool)
 
 
-def discrete_laplace(scale, size=None, rng: RNGLike = None):
+def discrete_laplace(scale: Any, size: Size = None, rng: RNGLike = None) -> Any:
     """Exact discrete Laplace: P(x) ∝ exp(−|x|/scale) on the integers (scale rational > 0).
 
     CKS Algorithm 2 with ``scale`` = t/s.  Returns a Python int for ``size=None``,
@@ -295,7 +297,7 @@ def discrete_laplace(scale, size=None, rng: RNGLike = None):
     return _finish(_dlap(f.numerator, f.denominator, n, src), shape)
 
 
-def _sigma2_rational(sigma) -> Fraction:
+def _sigma2_rational(sigma: Any) -> Fraction:
     s = _as_fraction(sigma, "sigma")
     if s >= (1 << 40):
         raise ValueError(f"sigma must be < 2**40, got {sigma!r}")
@@ -303,7 +305,7 @@ def _sigma2_rational(sigma) -> Fraction:
     return _round_up(s2, max(1, math.floor((1 << _GAUSS_DEN_BITS) / s2)))
 
 
-def discrete_gaussian(sigma, size=None, rng: RNGLike = None):
+def discrete_gaussian(sigma: Any, size: Size = None, rng: RNGLike = None) -> Any:
     """Exact discrete Gaussian: P(x) ∝ exp(−x²/(2σ²)) on the integers (σ² rational).
 
     CKS Algorithm 3: a discrete Laplace candidate Y with scale t = ⌊σ⌋ + 1 is
@@ -363,7 +365,7 @@ def _simulation_generator(rng: RNGLike, name: str) -> np.random.Generator:
     return as_generator(rng)
 
 
-def laplace(scale, size=None, rng: RNGLike = None):
+def laplace(scale: Any, size: Size = None, rng: RNGLike = None) -> Any:
     """Continuous Laplace, FOR SIMULATION ONLY (floating point; Mironov 2012). rng must be a seed or Generator.
 
     >>> round(float(laplace(1.0, size=200000, rng=0).std()), 1)
@@ -374,7 +376,7 @@ def laplace(scale, size=None, rng: RNGLike = None):
     return gen.laplace(0.0, float(f), size=size)
 
 
-def gaussian(sigma, size=None, rng: RNGLike = None):
+def gaussian(sigma: Any, size: Size = None, rng: RNGLike = None) -> Any:
     """Continuous Gaussian, FOR SIMULATION ONLY. rng must be a seed or Generator.
 
     >>> round(float(gaussian(2.0, size=200000, rng=0).std()), 1)

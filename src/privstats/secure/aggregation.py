@@ -5,15 +5,22 @@ Roles (all messages serialise to bytes):
 * client — ``encode_client(cell, n_cells, n_servers)``: the one-hot histogram of its
   grid cell, additively shared over Z_2^64; servers 0..m-2 get a 16-byte AES-CTR
   seed, server m-1 the explicit vector (:class:`ClientShare`).
-* :class:`AggregationServer` — sums the shares it receives (any order, mergeable),
-  holds its shares of the per-node noise (drawn once, reused by every release) and
-  publishes ``partial()``: its share of the tree statistic plus its noise share.
-* analyst — ``open_partials`` adds the partials; the result is the tree mechanism's
-  noisy statistic with exactly the central distribution (noise shares of
-  :mod:`privstats.secure.noise`; ``tolerate`` > 0 adds margin for colluders).
+* :class:`AggregationServer` — one server's state for one *batch*: sums the shares it
+  receives (any order, mergeable), draws its own noise share once
+  (:func:`privstats.secure.noise.server_noise_share`: exact discrete Laplace, OS
+  CSPRNG when ``rng`` is None) and publishes ``partial()``: its share of the tree
+  statistic plus its noise share.  The first ``partial()`` *closes* the batch: later
+  reports are refused (they go to a new batch, with fresh noise and its own budget),
+  so two releases never differ by one client's contribution under the same noise.
+* analyst — ``open_partials`` adds the partials; the result is the tree statistic plus
+  the sum of the m noise shares.
 
-One server's view (uniform shares, or PRG seeds, and its own noise) is independent
-of the inputs.
+Privacy against one server that sees the output: by default (``tolerate = m − 1``)
+each server's share alone is a full discrete Laplace with the mechanism's scale, so
+the output minus any m - 1 servers' own shares is still the ε-DP tree mechanism.  The
+price is variance: the opened noise has m times the central variance
+(:func:`privstats.secure.noise.noise_variance_factor`).  One server's message view
+(uniform shares, or PRG seeds) is independent of the inputs.
 
 >>> import numpy as np
 >>> from privstats.cdf.tree import BinaryTreeMechanism
@@ -32,10 +39,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from privstats.privacy.randomness import RNGLike, as_source
-from privstats.secure.noise import discrete_laplace_shares, share_generator
+from privstats.secure.noise import discrete_laplace_shares, noise_variance_factor, share_generator
 from privstats.secure.sharing import expand_seed_shares, new_seed, prg_expand
 
-__all__ = ["ClientShare", "AggregationServer", "encode_client", "open_partials", "SecureECDFAggregation"]
+__all__ = ["AggregationServer", "BatchClosedError", "ClientShare", "DistributedNoiseMechanism",
+           "encode_client", "open_partials", "SecureECDFAggregation"]
 
 _MAGIC = b"PSC1"
 
@@ -51,7 +59,7 @@ class ClientShare:
 
     def to_bytes(self) -> bytes:
         kind = 0 if self.seed is not None else 1
-        body = self.seed if kind == 0 else np.asarray(self.vector, dtype="<u8").tobytes()
+        body = self.seed if self.seed is not None else np.asarray(self.vector, dtype="<u8").tobytes()
         return _MAGIC + struct.pack("<BII", kind, self.server, self.n_cells) + body
 
     @classmethod
@@ -82,24 +90,50 @@ def encode_client(cell: int, n_cells: int, n_servers: int, rng: RNGLike = None) 
     return [ClientShare(j, n_cells, seed=s) for j, s in enumerate(seeds)] + [ClientShare(n_servers - 1, n_cells, vector=last)]
 
 
+class BatchClosedError(RuntimeError):
+    """A report or merge reached a batch whose noisy aggregate was already released."""
+
+
 class AggregationServer:
-    """Server ``index`` of ``n_servers`` for a tree mechanism over ``mechanism.n_points`` cells.
+    """Server ``index`` of ``n_servers`` for one batch of a tree mechanism over ``mechanism.n_points`` cells.
 
     The histogram has ``n_points + 1`` cells (the last counts values above the grid).
+    ``tolerate`` (default ``n_servers - 1``) is the number of servers, each seeing the
+    output and knowing its own share, against which the guarantee holds; see
+    :mod:`privstats.secure.noise`.  After the first :meth:`partial` the batch is closed:
+    :meth:`receive`, :meth:`receive_aggregate` and :meth:`merge` raise
+    :class:`BatchClosedError` (start a new ``AggregationServer`` for later reports).
     """
 
-    def __init__(self, index: int, n_servers: int, mechanism, *, tolerate: int = 0, rng: RNGLike = None):
+    def __init__(self, index: int, n_servers: int, mechanism, *, tolerate: int | None = None,
+                 rng: RNGLike = None):
         if n_servers < 2:
             raise ValueError("secure aggregation needs n_servers >= 2")
-        self.index, self.n_servers, self.mechanism, self.tolerate = index, n_servers, mechanism, tolerate
+        if not 0 <= index < n_servers:
+            raise ValueError(f"index must be in [0, {n_servers - 1}], got {index}")
+        self.index, self.n_servers, self.mechanism = index, n_servers, mechanism
+        self.tolerate = n_servers - 1 if tolerate is None else tolerate
+        noise_variance_factor(n_servers, self.tolerate)          # validates tolerate
         self.n_cells = mechanism.n_points + 1
         self.total = np.zeros(self.n_cells, dtype=np.uint64)
         self.n_reports = 0
         self._seeds: list[bytes] = []
         self._rng = rng
         self._noise: np.ndarray | None = None
+        self._released: np.ndarray | None = None
+
+    @property
+    def closed(self) -> bool:
+        """True once this batch's partial has been released."""
+        return self._released is not None
+
+    def _check_open(self) -> None:
+        if self._released is not None:
+            raise BatchClosedError("this batch's noisy aggregate was already released; later reports must go to "
+                                   "a new batch (a new AggregationServer, with fresh noise and its own budget)")
 
     def receive(self, message: ClientShare | bytes) -> None:
+        self._check_open()
         msg = ClientShare.from_bytes(message) if isinstance(message, (bytes, bytearray)) else message
         if msg.server != self.index or msg.n_cells != self.n_cells:
             raise ValueError("message addressed to another server or grid")
@@ -109,32 +143,47 @@ class AggregationServer:
             self.total += msg.vector
         self.n_reports += 1
 
+    def _receive_seeds(self, seeds: list[bytes]) -> None:
+        self._check_open()
+        self._seeds += seeds
+        self.n_reports += len(seeds)
+
     def receive_aggregate(self, share_sum: np.ndarray, n_reports: int) -> None:
         """Add an already summed block of shares (e.g. from a sub-aggregator)."""
+        self._check_open()
         self.total += np.asarray(share_sum, dtype=np.uint64)
         self.n_reports += n_reports
 
     def merge(self, other: "AggregationServer") -> "AggregationServer":
+        self._check_open()
+        other._check_open()
         self.total += other.total
         self._seeds += other._seeds
         self.n_reports += other.n_reports
         return self
 
     def noise_shares(self) -> np.ndarray:
-        """This server's per-node noise shares: drawn on first use, then fixed."""
+        """This server's per-node noise shares (int64): drawn once per batch, exactly."""
         if self._noise is None:
-            gen = share_generator(self._rng)
-            self._noise = discrete_laplace_shares(float(self.mechanism.scale), self.mechanism.n_nodes, self.n_servers,
-                                                  tolerate=self.tolerate, rng=gen)[self.index]
+            if self.tolerate == self.n_servers - 1:
+                from privstats.secure.noise import server_noise_share
+
+                self._noise = server_noise_share(self.mechanism.scale, self.mechanism.n_nodes, server=self.index,
+                                                 n_servers=self.n_servers, rng=self._rng)
+            else:
+                self._noise = discrete_laplace_shares(self.mechanism.scale, self.mechanism.n_nodes, self.n_servers,
+                                                      tolerate=self.tolerate, rng=self._rng)[self.index]
         return self._noise
 
     def partial(self) -> np.ndarray:
-        """Share of the noisy tree statistic (uint64)."""
-        hist = self.total + expand_seed_shares(self._seeds, self.n_cells)
-        cum = np.cumsum(hist[:-1], dtype=np.uint64)
-        stat = np.asarray(self.mechanism.statistic(cum), dtype=np.uint64)
-        noise = self.mechanism.noise_to_statistic(self.noise_shares().view(np.uint64))
-        return stat + noise
+        """Share of the noisy tree statistic (uint64); releases and closes the batch."""
+        if self._released is None:
+            hist = self.total + expand_seed_shares(self._seeds, self.n_cells)
+            cum = np.cumsum(hist[:-1], dtype=np.uint64)
+            stat = np.asarray(self.mechanism.statistic(cum), dtype=np.uint64)
+            noise = self.mechanism.noise_to_statistic(self.noise_shares().view(np.uint64))
+            self._released = stat + noise
+        return self._released.copy()
 
     def partial_bytes(self) -> bytes:
         return self.partial().astype("<u8").tobytes()
@@ -156,16 +205,25 @@ class SecureECDFAggregation:
     ``run(cells)`` sends real per-client messages (vectorized in chunks: each
     client's seed shares are expanded by AES-CTR, the last share is explicit);
     ``simulate(cells)`` draws each server's aggregated share directly (the sum of
-    uniform shares is uniform), with the same output distribution.
+    uniform shares is uniform), with the same output distribution.  One object runs one
+    batch: a second ``run``/``simulate`` raises :class:`BatchClosedError`.  The opened noise
+    has :attr:`variance_factor` times the central mechanism's variance.
     """
 
-    def __init__(self, mechanism, *, n_servers: int = 2, tolerate: int = 0, rng: RNGLike = None):
+    def __init__(self, mechanism, *, n_servers: int = 2, tolerate: int | None = None, rng: RNGLike = None):
         self.mechanism = mechanism
         self.n_servers = n_servers
+        self.tolerate = n_servers - 1 if tolerate is None else tolerate
+        self.variance_factor = noise_variance_factor(n_servers, self.tolerate)
+        if rng is None:
+            self._share_rng = None
+            self.servers = [AggregationServer(j, n_servers, mechanism, tolerate=self.tolerate, rng=None)
+                            for j in range(n_servers)]
+            return
         gen = share_generator(rng)
-        self._share_rng = None if rng is None else np.random.default_rng(gen.integers(2**63))
-        self.servers = [AggregationServer(j, n_servers, mechanism, tolerate=tolerate,
-                                          rng=None if rng is None else np.random.default_rng(gen.integers(2**63)))
+        self._share_rng = np.random.default_rng(gen.integers(2**63))
+        self.servers = [AggregationServer(j, n_servers, mechanism, tolerate=self.tolerate,
+                                          rng=np.random.default_rng(gen.integers(2**63)))
                         for j in range(n_servers)]
 
     def run(self, cells: np.ndarray, chunk: int = 4096) -> np.ndarray:
@@ -181,8 +239,7 @@ class SecureECDFAggregation:
                 for s in seeds:                       # each client's own PRG stream
                     expanded += prg_expand(s, n_cells)
                 last = last - expanded
-                self.servers[j]._seeds += seeds
-                self.servers[j].n_reports += block.size
+                self.servers[j]._receive_seeds(seeds)
             self.servers[-1].receive_aggregate(last, block.size)
         return open_partials([s.partial() for s in self.servers])
 
@@ -197,3 +254,34 @@ class SecureECDFAggregation:
             last -= r
         self.servers[-1].receive_aggregate(last, int(np.asarray(cells).size))
         return open_partials([s.partial() for s in self.servers])
+
+
+class DistributedNoiseMechanism:
+    """A tree mechanism whose opened noise is the sum of m servers' shares.
+
+    Delegates everything to ``mechanism`` except the noise moments, which are
+    ``variance_factor`` times the central ones (m for the default design; see
+    :func:`privstats.secure.noise.noise_variance_factor`).
+
+    >>> from privstats.cdf.tree import BinaryTreeMechanism
+    >>> m = BinaryTreeMechanism(8, 1.0)
+    >>> d = DistributedNoiseMechanism(m, 2.0)
+    >>> bool(abs(d.count_variance()[0] / m.count_variance()[0] - 2.0) < 1e-12)
+    True
+    """
+
+    def __init__(self, mechanism, variance_factor: float):
+        self.mechanism = mechanism
+        self.variance_factor = float(variance_factor)
+
+    def __getattr__(self, name: str):
+        return getattr(self.mechanism, name)
+
+    def count_variance(self) -> np.ndarray:
+        return self.variance_factor * np.asarray(self.mechanism.count_variance())
+
+    def count_covariance(self) -> np.ndarray:
+        return self.variance_factor * np.asarray(self.mechanism.count_covariance())
+
+    def params(self) -> dict:
+        return {**self.mechanism.params(), "noise_variance_factor": self.variance_factor}

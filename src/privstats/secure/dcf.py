@@ -109,7 +109,7 @@ def gen_lt(alphas: np.ndarray, depth: int, beta: int = 1, rng: RNGLike = None) -
     t0 = np.zeros(n, dtype=np.uint64)
     t1 = np.ones(n, dtype=np.uint64)
     v_alpha = np.zeros(n, dtype=np.uint64)
-    beta = np.uint64(beta % (1 << 64))
+    beta = np.uint64(beta % (1 << 64))  # type: ignore[assignment]
     cw_s = np.zeros((n, L, 2), dtype=np.uint64)
     cw_v = np.zeros((n, L), dtype=np.uint64)
     cw_tl = np.zeros((n, L), dtype=np.uint64)
@@ -201,19 +201,33 @@ def fss_ecdf_keys(cells: np.ndarray, depth: int, rng: RNGLike = None) -> tuple[D
 
 
 class FSSECDFServer:
-    """One of two FSS servers: holds every party's DCF key and its noise shares (drawn once).
+    """One of two FSS servers for one batch: holds every party's DCF key and its own noise share.
 
     ``cumulative_share()`` is its share of C(t) = #{cell <= t} for all t (full-domain
-    evaluation); ``partial()`` adds its share of the tree noise, like
-    :class:`privstats.secure.aggregation.AggregationServer`.  The grid has 2^L
-    points (a power of two).
+    evaluation); ``partial()`` adds its noise share, like
+    :class:`privstats.secure.aggregation.AggregationServer`: a full discrete Laplace per
+    tree node (:func:`privstats.secure.noise.server_noise_share`, exact, OS CSPRNG when
+    ``rng`` is None), so the guarantee holds against either server even though it knows its
+    own share and sees the output; the opened noise has twice the central variance.  The keys
+    are fixed at construction and the first ``partial()`` releases the batch: later keys go to
+    a new server object with fresh noise.  The grid has 2^L points (a power of two).
     """
 
     def __init__(self, keys: DCFKeys, mechanism, *, rng: RNGLike = None):
         if mechanism.n_points != 1 << keys.depth:
             raise ValueError("the FSS grid must have 2^L points, matching the keys' depth")
-        self.keys, self.mechanism, self._rng = keys, mechanism, rng
-        self._noise = None
+        self._keys, self.mechanism, self._rng = keys, mechanism, rng
+        self._noise: np.ndarray | None = None
+        self._released: np.ndarray | None = None
+
+    @property
+    def keys(self) -> DCFKeys:
+        """The batch's keys (read-only: a batch cannot grow after it is created)."""
+        return self._keys
+
+    @property
+    def closed(self) -> bool:
+        return self._released is not None
 
     def cumulative_share(self) -> np.ndarray:
         lt = full_domain_eval(self.keys).sum(axis=0, dtype=np.uint64)     # shares of #{t < cell}
@@ -222,19 +236,23 @@ class FSSECDFServer:
         return np.uint64(0) - lt
 
     def point_share(self, t: int) -> np.uint64:
-        """Share of C(t) for one threshold index t (one key evaluation per party)."""
+        """Share of C(t) for one threshold index t (one key evaluation per party; not noised)."""
         lt = evaluate(self.keys, t).sum(dtype=np.uint64)
         with np.errstate(over="ignore"):
             return np.uint64(self.keys.n_keys) - lt if self.keys.party == 0 else np.uint64(0) - lt
 
     def noise_shares(self) -> np.ndarray:
+        """This server's per-node noise share (int64), drawn once."""
         if self._noise is None:
-            from privstats.secure.noise import discrete_laplace_shares
+            from privstats.secure.noise import server_noise_share
 
-            self._noise = discrete_laplace_shares(float(self.mechanism.scale), self.mechanism.n_nodes, 2,
-                                                  rng=self._rng)[self.keys.party]
+            self._noise = server_noise_share(self.mechanism.scale, self.mechanism.n_nodes, server=self.keys.party,
+                                             n_servers=2, rng=self._rng)
         return self._noise
 
     def partial(self) -> np.ndarray:
-        stat = np.asarray(self.mechanism.statistic(self.cumulative_share()), dtype=np.uint64)
-        return stat + self.mechanism.noise_to_statistic(self.noise_shares().view(np.uint64))
+        """Share of the noisy tree statistic (uint64); the same array on every call (released once)."""
+        if self._released is None:
+            stat = np.asarray(self.mechanism.statistic(self.cumulative_share()), dtype=np.uint64)
+            self._released = stat + self.mechanism.noise_to_statistic(self.noise_shares().view(np.uint64))
+        return self._released.copy()

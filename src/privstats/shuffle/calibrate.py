@@ -40,9 +40,52 @@ __all__ = [
 ]
 
 
+# Guard (issue 18): one evaluation of hadamard_swap_delta costs about (#values of D) x (window of A + 300)
+# scipy binomial terms, ~5 µs each on a CI core, and the search for ρ runs ~2 log2(ρ) evaluations.
+# Tiny ε with few users needs millions of blanket tuples (ε = 0.01, n = 40: > 300 s; shuffle quantiles
+# at n = 2^20, ε = 1: 280 s).  The search's cost is predicted from the Gaussian limit of the counts
+# before anything runs, and refused when above HADAMARD_SEARCH_WORK_MAX (~40-60 s); a single evaluation
+# above HADAMARD_WORK_MAX (~5 s) is refused as a backstop.
+HADAMARD_WORK_MAX = 1_000_000
+HADAMARD_SEARCH_WORK_MAX = 12_000_000
+
+
+def _swap_work(n_blanket: float, tau: int) -> float:
+    """Predicted number of binomial terms of one :func:`hadamard_swap_delta` evaluation."""
+    p = 2.0 ** -tau
+    n_d = 20 * math.sqrt(n_blanket * p * p + 1) + 41
+    return n_d * (26 * math.sqrt(n_blanket * (p - p * p) + 1) + 361)
+
+
+def _gaussian_mu(epsilon: float, delta: float) -> float:
+    """μ at which the Gaussian limit of the blanket counts (N(μ, μ), shifts (1,0) vs (0,1)) gives δ(ε) = δ."""
+    def gdelta(mu: float) -> float:
+        s = math.sqrt(2 / mu)
+        return float(stats.norm.cdf(-epsilon / s + s / 2) - math.exp(min(epsilon, 700.0)) * stats.norm.cdf(-epsilon / s - s / 2))
+    lo, hi = 1e-3, 1e18
+    for _ in range(100):
+        mid = math.sqrt(lo * hi)
+        lo, hi = (lo, mid) if gdelta(mid) <= delta else (mid, hi)
+    return hi
+
+
+def _predicted_search_work(n: int, epsilon0: float, delta0: float, tau: int) -> tuple[float, float]:
+    """(predicted ρ, predicted binomial terms of the doubling + bisection search of :func:`hadamard_blanket`)."""
+    if delta0 <= 0:
+        return math.inf, math.inf
+    rho = max(1.0, _gaussian_mu(epsilon0, delta0) * 2.0**tau / n)
+    doubling = sum(_swap_work(n * 2.0**i, tau) for i in range(int(math.log2(rho)) + 2))
+    bisection = (math.log2(rho) + 1) * _swap_work(n * 1.5 * rho, tau)
+    return rho, doubling + bisection
+
+
+class CalibrationTooCostly(ValueError):
+    """The exact accountant would run for minutes; raised before it starts."""
+
+
 def group_delta_factor(k: int, epsilon0: float) -> float:
-    """Σ_{i<k} e^{iε0}: a k-swap neighbour of an (ε0, δ0) mechanism is (kε0, factor·δ0)-DP."""
-    return float(sum(math.exp(i * epsilon0) for i in range(k)))
+    """Σ_{i<k} e^{iε0}: a k-swap neighbour of an (ε0, δ0) mechanism is (kε0, factor·δ0)-DP (inf on overflow)."""
+    return float(sum(math.exp(i * epsilon0) if i * epsilon0 < 709 else math.inf for i in range(k)))
 
 
 @lru_cache(maxsize=4096)
@@ -59,22 +102,26 @@ def hadamard_swap_delta(epsilon0: float, n_blanket: int, tau: int) -> float:
     pb = p * p                      # tuple in both sets
     q = p - pb                      # in exactly one of them
     N = int(n_blanket)
-    e0 = math.exp(epsilon0)
+    e0 = math.exp(min(epsilon0, 700.0))     # δ(ε) decreases in ε: δ(700) bounds δ(ε) for larger ε
     if N == 0:
         return min(1.0, 1.0 - p)    # X = X' = 0: the ratio is 1/W, infinite unless W = 1
     mu_d = N * pb
     dmin = max(0, int(mu_d - 10 * math.sqrt(mu_d + 1) - 20))
     dmax = 0 if mu_d < 1e-300 else min(N, int(mu_d + 10 * math.sqrt(mu_d + 1) + 20))
+    work = (dmax - dmin + 1) * (26 * math.sqrt(N * q + 1) + 61)
+    if work > HADAMARD_WORK_MAX:
+        raise CalibrationTooCostly(f"exact Hadamard accounting with {N} blanket tuples (tau={tau}) needs ~{work:.2g} "
+                                   f"binomial terms, more than the {HADAMARD_WORK_MAX} budget")
     d_all = np.arange(dmin, dmax + 1)
     pd_all = stats.binom.pmf(d_all, N, pb)
     q_a = q / (1.0 - pb)            # A | D = d ~ Bin(N − d, q_a)
     q_ap = q / (1.0 - pb - q)       # A' | D = d, A = a ~ Bin(N − d − a, q_ap)
     total_mass = 0.0
     delta = 0.0
-    for d, pd in zip(d_all, pd_all):
+    for d_raw, pd in zip(d_all, pd_all):
         if pd == 0.0:
             continue
-        d = int(d)
+        d = int(d_raw)
         mu = (N - d) * q_a
         half = 13 * math.sqrt(mu + 1) + 30                  # window around the mean; the rest is added to δ
         a = np.arange(max(0, int(mu - half)), min(N - d, int(mu + half)) + 1)
@@ -119,14 +166,29 @@ def hadamard_blanket(n: int, epsilon: float, delta: float, *, k: int = 1, tau: i
     if method != "exact":
         raise ValueError(f"method must be 'exact' or 'chernoff', got {method!r}")
 
+    rho_pred, work = _predicted_search_work(n, eps0, delta0, tau)
+    if work > HADAMARD_SEARCH_WORK_MAX:
+        raise CalibrationTooCostly(
+            f"epsilon={epsilon} (delta={delta}) is too small for n={n} in the Hadamard protocol: it needs about "
+            f"{rho_pred:.3g} blanket messages per user, and certifying that with the exact accountant would take "
+            f"~{work:.2g} binomial terms (minutes; the limit is {HADAMARD_SEARCH_WORK_MAX:.0e}); use a larger "
+            "epsilon or delta, more users, or calibration='chernoff'")
+
     def ok(rho: int) -> bool:
-        return hadamard_swap_delta(eps0, n * rho, tau) <= delta0
+        try:
+            return hadamard_swap_delta(eps0, n * rho, tau) <= delta0
+        except CalibrationTooCostly as exc:
+            raise CalibrationTooCostly(
+                f"epsilon={epsilon} (delta={delta}) is too small for n={n}: certifying it would need more than "
+                f"{rho // 2} blanket messages per user, and the exact accountant would run for minutes ({exc}); "
+                "use a larger epsilon or delta, more users, or calibration='chernoff'") from None
 
     hi = 1
     while not ok(hi):
         hi *= 2
         if hi > 1 << 30:
-            raise ValueError("no blanket size reaches the requested (epsilon, delta)")
+            raise ValueError(f"epsilon={epsilon}, delta={delta}: no blanket size up to 2^30 messages per user "
+                             "reaches the requested guarantee")
     lo = hi // 2
     while hi - lo > 1:
         mid = (lo + hi) // 2

@@ -36,6 +36,9 @@ from privstats.privacy.randomness import RNGLike, as_generator, as_source
 from privstats.shuffle.calibrate import hadamard_blanket
 from privstats.validation import as_domain_values, check_delta, check_domain_size, check_epsilon, check_positive_int
 
+
+SIMULATE_MAX_MESSAGES = 1 << 26
+"""Guard (issue 18): message-level simulation above this many messages would run for minutes."""
 __all__ = ["HadamardMultiMessage", "kernels_from_tuples", "canonical_basis", "messages_to_bytes",
            "messages_from_bytes"]
 
@@ -359,6 +362,12 @@ class HadamardMultiMessage:
         however large ρ is; time grows with the n(k + ρ) messages.
         """
         idx = self._indices(sets)
+        total = idx.shape[0] * self.messages_per_user
+        if total > SIMULATE_MAX_MESSAGES:   # ~6.7e7 messages take ~10 s; 2.3e9 (n = 2^20, ε = 1, k = 7) ~6 min
+            raise ValueError(f"epsilon={self.epsilon} needs rho={self.rho} blanket messages per user: simulating "
+                             f"{total:.3g} shuffled messages (n={idx.shape[0]}, k={self.k}) exceeds "
+                             f"{SIMULATE_MAX_MESSAGES:.3g} and would run for minutes; use a larger epsilon or "
+                             "fewer users per run")
         g = as_generator(rng)
         state = self.new_state()
         if chunk_users is None:

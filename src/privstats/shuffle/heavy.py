@@ -56,7 +56,7 @@ def prefix_tree_heavy_hitters(values: np.ndarray, B: int, *, threshold: float,
         est_last, se_last = est, se
         if frontier.size == 0:
             break
-    if frontier.size == 0 or est_last is None:
+    if frontier.size == 0 or est_last is None or se_last is None:
         return np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0)
     final = frontier[est_last[frontier] >= threshold]
     return final, est_last[final], se_last[final]

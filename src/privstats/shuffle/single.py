@@ -76,6 +76,13 @@ class _ShuffleBase:
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_delta(delta)
 
+    @property
+    def params(self) -> dict:
+        raise NotImplementedError
+
+    def encode_batch(self, values, rng: RNGLike = None) -> np.ndarray:
+        raise NotImplementedError
+
     def new_state(self) -> CountState:
         return CountState(self.name, self.params, 0, np.zeros(self.domain_size, dtype=np.int64))
 

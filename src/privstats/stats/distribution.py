@@ -17,6 +17,8 @@ True
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy import stats
 
@@ -26,6 +28,7 @@ from privstats.cdf.result import PrivateECDF
 from privstats.cdf.smoothing import SMOOTHING_METHODS, smooth
 from privstats.cdf.tree import choose_mechanism, grid_histogram, uniform_grid
 from privstats.estimate import Estimate
+from privstats.plan import Option, check_model, register, warn_if_useless
 from privstats.privacy import PureDP, discrete_laplace
 from privstats.privacy.randomness import RNGLike, as_source
 from privstats.validation import (as_binary_labels, as_float_array, check_bounds, check_choice, check_epsilon,
@@ -71,19 +74,23 @@ def _private_cumulative(x: np.ndarray, thresholds: np.ndarray, bounds, *, epsilo
         name = mech.name
     else:
         cells = np.searchsorted(internal, x, side="left")
+        from privstats.secure.aggregation import DistributedNoiseMechanism, open_partials
+
         if protocol == "fss":
             check_power_of_two(N, "grid")
             from privstats.secure.dcf import FSSECDFServer, fss_ecdf_keys
             from privstats.secure.noise import share_generator
 
-            gen = share_generator(rng)
-            k0, k1 = fss_ecdf_keys(cells, N.bit_length() - 1, rng=None if rng is None else int(gen.integers(2**62)))
-            servers = [FSSECDFServer(k, mech, rng=None if rng is None else int(gen.integers(2**62))) for k in (k0, k1)]
-            from privstats.secure.aggregation import open_partials
-
+            seeds: list = [None, None, None]                  # rng=None: OS CSPRNG for keys and noise
+            if rng is not None:
+                gen = share_generator(rng)
+                seeds = [int(gen.integers(2**62)) for _ in range(3)]
+            k0, k1 = fss_ecdf_keys(cells, N.bit_length() - 1, rng=seeds[0])
+            servers = [FSSECDFServer(k, mech, rng=r) for k, r in zip((k0, k1), seeds[1:])]
             noisy = open_partials([s.partial() for s in servers])
             cost = {"messages_per_user": 2.0, "bits_per_user": 16.0 * k0.key_bytes()}
             name = mech.name + "+fss-dcf"
+            factor = 2.0
         else:
             from privstats.secure.aggregation import SecureECDFAggregation
 
@@ -91,6 +98,10 @@ def _private_cumulative(x: np.ndarray, thresholds: np.ndarray, bounds, *, epsilo
             noisy = proto.run(cells) if n * (N + 1) <= 2**22 else proto.simulate(cells)
             cost = {"messages_per_user": float(n_servers), "bits_per_user": 128.0 * (n_servers - 1) + 64.0 * (N + 1)}
             name = mech.name + "+secure-aggregation"
+            factor = proto.variance_factor
+        # every server's share is a full discrete Laplace (the guarantee holds against any one server
+        # that knows its share and sees the output): the opened noise has `factor` x the central variance
+        mech = DistributedNoiseMechanism(mech, factor)
     counts = mech.estimate_counts(noisy, n if neighbours == "replace" else None)
     sd = np.sqrt(mech.count_variance())
     total = float(n) if neighbours == "replace" else max(float(counts[-1]), 1.0)
@@ -149,9 +160,16 @@ def ecdf(x, *, epsilon: float, bounds, grid=1024, smoothing: str | None = None, 
         paper's tree), ``"b-ary"`` or ``"b-ary:<b>"`` (local: tree branching b; split
         and level oracle still chosen).
 
-    Returns a :class:`~privstats.cdf.result.PrivateECDF` (``evaluate``, ``quantile``,
-    ``confidence_interval``, ``plot``, ``.estimate``).
+    Returns
+    -------
+    PrivateECDF
+        A :class:`~privstats.cdf.result.PrivateECDF` (``evaluate``, ``quantile``,
+        ``confidence_interval``, ``plot``, ``.estimate``).  The smoothed curve is monotone and in
+        [0, 1]; the raw unbiased values are in ``.raw`` (``estimate.details["unbiased"]``);
+        ``smoothing="none"`` releases them.
 
+    Examples
+    --------
     >>> import numpy as np
     >>> r = ecdf([0.1, 0.4, 0.4, 0.9], epsilon=1e6, bounds=(0, 1), grid=10, rng=0)
     >>> r.evaluate([0.4, 0.95]).tolist()
@@ -164,11 +182,7 @@ def ecdf(x, *, epsilon: float, bounds, grid=1024, smoothing: str | None = None, 
         smoothing = "isotonic" if model == "local" else "l2"
     check_choice(smoothing, "smoothing", SMOOTHING_METHODS)
     check_choice(protocol, "protocol", ("aggregation", "fss"))
-    if model not in ("central", "secure", "local"):
-        if model == "shuffle":
-            raise NotImplementedError("ecdf has no 'shuffle' protocol; use model='local', 'secure' or 'central' "
-                                      "(shuffle-model quantiles: privstats.quantiles(model='shuffle'))")
-        raise ValueError(f"model must be one of ['central', 'secure', 'local', 'shuffle'], got {model!r}")
+    check_model("ecdf", model)
     if model == "local" and neighbours != "replace":
         raise ValueError("model='local' needs neighbours='replace': local DP protects each user's value, and the "
                          "collector counts the reports, so n is public (add/remove would hide participation)")
@@ -183,8 +197,17 @@ def ecdf(x, *, epsilon: float, bounds, grid=1024, smoothing: str | None = None, 
     params = {**(mech if model == "local" else mech.params()), "smoothing": smoothing}
     if model == "secure":
         params.update(servers=2 if protocol == "fss" else n_servers, secure_protocol=protocol)
+    details = {"thresholds": thresholds, "raw": raw, "unbiased": raw, "noise_model": noise_model}
+    if neighbours != "replace":
+        # n is private under add/remove: publish only the noisy total the mechanism already released
+        # (the last cumulative count, covered by the same epsilon), never the exact n
+        details["noisy_n"] = float(noise_model["total"])
+    else:
+        warn_if_useless("ecdf", float(np.max(se)) if se.size else None, n=int(xs.size), epsilon=epsilon,
+                        model=model, protocol=name, stacklevel=3)
     est = Estimate(values, stderr=se, guarantee=PureDP(epsilon), model=model, protocol=name, params=params,
-                   n=int(xs.size), neighbours=neighbours, details={"thresholds": thresholds, "raw": raw, "noise_model": noise_model}, **cost)
+                   n=int(xs.size) if neighbours == "replace" else None, neighbours=neighbours, details=details,
+                   support=(0.0, 1.0), **cost)
     return PrivateECDF(thresholds, values, se, estimate=est, raw=raw)
 
 
@@ -206,10 +229,35 @@ def _auto_quantile_method(m: int, n: int | None) -> str:
     return "joint" if n <= 50_000 else "independent"
 
 
+def _band_interval(thresholds, raw, se, qs, level, lo_bound):
+    """Quantile intervals by inverting the pointwise band of a raw (unbiased) ECDF on a grid.
+
+    The sample q-quantile lies in (t_{j-1}, t_j] for the first grid point t_j with F_n(t_j) >= q;
+    the curve inverted is the isotonic projection of the raw one;
+    the interval runs from the grid cell below the first point whose upper band reaches q to
+    the first point whose lower band does (each side misses with probability ~(1 - level)/2).
+    """
+    from scipy.special import ndtri
+
+    z = float(ndtri(0.5 + level / 2))
+    t = np.asarray(thresholds, dtype=float)
+    # the isotonic projection of the raw curve: a first crossing of a raw noisy curve over
+    # thousands of grid points would be biased early (multiple comparisons)
+    F = smooth(np.asarray(raw, dtype=float), "isotonic")
+    up, down = F + z * np.asarray(se), F - z * np.asarray(se)
+    i_lo = np.searchsorted(np.maximum.accumulate(up), qs, side="left")
+    i_hi = np.searchsorted(np.maximum.accumulate(down), qs, side="left")
+    grid = np.concatenate([[lo_bound], t])                       # t_{-1} = lower bound
+    top = t[-1]
+    lo = grid[np.clip(i_lo, 0, t.size)]                          # t_{i_lo - 1}
+    hi = np.where(i_hi >= t.size, top, t[np.clip(i_hi, 0, t.size - 1)])
+    return lo, np.maximum(hi, lo)
+
+
 def quantiles(x, q, *, epsilon: float, bounds, model: str = "central", method: str = "auto",
               neighbours: str = "replace", grid: int = 4096, rng: RNGLike = None, delta: float | None = None,
-              **kwargs) -> Estimate:
-    """ε-DP quantiles of ``x`` at probabilities ``q``.
+              ci_fraction: float = 0.1, postprocess: str = "clip", **kwargs) -> Estimate:
+    """ε-DP quantiles of ``x`` at probabilities ``q``, with confidence intervals.
 
     ``method``: ``"exponential"`` (Smith 2011, one quantile, or ε/m each for several
     — ``"independent"``), ``"joint"`` (JointExp, GJK 2021), ``"tree"`` (Algorithm 1
@@ -218,30 +266,40 @@ def quantiles(x, q, *, epsilon: float, bounds, model: str = "central", method: s
     else independent (faster at equal accuracy for large n).  The choice uses only
     public information: n only under ``neighbours="replace"`` (where it is public);
     under ``"add-remove"`` n is private and 2..16 quantiles always use independent.  ``model="shuffle"`` delegates to
-    ``privstats.stats.frequency.shuffle_quantiles`` ((ε, δ)); ``model="secure"`` uses
-    the tree method over secure aggregation.
+    ``privstats.stats.frequency.shuffle_quantiles`` ((ε, δ), δ required); ``model="secure"``
+    and ``"local"`` use the tree method over secure aggregation or local hierarchies.
+
+    Uncertainty: ``est.ci(level)`` inverts the pointwise band of a raw private ECDF (the
+    tree's own curve; for the exponential mechanisms a separate central ECDF with
+    ``ci_fraction`` of ε, the point estimate getting the rest; ``ci_fraction=0``: no
+    interval).  ``stderr`` is the 95% interval's half-width / 1.96.  Values are clipped into
+    ``bounds`` and ordered with q (raw values in ``details["unbiased"]``; ``postprocess="none"``).
 
     >>> import numpy as np
     >>> x = np.random.default_rng(1).uniform(0, 10, 5000)
     >>> est = quantiles(x, [0.1, 0.9], epsilon=1.0, bounds=(0, 10), rng=2)
-    >>> est.params["method"]
-    'joint'
+    >>> est.params["method"], bool(est.ci()[0][0] < 1.0 < est.ci()[1][0])
+    ('joint', True)
     """
     epsilon = check_epsilon(epsilon)
     bounds = check_bounds(bounds)
     check_choice(neighbours, "neighbours", NEIGHBOURS)
+    check_model("quantiles", model)
+    check_choice(postprocess, "postprocess", ("clip", "none"))
+    if not (isinstance(ci_fraction, (int, float)) and 0 <= ci_fraction < 1):
+        raise ValueError(f"ci_fraction must be in [0, 1), got {ci_fraction!r}")
     qs = np.atleast_1d(np.asarray(q, dtype=np.float64))
     if qs.ndim != 1 or qs.size == 0 or not np.all(np.isfinite(qs)) or np.any((qs < 0) | (qs > 1)):
         raise ValueError("q must be probabilities in [0, 1]")
     if model == "shuffle":
-        try:
-            from privstats.stats.frequency import shuffle_quantiles
-        except (ImportError, AttributeError):
-            raise NotImplementedError("model='shuffle' quantiles need privstats.stats.frequency.shuffle_quantiles, "
-                                      "which is not available yet") from None
-        return shuffle_quantiles(x, q, epsilon=epsilon, delta=delta, bounds=bounds, rng=rng, **kwargs)
-    if model not in ("central", "secure", "local"):
-        raise ValueError(f"model must be one of ['central', 'secure', 'shuffle', 'local'], got {model!r}")
+        from privstats.stats.frequency import shuffle_quantiles
+
+        est = shuffle_quantiles(x, q, epsilon=epsilon, delta=delta, bounds=bounds, rng=rng, **kwargs)
+        d = est.details
+        edges = bounds[0] + d["bin_width"] * np.arange(1, d["prefix_counts"].size + 1)
+        n = est.n or 1
+        band = (edges, d["prefix_counts"] / n, np.asarray(d["prefix_stderr"]) / n)
+        return _finish_quantiles(est, qs, band, bounds, postprocess)
     xs = as_float_array(x, "x", bounds=bounds)
     public_n = xs.size if neighbours == "replace" else None          # n is private under add/remove
     chosen = _auto_quantile_method(qs.size, public_n) if method == "auto" else method
@@ -252,29 +310,68 @@ def quantiles(x, q, *, epsilon: float, bounds, model: str = "central", method: s
         chosen = "tree"
     check_choice(chosen, "method", ("exponential", "independent", "joint", "tree"))
     order = np.argsort(qs)
+    band = None
     if chosen == "tree":
         res = ecdf(xs, epsilon=epsilon, bounds=bounds, grid=grid, smoothing="isotonic", neighbours=neighbours,
                    model=model, rng=rng, **kwargs)
         values = np.asarray(res.quantile(qs))
         protocol, params = "ecdf-tree+algorithm1", {**res.estimate.params}
         cost = {"messages_per_user": res.estimate.messages_per_user, "bits_per_user": res.estimate.bits_per_user}
+        band = (res.quantiles, res.raw, res.stderr)
+        eps_point = epsilon
     else:
+        src = as_source(rng) if rng is not None else None
+        eps_point = epsilon * (1 - ci_fraction)
+        if ci_fraction > 0:
+            res = ecdf(xs, epsilon=epsilon * ci_fraction, bounds=bounds, grid=min(grid, 1024), smoothing="none",
+                       neighbours=neighbours, model="central", rng=src)
+            band = (res.quantiles, res.raw, res.stderr)
         sx = np.sort(xs)
         if chosen == "joint":
-            v = joint_exponential_quantiles(sx, qs[order], epsilon=epsilon, bounds=bounds, rng=rng, neighbours=neighbours)
+            v = joint_exponential_quantiles(sx, qs[order], epsilon=eps_point, bounds=bounds, rng=src,
+                                            neighbours=neighbours)
         else:
-            v = independent_exponential_quantiles(sx, qs[order], epsilon=epsilon, bounds=bounds, rng=rng,
+            v = independent_exponential_quantiles(sx, qs[order], epsilon=eps_point, bounds=bounds, rng=src,
                                                   neighbours=neighbours)
         values = np.empty(qs.size)
         values[order] = v
         protocol, params = {"joint": "joint-exponential", "exponential": "exponential",
                             "independent": "independent-exponential"}[chosen], {}
+        if ci_fraction > 0:
+            params.update(ci_fraction=ci_fraction, interval="central ECDF band")
         cost = {"messages_per_user": 0.0, "bits_per_user": 0.0}
     params.update(method=chosen, q=qs.tolist())
     if model == "local":
         protocol = "ecdf-local-hierarchy+algorithm1"
-    return Estimate(values, stderr=None, guarantee=PureDP(epsilon), model=model, protocol=protocol, params=params,
-                    n=int(xs.size), neighbours=neighbours, **cost)
+    est = Estimate(values, stderr=None, guarantee=PureDP(epsilon), model=model, protocol=protocol, params=params,
+                   n=public_n, neighbours=neighbours, **cost)         # n is private (None) under add/remove
+    return _finish_quantiles(est, qs, band, bounds, postprocess)
+
+
+def _finish_quantiles(est: Estimate, qs, band, bounds, postprocess) -> Estimate:
+    """Clip into bounds, order with q, attach the band-inverted intervals (95%: ``stderr``)."""
+    from dataclasses import replace
+
+    raw = np.asarray(est.value, dtype=float)
+    details = dict(est.details)
+    value = raw
+    if postprocess == "clip":
+        order = np.argsort(qs, kind="stable")
+        v = np.clip(raw, *bounds)
+        v[order] = np.maximum.accumulate(v[order])
+        value, details["unbiased"] = v, raw
+    stderr = None
+    if band is not None:
+        t, F, se = band
+
+        def ci_fn(level, t=t, F=F, se=se, qs=qs, lo=bounds[0]):
+            return _band_interval(t, F, se, qs, level, lo)
+
+        details["ci_fn"] = ci_fn
+        lo95, hi95 = ci_fn(0.95)
+        stderr = (hi95 - lo95) / (2 * 1.959963984540054)
+        details["interval_method"] = "inverted pointwise band of a raw private ECDF"
+    return replace(est, value=value, stderr=stderr, details=details, support=tuple(map(float, bounds)))
 
 
 def raw_covariance(result: PrivateECDF) -> np.ndarray:
@@ -368,6 +465,7 @@ def roc_curve(y_true, y_score, *, epsilon: float, bounds=(0.0, 1.0), labels: str
     bounds = check_bounds(bounds)
     check_choice(labels, "labels", ("public", "private"))
     check_choice(smoothing, "smoothing", SMOOTHING_METHODS)
+    check_model("roc_curve", model)
     y = as_binary_labels(y_true, "y_true")
     s = as_float_array(y_score, "y_score", bounds=bounds)
     check_same_length(y_true=y, y_score=s)
@@ -397,7 +495,8 @@ def roc_curve(y_true, y_score, *, epsilon: float, bounds=(0.0, 1.0), labels: str
                    **({"messages_per_user": max(pos.estimate.messages_per_user, neg.estimate.messages_per_user),
                        "bits_per_user": max(pos.estimate.bits_per_user, neg.estimate.bits_per_user)}
                       if model == "local" else {}),
-                   details={"fpr": fpr, "tpr": tpr, "thresholds": thresholds, "auc_raw": auc_raw,
+                   support=(0.0, 1.0),
+                   details={"fpr": fpr, "tpr": tpr, "thresholds": thresholds, "auc_raw": auc_raw, "unbiased": auc_raw,
                             "stderr_method": ("exact noise covariance at the plug-in cell counts (unsmoothed)"
                                               if model == "local" else "exact (unsmoothed, public labels)")
                             if labels == "public" else "delta method (curves divided by noisy class totals)",
@@ -510,7 +609,7 @@ def hl_uncertainty(E1n, E0n, O1n, O0n, accounting: dict, *, min_expected: float 
 
 def hosmer_lemeshow(y_true, y_prob, *, epsilon: float, groups: int = 10, depth: int = 10, min_expected: float = 0.5,
                     method: str = "auto", budget: str = "tight", bootstrap: int = 2000,
-                    rng: RNGLike = None) -> Estimate:
+                    rng: RNGLike = None, model: str = "central") -> Estimate:
     """ε-DP Hosmer–Lemeshow statistic with a noise-aware p-value and standard error (Algorithm 2, corrected).
 
     The group boundaries are the (q/Q)-quantiles of a private ECDF of the predicted
@@ -543,6 +642,7 @@ def hosmer_lemeshow(y_true, y_prob, *, epsilon: float, groups: int = 10, depth: 
     (True, True)
     """
     epsilon = check_epsilon(epsilon)
+    check_model("hosmer_lemeshow", model)
     Q = check_positive_int(groups, "groups", minimum=3)
     L = check_positive_int(depth, "depth")
     B = check_positive_int(bootstrap, "bootstrap", minimum=100)
@@ -574,3 +674,123 @@ def hosmer_lemeshow(y_true, y_prob, *, epsilon: float, groups: int = 10, depth: 
                              "accounting": acc,
                              "p_value_method": "parametric bootstrap under calibration (Binomial) with DP noise",
                              "stderr_method": "parametric bootstrap of the DP noise at shrunk plug-in sums"})
+
+
+# ---------------------------------------------------------------------------------------------
+# planner registrations: predicted error and cost from public parameters only (uniform data)
+# ---------------------------------------------------------------------------------------------
+def _short(params: dict) -> dict:
+    return {k: params[k] for k in ("branching", "height") if k in params}
+
+
+def _central_curve(n, epsilon, grid, method="auto"):
+    mech = choose_mechanism(int(grid) + 1, epsilon, "replace", method)
+    return mech, float(np.sqrt(np.mean(mech.count_variance()[:-1]))) / n
+
+
+@register("ecdf", "central", "tree")
+def _plan_ecdf_central(*, n, epsilon, grid=1024, **_):
+    """RMS over the grid of the raw curve's exact stderr (smoothing only lowers it)."""
+    mech, se = _central_curve(n, epsilon, grid)
+    return Option("central", mech.name, _short(mech.params()), se)
+
+
+@register("ecdf", "secure", "tree+secure-aggregation")
+def _plan_ecdf_secure(*, n, epsilon, grid=1024, n_servers=2, **_):
+    from privstats.secure.noise import noise_variance_factor
+
+    mech, se = _central_curve(n, epsilon, grid)
+    se *= math.sqrt(noise_variance_factor(n_servers))         # every server's share is a full noise
+    return Option("secure", mech.name + "+secure-aggregation", {**_short(mech.params()), "servers": n_servers}, se,
+                  messages_per_user=float(n_servers), bits_per_user=128.0 * (n_servers - 1) + 64.0 * (grid + 2))
+
+
+@register("ecdf", "local", "hierarchical-histogram")
+def _plan_ecdf_local(*, n, epsilon, grid=1024, **_):
+    from privstats.cdf.local import local_hierarchy, mean_prefix_variance
+
+    hh = local_hierarchy(int(grid) + 1, epsilon, n, "auto")
+    return Option("local", "local-hierarchical-histogram", {"branching": hh.branching, "height": hh.height},
+                  math.sqrt(mean_prefix_variance(hh, n)) / n, messages_per_user=float(hh.messages_per_user),
+                  bits_per_user=float(hh.bits_per_user))
+
+
+def _width(bounds):
+    return 1.0 if bounds is None else float(bounds[1]) - float(bounds[0])
+
+
+@register("quantiles", "central", "exponential")
+def _plan_quantiles_exp(*, n, epsilon, bounds=None, q=(0.5,), ci_fraction=0.1, **_):
+    """Rank error of the exponential mechanism ~ Laplace(2m/ε') ranks, plus ≈ 4 ranks² from the random
+    spacings it samples within (uniform data, where one rank is (hi - lo)/n in value)."""
+    m = len(np.atleast_1d(q))
+    eps = epsilon * (1 - ci_fraction) / m
+    return Option("central", "exponential" if m == 1 else "independent-exponential", {"ci_fraction": ci_fraction},
+                  _width(bounds) * math.sqrt(8 / eps**2 + 4) / n)
+
+
+def _quantile_from_curve(opt: Option, bounds) -> Option:
+    return Option(opt.model, opt.protocol + "+algorithm1", opt.params, _width(bounds) * opt.stderr,
+                  messages_per_user=opt.messages_per_user, bits_per_user=opt.bits_per_user)
+
+
+@register("quantiles", "secure", "tree")
+def _plan_quantiles_secure(*, n, epsilon, bounds=None, grid=4096, **_):
+    return _quantile_from_curve(_plan_ecdf_secure(n=n, epsilon=epsilon, grid=grid), bounds)
+
+
+@register("quantiles", "local", "tree")
+def _plan_quantiles_local(*, n, epsilon, bounds=None, grid=4096, **_):
+    return _quantile_from_curve(_plan_ecdf_local(n=n, epsilon=epsilon, grid=grid), bounds)
+
+
+@register("quantiles", "shuffle", "range-counts")
+def _plan_quantiles_shuffle(*, n, epsilon, delta=0.0, bounds=None, bins=64, **_):
+    """Prefix counts of the shuffled dyadic tree (needs δ > 0) plus the bin's half width."""
+    if delta <= 0:
+        return None
+    from privstats.shuffle.hadamard import HadamardMultiMessage
+
+    L = int(math.log2(bins))
+    try:
+        proto = HadamardMultiMessage(bins, n=n, epsilon=epsilon, delta=delta, k=1 + L)
+    except ValueError:
+        return None
+    node_se = float(np.sqrt(proto.variance(np.zeros(1))[0]))
+    F_se = node_se * math.sqrt(L / 2) / n
+    w = _width(bounds)
+    bias = w / bins / math.sqrt(12)
+    return Option("shuffle", "shuffle-range-quantiles", {"bins": bins}, math.hypot(w * F_se, bias), bias=bias,
+                  messages_per_user=float(proto.messages_per_user), bits_per_user=float(proto.bits_per_user),
+                  delta=delta)
+
+
+def _plan_roc(model, n, epsilon, grid, n_pos):
+    n_pos = n // 2 if n_pos is None else int(n_pos)
+    n_neg = n - n_pos
+    if model == "local":
+        from privstats.cdf.local import local_hierarchy
+
+        covs = []
+        for m in (n_pos, n_neg):
+            hh = local_hierarchy(int(grid) + 1, epsilon, m, "auto")
+            cells = np.full(int(grid) + 1, m / (grid + 1))
+            levels = np.full(hh.height, m / hh.height) if hh.split == "users" else np.full(hh.height, float(m))
+            covs.append(hh.prefix_covariance(cells, levels)[:-1, :-1] / m**2)
+        bits = float(hh.bits_per_user)
+    else:
+        mech = choose_mechanism(int(grid) + 1, epsilon, "replace", "auto")
+        from privstats.secure.noise import noise_variance_factor
+
+        cov = mech.count_covariance()[:-1, :-1] * (noise_variance_factor(2) if model == "secure" else 1.0)
+        covs = [cov / n_pos**2, cov / n_neg**2]
+        bits = 0.0 if model == "central" else 128.0 + 64.0 * (grid + 2)
+    curve = np.linspace(0, 1, int(grid) + 1)[1:]
+    var, _ = auc_variance(curve, curve, covs[0], covs[1])
+    return Option(model, "roc-two-ecdfs", {"grid": grid}, math.sqrt(var), bits_per_user=bits,
+                  messages_per_user=0.0 if model == "central" else 1.0)
+
+
+for _m in ("central", "secure", "local"):
+    register("roc_curve", _m, "roc-two-ecdfs")(
+        lambda *, n, epsilon, grid=256, n_pos=None, _m=_m, **_: _plan_roc(_m, n, epsilon, grid, n_pos))

@@ -10,7 +10,7 @@ protocol objects' ``encode``/``aggregate`` roles with the OS CSPRNG and a :class
 
 >>> import numpy as np, privstats
 >>> x = np.random.default_rng(0).integers(0, 8, 20_000)
->>> est = privstats.frequencies(x, domain=8, epsilon=1.0, delta=1e-6, protocol="single-rr", rng=1)
+>>> est = privstats.frequencies(x, domain=8, epsilon=1.0, delta=1e-6, model="shuffle", protocol="single-rr", rng=1)
 >>> est.model, est.messages_per_user, bool(np.all(np.abs(est.value - np.bincount(x)) < 6 * est.stderr))
 ('shuffle', 1, True)
 """
@@ -18,11 +18,13 @@ protocol objects' ``encode``/``aggregate`` roles with the OS CSPRNG and a :class
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 from privstats.central import add_count_noise, discrete_laplace_variance
-from privstats.estimate import Estimate
+from privstats.estimate import Estimate, constrain
+from privstats.plan import DEFAULT_MODEL, Option, check_model, register, warn_if_useless
 from privstats.privacy.guarantees import ApproxDP, PureDP
 from privstats.privacy.randomness import RNGLike, as_generator
 from privstats.shuffle.countmin import CountMinMultiMessage
@@ -34,7 +36,7 @@ from privstats.validation import (as_domain_values, as_float_array, check_bounds
                                   check_domain_size, check_epsilon, check_positive_int)
 
 __all__ = ["frequencies", "range_counts", "heavy_hitters", "shuffle_quantiles", "shuffle_protocol",
-           "SHUFFLE_PROTOCOLS", "MODELS"]
+           "SHUFFLE_PROTOCOLS", "MODELS", "require_delta"]
 
 SHUFFLE_PROTOCOLS = ("auto", "single", "single-rr", "single-rappor", "multi-hadamard", "multi-countmin")
 MODELS = ("shuffle", "local", "central")
@@ -42,8 +44,45 @@ DEFAULT_DELTA = 1e-6
 
 
 def default_delta(delta, n: int) -> float:
-    """``delta`` validated; ``None`` means min(1e-6, 1/(10 n)), so δ stays well below 1/n at any n."""
+    """``delta`` validated; ``None`` means min(1e-6, 1/(10 n)) (kept for the task files of the services;
+    the statistics themselves call :func:`require_delta`)."""
     return check_delta(min(DEFAULT_DELTA, 1.0 / (10 * max(n, 1))) if delta is None else delta)
+
+
+def require_delta(delta, n: int) -> float:
+    """``delta`` validated.  δ is spent only when the caller passes it: the shuffle model has no
+    pure-DP protocol here, so ``None`` is an error that says what to pass (δ well below 1/n)."""
+    if delta is None:
+        suggestion = min(DEFAULT_DELTA, 1.0 / (10 * max(n, 1)))
+        raise ValueError(f"delta: model='shuffle' gives (epsilon, delta)-DP and needs delta passed explicitly "
+                         f"(e.g. delta={suggestion:.3g}, well below 1/n); no delta is spent unless you pass one")
+    return check_delta(delta)
+
+
+def _resolve_model(statistic: str, model, protocol=None) -> str:
+    """``model=None``: the model a named ``protocol`` belongs to, else the default ``"central"``."""
+    if model is None:
+        from privstats.local.choose import ORACLES
+
+        if protocol in ORACLES:
+            model = "local"
+        elif protocol is not None and protocol != "auto" and protocol in SHUFFLE_PROTOCOLS:
+            model = "shuffle"
+        elif protocol not in (None, "auto"):
+            raise ValueError(f"protocol must be a local oracle {sorted(ORACLES)} or a shuffle protocol "
+                             f"{list(SHUFFLE_PROTOCOLS)}, got {protocol!r}")
+        else:
+            model = DEFAULT_MODEL
+    return check_model(statistic, model)
+
+
+def _in_range(est: Estimate, n: int, postprocess: str, statistic: str) -> Estimate:
+    """Counts clipped into [0, n] (raw unbiased counts in ``details["unbiased"]``)."""
+    se = est.stderr
+    if se is not None:
+        warn_if_useless(statistic, float(np.max(se)), n=n, epsilon=est.epsilon or 1.0, model=est.model,
+                        protocol=est.protocol, stacklevel=4)
+    return constrain(est, 0.0, float(n), postprocess=postprocess)
 
 
 def _codes(values, domain) -> tuple[np.ndarray, int]:
@@ -103,8 +142,9 @@ def shuffle_protocol(protocol: str, d: int, n: int, epsilon: float, delta: float
     return min(candidates, key=_worst_se)
 
 
-def frequencies(values, *, domain, epsilon: float, delta: float | None = None, model: str = "shuffle",
-                protocol: str | None = None, rng: RNGLike = None, **options) -> Estimate:
+def frequencies(values, *, domain, epsilon: float, delta: float | None = None, model: str | None = None,
+                protocol: str | None = None, rng: RNGLike = None, postprocess: str = "clip",
+                **options) -> Estimate:
     """Private count of every domain element (``estimate.value[i]`` = count of element i).
 
     ``model="shuffle"``: ``protocol`` is ``"single"`` (the better single-message protocol for
@@ -115,8 +155,10 @@ def frequencies(values, *, domain, epsilon: float, delta: float | None = None, m
     ``"olh"``, ``"hr"``.  ``model="central"``: ε-DP discrete Laplace on the histogram.
     Extra keyword ``options`` go to the protocol (e.g. ``calibration="chernoff"``).
     ``values`` are integer codes in [0, domain) when ``domain`` is an int, or any hashable
-    labels (strings, …) when ``domain`` is the public list of labels.  ``delta`` (shuffle
-    only) defaults to min(1e-6, 1/(10 n)); the value used is in ``estimate.guarantee``.
+    labels (strings, …) when ``domain`` is the public list of labels.  ``model`` defaults to
+    ``"central"`` (or the model a named ``protocol`` belongs to).  ``delta`` is required by
+    the shuffle model and spent only when passed.  Counts are clipped into [0, n]
+    (``postprocess="none"`` keeps the raw unbiased counts, always in ``details["unbiased"]``).
 
     >>> import numpy as np
     >>> est = frequencies(np.zeros(5000, dtype=int), domain=4, epsilon=1.0, model="central", rng=0)
@@ -124,24 +166,64 @@ def frequencies(values, *, domain, epsilon: float, delta: float | None = None, m
     ('discrete-laplace', (4,))
     """
     epsilon = check_epsilon(epsilon)
-    check_choice(model, "model", MODELS)
+    model = _resolve_model("frequencies", model, protocol)
+    check_choice(postprocess, "postprocess", ("clip", "none"))
+    if delta is not None:
+        check_delta(delta)
     codes, d = _codes(values, domain)
     n = codes.size
     if model == "central":
         scale = 2.0 / epsilon
         noisy = add_count_noise(np.bincount(codes, minlength=d), epsilon, sensitivity=2, rng=rng)
         se = math.sqrt(discrete_laplace_variance(scale))
-        return Estimate(value=noisy.astype(float), stderr=np.full(d, se), guarantee=PureDP(epsilon), model="central",
-                        protocol="discrete-laplace", params={"domain_size": d, "scale": scale, "sensitivity": 2},
-                        n=n, messages_per_user=0, bits_per_user=0)
-    if model == "local":
+        est = Estimate(value=noisy.astype(float), stderr=np.full(d, se), guarantee=PureDP(epsilon), model="central",
+                       protocol="discrete-laplace", params={"domain_size": d, "scale": scale, "sensitivity": 2},
+                       n=n, messages_per_user=0, bits_per_user=0)
+    elif model == "local":
         from privstats.local.choose import ORACLES, make_oracle
         check_choice(protocol or "auto", "protocol", {"auto", *ORACLES})
         oracle = make_oracle(protocol or "auto", d, epsilon)
-        return oracle.estimate(oracle.simulate(codes, as_generator(rng)))
-    delta = default_delta(delta, n)
-    proto = shuffle_protocol(protocol or "auto", d, n, epsilon, delta, **options)
-    return proto.estimate(proto.simulate(codes, as_generator(rng)))
+        est = oracle.estimate(oracle.simulate(codes, as_generator(rng)))
+    else:
+        delta = require_delta(delta, n)
+        proto = shuffle_protocol(protocol or "auto", d, n, epsilon, delta, **options)
+        est = proto.estimate(proto.simulate(codes, as_generator(rng)))
+    return _in_range(est, n, postprocess, "frequencies")
+
+
+@register("frequencies", "central", "discrete-laplace")
+def _plan_freq_central(*, n, epsilon, **_):
+    return Option("central", "discrete-laplace", {"sensitivity": 2},
+                  math.sqrt(discrete_laplace_variance(2.0 / epsilon)))
+
+
+@register("frequencies", "local", "best-oracle")
+def _plan_freq_local(*, n, epsilon, domain=None, **_):
+    """The lowest-variance local oracle for (d, ε); stderr of a count at a rare item (count ≈ 0)."""
+    if domain is None:
+        return None
+    from privstats.local.choose import best_oracle
+
+    d = domain if isinstance(domain, int) else len(domain)
+    oracle = best_oracle(d, epsilon)
+    se = float(np.sqrt(oracle.variance(n, np.zeros(d))[0]))
+    return Option("local", oracle.name, {"oracle": oracle.name}, se, messages_per_user=1.0,
+                  bits_per_user=float(oracle.bits_per_user))
+
+
+@register("frequencies", "shuffle", "auto")
+def _plan_freq_shuffle(*, n, epsilon, delta=0.0, domain=None, **_):
+    """The shuffle protocol with the smallest worst-case stderr (needs δ > 0)."""
+    if domain is None or delta <= 0:
+        return None
+    d = domain if isinstance(domain, int) else len(domain)
+    try:
+        proto = shuffle_protocol("auto", d, n, epsilon, delta)
+    except ValueError:
+        return None
+    return Option("shuffle", proto.name if hasattr(proto, "name") else type(proto).__name__, {}, _worst_se(proto),
+                  messages_per_user=float(proto.messages_per_user), bits_per_user=float(proto.bits_per_user),
+                  delta=delta)
 
 
 def _pad_pow2(B: int) -> int:
@@ -149,7 +231,7 @@ def _pad_pow2(B: int) -> int:
 
 
 def range_counts(values, ranges=None, *, domain: int, epsilon: float, delta: float | None = None,
-                 model: str = "shuffle", rng: RNGLike = None, **options) -> Estimate:
+                 model: str | None = None, rng: RNGLike = None, postprocess: str = "clip", **options) -> Estimate:
     """Private counts of points in ranges (1-d) or boxes (d-dim), by the dyadic tree of §5.
 
     ``values``: integers in [0, domain) (1-d), or an (n, dim) integer array (each axis in
@@ -165,7 +247,8 @@ def range_counts(values, ranges=None, *, domain: int, epsilon: float, delta: flo
     (2,)
     """
     epsilon = check_epsilon(epsilon)
-    check_choice(model, "model", MODELS)
+    model = _resolve_model("range_counts", model)
+    check_choice(postprocess, "postprocess", ("clip", "none"))
     B0 = check_domain_size(domain, "domain")
     B = _pad_pow2(B0)
     raw = np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values)
@@ -177,7 +260,7 @@ def range_counts(values, ranges=None, *, domain: int, epsilon: float, delta: flo
     if ranges is None:
         if dim != 1:
             raise ValueError("ranges is required for multi-dimensional values")
-        boxes = [((0, j),) for j in range(1, B0 + 1)]
+        boxes: list[tuple[tuple[int, int], ...]] = [((0, j),) for j in range(1, B0 + 1)]
     else:
         boxes = []
         shape = "(lo, hi)" if dim == 1 else f"{dim} pairs (lo, hi)"
@@ -214,10 +297,13 @@ def range_counts(values, ranges=None, *, domain: int, epsilon: float, delta: flo
         plug = np.clip(est.value, 0, n)
         value = np.array([est.value[m].sum() for m in inside])
         se = np.array([math.sqrt(max(linear_variance(oracle, plug, m.astype(float)), 0.0)) for m in inside])
-        return Estimate(value=value, stderr=se, guarantee=est.guarantee, model="local", protocol=f"flat-{est.protocol}",
-                        params={**est.params, "domain": B0, "dims": dim}, n=n,
-                        messages_per_user=est.messages_per_user, bits_per_user=est.bits_per_user)
+        return _in_range(Estimate(value=value, stderr=se, guarantee=est.guarantee, model="local",
+                                  protocol=f"flat-{est.protocol}", params={**est.params, "domain": B0, "dims": dim},
+                                  n=n, messages_per_user=est.messages_per_user, bits_per_user=est.bits_per_user),
+                         n, postprocess, "range_counts")
     sets = support_nd(pts, B)
+    guarantee: PureDP | ApproxDP
+    bpu: float
     if model == "central":
         ids = sets[sets >= 0]
         scale = 2.0 * k / epsilon
@@ -227,7 +313,7 @@ def range_counts(values, ranges=None, *, domain: int, epsilon: float, delta: flo
         params = {"domain": B0, "dims": dim, "tree_leaves": B, "k": k, "scale": scale}
         mpu = bpu = 0
     else:
-        delta = default_delta(delta, n)
+        delta = require_delta(delta, n)
         proto = HadamardMultiMessage(M, n=n, epsilon=epsilon, delta=delta, k=k, **options)
         est = proto.estimate(proto.simulate(sets, as_generator(rng)))
         noisy, node_se = est.value, est.stderr
@@ -236,9 +322,10 @@ def range_counts(values, ranges=None, *, domain: int, epsilon: float, delta: flo
         mpu, bpu = proto.messages_per_user, proto.bits_per_user
     value = np.array([sum(c * noisy[node] for node, c in t.items()) for t in terms])
     se = np.array([math.sqrt(sum(c * c * node_se[node] ** 2 for node, c in t.items())) for t in terms])
-    return Estimate(value=value, stderr=se, guarantee=guarantee, model=model, protocol=proto_name, params=params,
-                    n=n, messages_per_user=mpu, bits_per_user=bpu,
-                    details={"max_terms": max((len(t) for t in terms), default=0)})
+    return _in_range(Estimate(value=value, stderr=se, guarantee=guarantee, model=model, protocol=proto_name,
+                              params=params, n=n, messages_per_user=mpu, bits_per_user=bpu,
+                              details={"max_terms": max((len(t) for t in terms), default=0)}),
+                     n, postprocess, "range_counts")
 
 
 def shuffle_quantiles(x, q, *, epsilon: float, delta: float | None = None, bounds, rng: RNGLike = None,
@@ -260,14 +347,14 @@ def shuffle_quantiles(x, q, *, epsilon: float, delta: float | None = None, bound
     if bins & (bins - 1):
         raise ValueError(f"bins must be a power of two, got {bins}")
     xs = as_float_array(x, "x", bounds=(lo, hi))
-    delta = default_delta(delta, xs.size)
+    delta = require_delta(delta, xs.size)
     qs = np.atleast_1d(np.asarray(q, dtype=np.float64))
     if qs.ndim != 1 or qs.size == 0 or not np.all(np.isfinite(qs)) or np.any((qs < 0) | (qs > 1)):
         raise ValueError("q must be probabilities in [0, 1]")
     width = (hi - lo) / bins
     codes = np.minimum(((xs - lo) / width).astype(np.int64), bins - 1)
     prefix = range_counts(codes, None, domain=bins, epsilon=epsilon, delta=delta, model="shuffle", rng=rng,
-                          **options)
+                          postprocess="none", **options)
     P = np.maximum.accumulate(prefix.value)                  # monotone post-processing of #{x < bin end}
     n = xs.size
     idx = np.array([min(int(np.searchsorted(P, qq * n, side="left")), bins - 1) for qq in qs])
@@ -275,11 +362,12 @@ def shuffle_quantiles(x, q, *, epsilon: float, delta: float | None = None, bound
     return Estimate(value=value, stderr=None, guarantee=prefix.guarantee, model="shuffle",
                     protocol="shuffle-range-quantiles", params={**prefix.params, "bins": bins, "bounds": (lo, hi)},
                     n=n, messages_per_user=prefix.messages_per_user, bits_per_user=prefix.bits_per_user,
-                    details={"q": qs, "prefix_counts": prefix.value, "bin_width": width})
+                    details={"q": qs, "prefix_counts": prefix.value, "prefix_stderr": prefix.stderr,
+                             "bin_width": width})
 
 
 def heavy_hitters(values, *, domain: int, epsilon: float, delta: float | None = None, threshold: float | None = None,
-                  model: str = "shuffle", rng: RNGLike = None) -> Estimate:
+                  model: str | None = None, rng: RNGLike = None) -> Estimate:
     """Elements whose count is at least ``threshold`` (a prefix tree over log₂B oracles; users split by level).
 
     ``estimate.value`` holds the found elements, ``details["counts"]``/``details["stderr"]``
@@ -292,15 +380,16 @@ def heavy_hitters(values, *, domain: int, epsilon: float, delta: float | None = 
     True
     """
     epsilon = check_epsilon(epsilon)
-    check_choice(model, "model", MODELS)
+    model = _resolve_model("heavy_hitters", model)
     B0 = check_domain_size(domain, "domain")
     B = _pad_pow2(B0)
     codes = as_domain_values(values, B0)
     n = codes.size
     L = int(math.log2(B))
     if model == "shuffle":
-        delta = default_delta(delta, n)
-    comm = {}
+        delta = require_delta(delta, n)
+    shuffle_delta = float(delta or 0.0)      # the shuffle model's δ (unused by the other models)
+    comm: dict[str, Any] = {}
 
     def level_estimator(level, items, g):
         size = 1 << level
@@ -318,7 +407,7 @@ def heavy_hitters(values, *, domain: int, epsilon: float, delta: float | None = 
             oracle = make_oracle("auto", size, epsilon)
             est = oracle.estimate(oracle.simulate(items, g))
         else:
-            proto = HadamardMultiMessage(size, n=m, epsilon=epsilon, delta=delta)
+            proto = HadamardMultiMessage(size, n=m, epsilon=epsilon, delta=shuffle_delta)
             est = proto.estimate(proto.simulate(items, g))
         comm["messages"] = est.messages_per_user
         comm["bits"] = max(comm.get("bits", 0), est.bits_per_user)
@@ -332,12 +421,12 @@ def heavy_hitters(values, *, domain: int, epsilon: float, delta: float | None = 
             from privstats.local.choose import make_oracle
             leaf_se = float(np.sqrt(make_oracle("auto", B, epsilon).variance(m, np.zeros(B)).max()))
         else:
-            leaf_se = _worst_se(HadamardMultiMessage(B, n=m, epsilon=epsilon, delta=delta))
+            leaf_se = _worst_se(HadamardMultiMessage(B, n=m, epsilon=epsilon, delta=shuffle_delta))
         threshold = 5 * leaf_se * n / m
     items, counts, se = prefix_tree_heavy_hitters(codes, B, threshold=float(threshold),
                                                   level_estimator=level_estimator, rng=as_generator(rng))
     keep = items < B0
-    guarantee = ApproxDP(epsilon, delta) if model == "shuffle" else PureDP(epsilon)
+    guarantee = ApproxDP(epsilon, shuffle_delta) if model == "shuffle" else PureDP(epsilon)
     return Estimate(value=items[keep], stderr=None, guarantee=guarantee, model=model,
                     protocol=f"prefix-tree-{model}", params={"domain": B0, "levels": L, "threshold": float(threshold)},
                     n=n, messages_per_user=comm.get("messages", 0), bits_per_user=comm.get("bits", 0),

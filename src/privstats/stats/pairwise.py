@@ -12,8 +12,12 @@ secure     ``all-pairs``          every pair, advanced composition (simulated ba
 central    ``exact``              exact statistic + discrete Laplace (replace-one sensitivity)
 =========  =====================  ==============================================================
 
-``method="auto"`` picks the most accurate valid protocol for the inputs (for AUC in
-the local model: Protocol A or B, whichever has the smaller predicted error).  ``rng=None``
+``model`` defaults to ``"central"`` (as every statistic; :func:`privstats.plan` compares the
+models).  ``method="auto"`` takes the protocol and parameters with the smallest predicted
+error (bias² + variance) from the planner's registered predictors (below, next to each
+protocol's code).  Values are kept in the statistic's range (AUC, collision probability in
+[0, 1], tau in [−1, 1], Gini mean difference in [0, hi − lo]); ``postprocess="none"`` keeps the
+raw unbiased value, which is always in ``details["unbiased"]``.  ``rng=None``
 runs the deployment path (client encoding and pair noise from the OS CSPRNG with
 exact samplers); a seed or Generator runs the vectorized simulation, which has the
 same distribution.  Every result is an :class:`~privstats.Estimate` whose ``params``
@@ -23,9 +27,9 @@ show the chosen bins / depth / threshold / P.
 >>> g = np.random.default_rng(0)
 >>> y = np.r_[np.ones(50000), np.zeros(50000)]
 >>> s = np.r_[g.beta(3, 2, 50000), g.beta(2, 3, 50000)]
->>> est = privstats.auc(y, s, epsilon=1.0, rng=1)
->>> est.protocol, est.params["domain_size"], bool(abs(est.value - 0.756) < 0.05)
-('ustat-quantized', 8, True)
+>>> est = privstats.auc(y, s, epsilon=1.0, model="local", rng=1)
+>>> est.protocol, bool(abs(est.value - 0.756) < 0.05)
+('ustat-quantized', True)
 """
 
 from __future__ import annotations
@@ -35,7 +39,8 @@ from typing import Callable
 
 import numpy as np
 
-from privstats.estimate import Estimate
+from privstats.estimate import Estimate, constrain
+from privstats.plan import DEFAULT_MODEL, Option, check_model, register, warn_if_useless
 from privstats.local import BinaryRR
 from privstats.privacy.guarantees import ApproxDP, PureDP
 from privstats.privacy.randomness import RNGLike, as_generator
@@ -61,15 +66,24 @@ METHODS = {"local": ("auto", "tree", "quantized"), "secure": ("auto", "pairs", "
 # ---------------------------------------------------------------------------------------------
 # shared plumbing
 # ---------------------------------------------------------------------------------------------
-def _common(epsilon, delta, model, method, backend="simulated"):
+def _resolve_model(model, method, local_options=()):
+    """``model=None``: the model a named ``method`` belongs to, ``"local"`` when options only the
+    local protocols use are given (bins, oracle, splitting, ...), else the default ``"central"``."""
+    if model is not None:
+        return model
+    owners = [m for m, ms in METHODS.items() if method != "auto" and method in ms]
+    if len(owners) == 1:
+        return owners[0]
+    return "local" if any(v is not None for v in local_options) else DEFAULT_MODEL
+
+
+def _common(epsilon, delta, model, method, statistic="ustatistic", postprocess="clip", local_options=()):
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta, allow_zero=True)
-    check_choice(model, "model", MODELS)
+    model = check_model(statistic, _resolve_model(model, method, local_options))
     check_choice(method, "method", METHODS[model])
-    check_choice(backend, "backend", PAIR_BACKENDS)
-    if backend != "simulated" and (model != "secure" or method == "all-pairs"):
-        raise ValueError(f"backend={backend!r} runs Protocol C: use model='secure', method='pairs'")
-    return epsilon, delta
+    check_choice(postprocess, "postprocess", ("clip", "none"))
+    return epsilon, delta, model
 
 
 def _simulating(rng) -> bool:
@@ -81,11 +95,21 @@ def _guarantee(epsilon, delta):
 
 
 def _estimate(value, var, *, epsilon, delta=0.0, model, protocol, params, n, messages=1.0, bits=None,
-              details=None) -> Estimate:
+              details=None, support=None, postprocess="clip", statistic=None, bounds=None) -> Estimate:
+    """The Estimate, projected into ``support`` (raw value in ``details["unbiased"]``); a central
+    release with one Laplace noise gets its exact law for ``ci``."""
     stderr = None if var is None else math.sqrt(max(float(var), 0.0))
-    return Estimate(value=float(value), stderr=stderr, guarantee=_guarantee(epsilon, delta), model=model,
-                    protocol=protocol, params=params, n=n, messages_per_user=messages, bits_per_user=bits,
-                    neighbours="replace", details=details or {})
+    details = dict(details or {})
+    if protocol == "central-exact" and stderr is not None and "ci_law" not in details:
+        details["ci_law"] = {"laplace_scale": stderr / math.sqrt(2), "normal_sd": 0.0}
+    est = Estimate(value=float(value), stderr=stderr, guarantee=_guarantee(epsilon, delta), model=model,
+                   protocol=protocol, params=params, n=n, messages_per_user=messages, bits_per_user=bits,
+                   neighbours="replace", details=details)
+    if statistic is not None:
+        warn_if_useless(statistic, stderr, n=n, epsilon=epsilon, model=model, protocol=protocol, bounds=bounds)
+    if support is None:
+        return est
+    return constrain(est, support[0], support[1], postprocess=postprocess)
 
 
 def _pick_oracle(oracle, n, epsilon, k):
@@ -112,6 +136,17 @@ def _run_quantized(A, bins, epsilon, oracle, rng, extra_matrices=()):
 
 
 PAIR_BACKENDS = ("simulated", "spu")
+
+
+def _backend_model(model, backend):
+    """``backend="spu"`` implies the secure model when ``model`` is not given."""
+    check_choice(backend, "backend", PAIR_BACKENDS)
+    return "secure" if model is None and backend != "simulated" else model
+
+
+def _check_backend(backend, model, method):
+    if backend != "simulated" and (model != "secure" or method == "all-pairs"):
+        raise ValueError(f"backend={backend!r} runs Protocol C: use model='secure', method='pairs'")
 
 
 def _pair_backend(backend, spu_kernel, epsilon, P, mechanism, **kw):
@@ -207,10 +242,10 @@ def _quantization(quantization):
 # ---------------------------------------------------------------------------------------------
 # AUC
 # ---------------------------------------------------------------------------------------------
-def auc(y_true, y_score, *, epsilon: float, delta: float = 0.0, model: str = "local", method: str = "auto",
+def auc(y_true, y_score, *, epsilon: float, delta: float = 0.0, model: str | None = None, method: str = "auto",
         bounds=(0.0, 1.0), domain_size: int | None = None, ties: str | None = None, splitting: str = "users",
         discard: str = "half", a: float | None = None, oracle: str = "auto", P: int | None = None,
-        zeta=None, rng: RNGLike = None, backend: str = "simulated") -> Estimate:
+        zeta=None, rng: RNGLike = None, postprocess: str = "clip", backend: str = "simulated") -> Estimate:
     """Private AUC (Wilcoxon–Mann–Whitney) with public labels and private scores in public ``bounds``.
 
     ``ties``: ``"half"`` (default, as scikit-learn) or ``"zero"`` (strict, as the paper's tree).
@@ -225,7 +260,10 @@ def auc(y_true, y_score, *, epsilon: float, delta: float = 0.0, model: str = "lo
     >>> est.model, est.params["sensitivity"]
     ('central', 0.5)
     """
-    epsilon, delta = _common(epsilon, delta, model, method, backend)
+    model = _backend_model(model, backend)
+    epsilon, delta, model = _common(epsilon, delta, model, method, "auc", postprocess,
+                                     (domain_size, None if splitting == "users" else splitting, None if discard == "half" else discard, a, None if oracle == "auto" else oracle))
+    _check_backend(backend, model, method)
     labels = as_binary_labels(y_true, "y_true")
     lo, hi = check_bounds(bounds)
     scores = as_float_array(y_score, "y_score", bounds=(lo, hi))
@@ -244,7 +282,7 @@ def auc(y_true, y_score, *, epsilon: float, delta: float = 0.0, model: str = "lo
         sens = 1.0 / min(n_pos, n_neg)
         value, std = C.central_release(C.exact_auc(pos, neg, t), epsilon=epsilon, sensitivity=sens, rng=rng)
         return _estimate(value, std**2, epsilon=epsilon, model=model, protocol="central-exact",
-                         params={"ties": t, "sensitivity": sens}, n=n, messages=0.0, bits=0.0)
+                         params={"ties": t, "sensitivity": sens}, n=n, messages=0.0, bits=0.0, support=(0.0, 1.0), postprocess=postprocess, statistic="auc")
 
     if model == "secure":
         t = ties or "half"
@@ -253,7 +291,7 @@ def auc(y_true, y_score, *, epsilon: float, delta: float = 0.0, model: str = "lo
             noise, std, eps0 = _all_pairs_noise(width, epsilon, delta, max(n_pos, n_neg), n_pos * n_neg, rng)
             return _estimate(C.exact_auc(pos, neg, t) + noise, std**2, epsilon=epsilon, delta=delta, model=model,
                              protocol="ustat-all-pairs", params={"ties": t, "pair_epsilon": eps0}, n=n,
-                             messages=float(max(n_pos, n_neg)), details={"simulated_noise": "normal (CLT)"})
+                             messages=float(max(n_pos, n_neg)), details={"simulated_noise": "normal (CLT)"}, support=(0.0, 1.0), postprocess=postprocess, statistic="auc")
         mech = "rr" if t == "zero" else "laplace"
         P = _resolve_P(P, epsilon, min(n_pos, n_neg) * 2, (0.0, 1.0), mech, zeta)
         kernel = (lambda a_, b_: (a_ > b_) + 0.5 * (a_ == b_)) if t == "half" else (lambda a_, b_: (a_ > b_) * 1.0)
@@ -265,9 +303,11 @@ def auc(y_true, y_score, *, epsilon: float, delta: float = 0.0, model: str = "lo
         value, var, info = proto.estimate_two_sample(outputs, pairs, n_pos=n_pos, n_neg=n_neg)
         d_be, det_be = _backend_info([be], P)
         return _estimate(value, var, epsilon=epsilon, delta=d_be, model=model, protocol="ustat-pairs",
-                         params={"ties": t, **proto.params}, n=n, messages=float(P), details={**info, **det_be})
+                         params={"ties": t, **proto.params}, n=n, messages=float(P), details={**info, **det_be}, support=(0.0, 1.0), postprocess=postprocess, statistic="auc")
 
     # local model
+    if method == "auto" and (splitting != "users" or discard != "half" or a is not None):
+        method = "tree"                       # options only Protocol B has
     if method == "auto":
         method = _auto_local_auc(n_pos, n_neg, epsilon, delta, domain_size, splitting, ties, oracle)
     if method == "tree":
@@ -295,19 +335,17 @@ def auc(y_true, y_score, *, epsilon: float, delta: float = 0.0, model: str = "lo
                          params={"domain_size": 2**depth, "depth": depth, "splitting": splitting, "discard": discard,
                                  "a": det["a"], "ties": t},
                          n=n, messages=float(proto.messages_per_user), bits=proto.bits_per_user,
-                         details={**det, "stderr_note": "plug-in, ignores the data-dependent pruning"})
+                         details={**det, "stderr_note": "plug-in, ignores the data-dependent pruning"}, support=(0.0, 1.0), postprocess=postprocess, statistic="auc")
     t = ties or "half"
-    if domain_size:
-        k, orc = domain_size, _pick_oracle(oracle, min(n_pos, n_neg), epsilon, domain_size)
-    else:
-        k, orc = _auc_bins(n_pos, n_neg, epsilon, oracle, t)
+    opt = _plan_auc_quantized(n=n, epsilon=epsilon, n_pos=n_pos, domain_size=domain_size, oracle=oracle, ties=t)
+    k, orc = (opt.params["domain_size"], opt.params["oracle"]) if opt is not None else (domain_size, oracle)
     proto = QuantizedUStat(K.AUCOperator(_check_structured(k, "domain_size", orc), t), epsilon, orc)
     bins_p, bins_n = K.quantize(pos, (lo, hi), k), K.quantize(neg, (lo, hi), k)
     g = as_generator(rng) if _simulating(rng) else None
     sp, sn = _collect(proto, bins_p, rng, g), _collect(proto, bins_n, rng, g)
     value, var = proto.estimate_two_sample(sp, sn)
     return _estimate(value, var, epsilon=epsilon, model="local", protocol="ustat-quantized",
-                     params={"domain_size": k, "oracle": orc, "ties": t}, n=n, bits=proto.bits_per_user)
+                     params={"domain_size": k, "oracle": orc, "ties": t}, n=n, bits=proto.bits_per_user, support=(0.0, 1.0), postprocess=postprocess, statistic="auc")
 
 
 def _auc_bins(n_pos, n_neg, epsilon, oracle, ties, k_max=128):
@@ -326,34 +364,188 @@ def _auc_bins(n_pos, n_neg, epsilon, oracle, ties, k_max=128):
 
 
 def _auto_local_auc(n_pos, n_neg, epsilon, delta, domain_size, splitting, ties, oracle):
-    """The local protocol with the smaller predicted squared error at the parameters the helpers choose:
+    """The local protocol (Protocol A or B) with the smaller predicted MSE, from the planner."""
+    from privstats.plan import plan
 
-    * Protocol B: C·α²·n/(n⁺n⁻), the recursion error with one explored path per class and level
-      (the ``auc_one`` regime; Theorem 3's bound is loose by a constant);
-    * Protocol A: its exact variance at uniform class histograms plus the tie term (1/(2k²))².
+    best = plan("auc", n=n_pos + n_neg, epsilon=epsilon, delta=delta, model="local", warn=False, n_pos=n_pos,
+                domain_size=domain_size, splitting=splitting, ties=ties, oracle=oracle).best
+    return "tree" if best.protocol == "ustat-tree" else "quantized"
 
-    B is kept when the domain is given and large (> 256; A's variance grows with k) and skipped when it
-    cannot run (domain not a power of two, a class smaller than the depth).  A depends on the
-    quantisation: with point masses closer than 1/k (``ithdigit``) only B with a fine domain works.
-    """
-    nmin = min(n_pos, n_neg)
-    if domain_size is not None and domain_size & (domain_size - 1):
-        return "quantized"
+
+# ---------------------------------------------------------------------------------------------
+# planner registrations: each protocol's predicted error and cost, from public parameters only
+# ---------------------------------------------------------------------------------------------
+def _classes(n, n_pos):
+    n_pos = n // 2 if n_pos is None else int(n_pos)
+    if not 1 <= n_pos < n:
+        return None
+    return n_pos, n - n_pos
+
+
+def _central_std(sensitivity, epsilon):
+    from privstats.central import real_noise_scale
+
+    return real_noise_scale(sensitivity, epsilon, sensitivity / 2**20)[1]
+
+
+@register("auc", "central", "central-exact")
+def _plan_auc_central(*, n, epsilon, n_pos=None, **_):
+    cls = _classes(n, n_pos)
+    if cls is None:
+        return None
+    sens = 1.0 / min(cls)
+    return Option("central", "central-exact", {"sensitivity": sens}, _central_std(sens, epsilon))
+
+
+@register("auc", "secure", "ustat-pairs")
+def _plan_auc_pairs(*, n, epsilon, n_pos=None, zeta=None, P=None, **_):
+    """Protocol C (bipartite pairs, Laplace in 2PC); ζ₂ = 1/4 (the kernel's worst-case variance)."""
+    cls = _classes(n, n_pos)
+    if cls is None:
+        return None
+    n_pos, n_neg = cls
+    P = _resolve_P(P, epsilon, min(cls) * 2, (0.0, 1.0), "laplace", zeta)
+    proto = PairsProtocol(lambda a_, b_: a_, epsilon=epsilon, P=P, kernel_range=(0.0, 1.0), mechanism="laplace")
+    z2 = 0.25 if zeta is None else float(zeta[1])
+    var = proto.two_sample_variance(n_pos, n_neg, 0.0, 0.0, z2)
+    return Option("secure", "ustat-pairs", {"P": P}, math.sqrt(var), messages_per_user=float(P),
+                  bits_per_user=math.nan, note="pairs of users run 2PC; ζ worst case")
+
+
+def _auc_quantized_bias(k):
+    """Quantisation bias of a binned AUC with ties ½ within a bin: O(1/k²) for smooth densities."""
+    return 0.5 / k**2
+
+
+@register("auc", "local", "ustat-quantized")
+def _plan_auc_quantized(*, n, epsilon, n_pos=None, domain_size=None, oracle="auto", ties=None, **_):
+    """Protocol A: exact variance at uniform class histograms + the quantisation bias 1/(2k²)."""
+    cls = _classes(n, n_pos)
+    if cls is None:
+        return None
+    n_pos, n_neg = cls
+    t = ties or "half"
+    if domain_size:
+        k, orc = int(domain_size), _pick_oracle(oracle, min(cls), epsilon, int(domain_size))
+    else:
+        k, orc = _auc_bins(n_pos, n_neg, epsilon, oracle, t)
+    if k > (DENSE_MAX_CATEGORIES if orc == "hr" else STRUCTURED_MAX_CATEGORIES):
+        return None
+    proto = QuantizedUStat(K.AUCOperator(k, t), epsilon, orc)
+    var = proto.two_sample_variance(np.full(k, n_pos / k), np.full(k, n_neg / k))
+    bias = _auc_quantized_bias(k)
+    return Option("local", "ustat-quantized", {"domain_size": k, "oracle": orc}, math.sqrt(var + bias**2),
+                  bias=bias, messages_per_user=1.0, bits_per_user=proto.bits_per_user)
+
+
+@register("auc", "local", "ustat-tree")
+def _plan_auc_tree(*, n, epsilon, delta=0.0, n_pos=None, domain_size=None, splitting="users", **_):
+    """Protocol B: C·α²·n/(n⁺n⁻) (one explored path per class and level) + the tie bias 1/(2d²)."""
+    cls = _classes(n, n_pos)
+    if cls is None or (domain_size is not None and domain_size & (domain_size - 1)):
+        return None
+    if splitting == "advanced" and delta <= 0:
+        return None
+    n_pos, n_neg = cls
     depth = (int(round(math.log2(domain_size))) if domain_size
              else choose_depth(n_pos, n_neg, epsilon, splitting=splitting, delta=delta))
-    if splitting == "users" and nmin < depth:
-        return "quantized"
-    if domain_size is not None and domain_size > 256:
-        return "tree"
+    if splitting == "users" and min(cls) < depth:
+        return None
     tree = TreeAUC(depth, epsilon, delta=delta if splitting == "advanced" else 0.0, splitting=splitting)
-    pred_tree = tree.C * depth**2 * (n_pos + n_neg) / (n_pos * n_neg)
-    if domain_size:
-        k, orc = domain_size, _pick_oracle(oracle, nmin, epsilon, domain_size)
-    else:
-        k, orc = _auc_bins(n_pos, n_neg, epsilon, oracle, ties or "half")
-    proto = QuantizedUStat(K.AUCOperator(k, ties or "half"), epsilon, orc)
-    pred_a = proto.two_sample_variance(np.full(k, n_pos / k), np.full(k, n_neg / k)) + 0.25 / k**4
-    return "tree" if pred_tree <= pred_a else "quantized"
+    var = tree.C * depth**2 * (n_pos + n_neg) / (n_pos * n_neg)
+    bias = _auc_quantized_bias(2**depth)
+    return Option("local", "ustat-tree", {"domain_size": 2**depth, "depth": depth, "splitting": splitting},
+                  math.sqrt(var + bias**2), bias=bias, messages_per_user=float(tree.messages_per_user),
+                  bits_per_user=float(tree.bits_per_user), delta=delta if splitting == "advanced" else 0.0)
+
+
+@register("kendall_tau", "central", "central-exact")
+def _plan_tau_central(*, n, epsilon, variant="b", **_):
+    """tau-a: Laplace of sensitivity 4/n; tau-b at tau ≈ 0: the tau-a part at ε/3 dominates."""
+    eps = epsilon if variant == "a" else epsilon / 3
+    return Option("central", "central-exact", {"variant": variant}, _central_std(4.0 / n, eps))
+
+
+@register("kendall_tau", "secure", "ustat-pairs")
+def _plan_tau_pairs(*, n, epsilon, variant="b", P=None, zeta=None, **_):
+    eps = epsilon if variant == "a" else epsilon / 2
+    P = _resolve_P(P, eps, n, (-1.0, 1.0), "laplace", zeta)
+    proto = PairsProtocol(lambda a_, b_: a_, epsilon=eps, P=P, kernel_range=(-1.0, 1.0))
+    z1, z2 = (0.0, 1.0) if zeta is None else (float(zeta[0]), float(zeta[1]))
+    return Option("secure", "ustat-pairs", {"variant": variant, "P": P}, math.sqrt(proto.variance(n, z1, z2)),
+                  messages_per_user=float(P), bits_per_user=math.nan)
+
+
+@register("kendall_tau", "local", "ustat-quantized")
+def _plan_tau_local(*, n, epsilon, bins=None, oracle="auto", **_):
+    """Protocol A on the k×k grid: exact variance at a uniform product histogram (independence)."""
+    k = bins or _kendall_bins(n, epsilon)
+    orc = _pick_oracle(oracle, n, epsilon, k * k)
+    if k * k > (DENSE_MAX_CATEGORIES if orc == "hr" else STRUCTURED_MAX_CATEGORIES):
+        return None
+    proto = QuantizedUStat(K.KendallOperator(k, k), epsilon, orc)
+    var = proto.conditional_variance(np.full(k * k, n / (k * k)))
+    nontie = 1 - 1 / k                        # tau-b divides by √(non-tie x · non-tie y) = 1 − 1/k
+    return Option("local", "ustat-quantized", {"bins": k, "oracle": orc}, math.sqrt(var) / nontie,
+                  messages_per_user=1.0, bits_per_user=proto.bits_per_user)
+
+
+@register("gini_mean_difference", "central", "central-exact")
+def _plan_gmd_central(*, n, epsilon, bounds=None, **_):
+    w = 1.0 if bounds is None else float(bounds[1]) - float(bounds[0])
+    return Option("central", "central-exact", {}, _central_std(2 * w / n, epsilon))
+
+
+@register("gini_mean_difference", "secure", "ustat-pairs")
+def _plan_gmd_pairs(*, n, epsilon, bounds=None, P=None, zeta=None, **_):
+    w = 1.0 if bounds is None else float(bounds[1]) - float(bounds[0])
+    P = _resolve_P(P, epsilon, n, (0.0, 1.0), "laplace", zeta)
+    proto = PairsProtocol(lambda a_, b_: a_, epsilon=epsilon, P=P, kernel_range=(0.0, 1.0))
+    z1, z2 = (0.0, 0.25) if zeta is None else (float(zeta[0]), float(zeta[1]))
+    return Option("secure", "ustat-pairs", {"P": P}, w * math.sqrt(proto.variance(n, z1, z2)),
+                  messages_per_user=float(P), bits_per_user=math.nan)
+
+
+@register("gini_mean_difference", "local", "ustat-quantized")
+def _plan_gmd_local(*, n, epsilon, bounds=None, bins=None, oracle="auto", **_):
+    w = 1.0 if bounds is None else float(bounds[1]) - float(bounds[0])
+    k = bins or choose_bins(n, epsilon, lipschitz=1.0, assumption="kernel")
+    orc = _pick_oracle(oracle, n, epsilon, k)
+    if k > (DENSE_MAX_CATEGORIES if orc == "hr" else STRUCTURED_MAX_CATEGORIES):
+        return None
+    proto = QuantizedUStat(K.GiniOperator(k, "avg"), epsilon, orc)
+    var = proto.conditional_variance(np.full(k, n / k))
+    return Option("local", "ustat-quantized", {"bins": k, "oracle": orc}, w * math.sqrt(var),
+                  messages_per_user=1.0, bits_per_user=proto.bits_per_user)
+
+
+@register("collision_probability", "central", "central-exact")
+def _plan_collision_central(*, n, epsilon, **_):
+    return Option("central", "central-exact", {}, _central_std(2.0 / n, epsilon))
+
+
+@register("collision_probability", "secure", "ustat-pairs")
+def _plan_collision_pairs(*, n, epsilon, P=None, zeta=None, domain_size=None, **_):
+    P = _resolve_P(P, epsilon, n, (0.0, 1.0), "rr", zeta)
+    proto = PairsProtocol(lambda a_, b_: a_, epsilon=epsilon, P=P, kernel_range=(0.0, 1.0), mechanism="rr")
+    c = 1.0 / domain_size if domain_size else 0.5
+    z1, z2 = (0.0, c * (1 - c)) if zeta is None else (float(zeta[0]), float(zeta[1]))
+    return Option("secure", "ustat-pairs", {"P": P}, math.sqrt(proto.variance(n, z1, z2)),
+                  messages_per_user=float(P), bits_per_user=math.nan)
+
+
+@register("collision_probability", "local", "ustat-quantized")
+def _plan_collision_local(*, n, epsilon, domain_size=None, oracle="auto", **_):
+    if not domain_size:
+        return None
+    d = int(domain_size)
+    orc = _pick_oracle(oracle, n, epsilon, d)
+    if d > (DENSE_MAX_CATEGORIES if orc == "hr" else STRUCTURED_MAX_CATEGORIES):
+        return None
+    proto = QuantizedUStat(K.CollisionOperator(d), epsilon, orc)
+    var = proto.conditional_variance(np.full(d, n / d))
+    return Option("local", "ustat-quantized", {"domain_size": d, "oracle": orc}, math.sqrt(var),
+                  messages_per_user=1.0, bits_per_user=proto.bits_per_user)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -369,12 +561,14 @@ def _pair_bounds(bounds):
     return one, one
 
 
-def kendall_tau(x, y, *, epsilon: float, delta: float = 0.0, model: str = "local", method: str = "auto",
+def kendall_tau(x, y, *, epsilon: float, delta: float = 0.0, model: str | None = None, method: str = "auto",
                 bounds=None, bins: int | None = None, variant: str = "b", oracle: str = "auto",
-                P: int | None = None, zeta=None, rng: RNGLike = None, backend: str = "simulated") -> Estimate:
+                P: int | None = None, zeta=None, rng: RNGLike = None, postprocess: str = "clip",
+                backend: str = "simulated") -> Estimate:
     """Private Kendall's tau of paired values (tau-b by default, as SciPy; ``variant="a"``: (C−D)/C(n,2)).
 
-    ``bounds``: public ``(lo, hi)`` for both, or ``((lo_x, hi_x), (lo_y, hi_y))``.  Local: k-RR/OUE on
+    ``bounds``: public ``(lo, hi)`` for both, or ``((lo_x, hi_x), (lo_y, hi_y))``; needed (and
+    checked) only by the local model, whose quantisation uses them (tau is rank-based).  Local: k-RR/OUE on
     the ``bins × bins`` product grid (discrete ratings 0..5: ``bounds=(0, 6), bins=6``).  Tau-b divides
     by the non-tie fractions, estimated from the same reports (local) or with a third of the budget
     each (secure, central).
@@ -384,9 +578,15 @@ def kendall_tau(x, y, *, epsilon: float, delta: float = 0.0, model: str = "local
     >>> est.params["variant"]
     'b'
     """
-    epsilon, delta = _common(epsilon, delta, model, method, backend)
+    model = _backend_model(model, backend)
+    epsilon, delta, model = _common(epsilon, delta, model, method, "kendall_tau", postprocess,
+                                     (bins, None if oracle == "auto" else oracle))
+    _check_backend(backend, model, method)
     check_choice(variant, "variant", ("a", "b"))
-    bx, by = _pair_bounds(bounds)
+    if model == "local" or bounds is not None:        # only the local quantisation uses bounds
+        bx, by = _pair_bounds(bounds)
+    else:
+        bx = by = None
     xs = as_float_array(x, "x", bounds=bx)
     ys = as_float_array(y, "y", bounds=by)
     n = check_same_length(x=xs, y=ys)
@@ -398,7 +598,7 @@ def kendall_tau(x, y, *, epsilon: float, delta: float = 0.0, model: str = "local
         if variant == "a":
             value, std = C.central_release(ex["tau_a"], epsilon=epsilon, sensitivity=4.0 / n, rng=rng)
             return _estimate(value, std**2, epsilon=epsilon, model=model, protocol="central-exact",
-                             params={"variant": "a", "sensitivity": 4.0 / n}, n=n, messages=0.0, bits=0.0)
+                             params={"variant": "a", "sensitivity": 4.0 / n}, n=n, messages=0.0, bits=0.0, support=(-1.0, 1.0), postprocess=postprocess, statistic="kendall_tau")
         g = as_generator(rng) if _simulating(rng) else None  # one stream: three independent noises
         ta, sa = C.central_release(ex["tau_a"], epsilon=epsilon / 3, sensitivity=4.0 / n, rng=g)
         ny, sy = C.central_release(ex["nontie_y"], epsilon=epsilon / 3, sensitivity=2.0 / n, rng=g)
@@ -407,7 +607,7 @@ def kendall_tau(x, y, *, epsilon: float, delta: float = 0.0, model: str = "local
         var = _independent_delta(grad, (sa, sy, sz))
         return _estimate(value, var, epsilon=epsilon, model=model, protocol="central-exact",
                          params={"variant": "b", "budget_split": [1 / 3] * 3}, n=n, messages=0.0, bits=0.0,
-                         details={"tau_a": ta, "nontie_x": ny, "nontie_y": nz})
+                         details={"tau_a": ta, "nontie_x": ny, "nontie_y": nz, "ci_law": None}, support=(-1.0, 1.0), postprocess=postprocess, statistic="kendall_tau")
 
     if model == "secure":
         if method == "all-pairs":
@@ -417,7 +617,7 @@ def kendall_tau(x, y, *, epsilon: float, delta: float = 0.0, model: str = "local
                 noise, std, eps0 = _all_pairs_noise(2.0, epsilon, delta, n - 1, pairs, rng)
                 return _estimate(ex["tau_a"] + noise, std**2, epsilon=epsilon, delta=delta, model=model,
                                  protocol="ustat-all-pairs", params={"variant": "a", "pair_epsilon": eps0}, n=n,
-                                 messages=float(n - 1), details={"simulated_noise": "normal (CLT)"})
+                                 messages=float(n - 1), details={"simulated_noise": "normal (CLT)"}, support=(-1.0, 1.0), postprocess=postprocess, statistic="kendall_tau")
             g = None if rng is None else as_generator(rng)   # one stream for the three simulated draws
             na, sa, eps0 = _all_pairs_noise(2.0, epsilon / 3, delta / 3, n - 1, pairs, g)
             ny_, sy, _ = _all_pairs_noise(1.0, epsilon / 3, delta / 3, n - 1, pairs, g)
@@ -425,7 +625,7 @@ def kendall_tau(x, y, *, epsilon: float, delta: float = 0.0, model: str = "local
             value, grad = _tau_b(ex["tau_a"] + na, ex["nontie_y"] + ny_, ex["nontie_z"] + nz_)
             return _estimate(value, _independent_delta(grad, (sa, sy, sz)), epsilon=epsilon, delta=delta, model=model, protocol="ustat-all-pairs",
                              params={"variant": "b", "pair_epsilon": eps0}, n=n, messages=float(n - 1),
-                             details={"simulated_noise": "normal (CLT)"})
+                             details={"simulated_noise": "normal (CLT)"}, support=(-1.0, 1.0), postprocess=postprocess, statistic="kendall_tau")
         xy = np.stack([xs, ys], axis=1)
         sign = lambda u, v: np.sign(u[..., 0] - v[..., 0]) * np.sign(u[..., 1] - v[..., 1])  # noqa: E731
         if variant == "a":
@@ -435,7 +635,7 @@ def kendall_tau(x, y, *, epsilon: float, delta: float = 0.0, model: str = "local
             d_be, det_be = _backend_info([be], P)
             return _estimate(value, var, epsilon=epsilon, delta=d_be, model=model, protocol="ustat-pairs",
                              params={"variant": "a", **proto.params}, n=n, messages=float(P),
-                             details={**info, **det_be})
+                             details={**info, **det_be}, support=(-1.0, 1.0), postprocess=postprocess, statistic="kendall_tau")
         P = _resolve_P(P, epsilon / 2, n, (-1.0, 1.0), "laplace", zeta)
         g = as_generator(rng) if _simulating(rng) else None
         bes = [_pair_backend(backend, k, e, P, mech) for k, e, mech in
@@ -458,7 +658,7 @@ def kendall_tau(x, y, *, epsilon: float, delta: float = 0.0, model: str = "local
         d_be, det_be = _backend_info(bes, P)
         return _estimate(value, var, epsilon=epsilon, delta=d_be, model=model, protocol="ustat-pairs",
                          params={"variant": "b", **proto.params, "budget_split": [0.5, 0.25, 0.25]}, n=n,
-                         messages=float(P), details={**info, **det_be})
+                         messages=float(P), details={**info, **det_be}, support=(-1.0, 1.0), postprocess=postprocess, statistic="kendall_tau")
 
     k = bins or _kendall_bins(n, epsilon)
     check_positive_int(k, "bins", minimum=2)
@@ -471,13 +671,13 @@ def kendall_tau(x, y, *, epsilon: float, delta: float = 0.0, model: str = "local
     params = {"bins": k, "categories": k * k, "oracle": orc, "variant": variant}
     if variant == "a":
         return _estimate(ta, va, epsilon=epsilon, model="local", protocol="ustat-quantized", params=params, n=n,
-                         bits=proto.bits_per_user)
+                         bits=proto.bits_per_user, support=(-1.0, 1.0), postprocess=postprocess, statistic="kendall_tau")
     (ny, _, S), (nz, _, _) = extras
     value, grad = _tau_b(ta, ny, nz)
     # delta method, exact to first order: the three share the reports, and Σ c·Û_B = Û_{Σ c·B}
     var = proto.plug_in_variance(S, n, A.combine(grad[0], (grad[1], extra[0]), (grad[2], extra[1])))
     return _estimate(value, var, epsilon=epsilon, model="local", protocol="ustat-quantized", params=params, n=n,
-                     bits=proto.bits_per_user, details={"tau_a": ta, "nontie_x": ny, "nontie_y": nz})
+                     bits=proto.bits_per_user, details={"tau_a": ta, "nontie_x": ny, "nontie_y": nz}, support=(-1.0, 1.0), postprocess=postprocess, statistic="kendall_tau")
 
 
 def _kendall_bins(n, epsilon):
@@ -502,10 +702,10 @@ def _independent_delta(grad, stds) -> float:
 # ---------------------------------------------------------------------------------------------
 # Gini mean difference / coefficient, collision probability, any kernel
 # ---------------------------------------------------------------------------------------------
-def gini_mean_difference(x, *, epsilon: float, bounds, delta: float = 0.0, model: str = "local",
+def gini_mean_difference(x, *, epsilon: float, bounds, delta: float = 0.0, model: str | None = None,
                          method: str = "auto", bins: int | None = None, quantization: str = "avg",
                          oracle: str = "auto", P: int | None = None, zeta=None, rng: RNGLike = None,
-                         backend: str = "simulated", grid_bits: int = 10) -> Estimate:
+                         postprocess: str = "clip", backend: str = "simulated", grid_bits: int = 10) -> Estimate:
     """Private Gini mean difference Σ_{i<j}|x_i − x_j| / C(n, 2) of values in public ``bounds``.
 
     ``backend="spu"`` (secure pairs): real two-party computation of |x_i − x_j| with each value
@@ -517,7 +717,10 @@ def gini_mean_difference(x, *, epsilon: float, bounds, delta: float = 0.0, model
     >>> bool(abs(est.value - 1 / 3) < 5 * est.stderr + 0.01)
     True
     """
-    epsilon, delta = _common(epsilon, delta, model, method, backend)
+    model = _backend_model(model, backend)
+    epsilon, delta, model = _common(epsilon, delta, model, method, "gini_mean_difference", postprocess,
+                                     (bins, None if quantization == "avg" else quantization, None if oracle == "auto" else oracle))
+    _check_backend(backend, model, method)
     lo, hi = check_bounds(bounds)
     xs = as_float_array(x, "x", bounds=(lo, hi))
     n, w = xs.size, hi - lo
@@ -527,21 +730,21 @@ def gini_mean_difference(x, *, epsilon: float, bounds, delta: float = 0.0, model
         sens = 2 * w / n
         value, std = C.central_release(C.exact_gini_mean_difference(xs), epsilon=epsilon, sensitivity=sens, rng=rng)
         return _estimate(value, std**2, epsilon=epsilon, model=model, protocol="central-exact",
-                         params={"sensitivity": sens}, n=n, messages=0.0, bits=0.0)
+                         params={"sensitivity": sens}, n=n, messages=0.0, bits=0.0, support=(0.0, w), postprocess=postprocess, statistic="gini_mean_difference", bounds=bounds)
     u = (xs - lo) / w
     if model == "secure":
         if method == "all-pairs":
             noise, std, eps0 = _all_pairs_noise(1.0, epsilon, delta, n - 1, n * (n - 1) / 2, rng)
             return _estimate(C.exact_gini_mean_difference(xs) + w * noise, (w * std) ** 2, epsilon=epsilon,
                              delta=delta, model=model, protocol="ustat-all-pairs", params={"pair_epsilon": eps0}, n=n,
-                             messages=float(n - 1), details={"simulated_noise": "normal (CLT)"})
+                             messages=float(n - 1), details={"simulated_noise": "normal (CLT)"}, support=(0.0, w), postprocess=postprocess, statistic="gini_mean_difference", bounds=bounds)
         P = _resolve_P(P, epsilon, n, (0.0, 1.0), "laplace", zeta)
         be = _pair_backend(backend, "absdiff", epsilon, P, "laplace", grid_bits=grid_bits)
         proto, value, var, info = _run_pairs(lambda a_, b_: np.abs(a_ - b_), u, epsilon, P, (0.0, 1.0), "laplace", rng,
                                              be)
         d_be, det_be = _backend_info([be], P)
         return _estimate(w * value, w * w * var, epsilon=epsilon, delta=d_be, model=model, protocol="ustat-pairs",
-                         params=proto.params, n=n, messages=float(P), details={**info, **det_be})
+                         params=proto.params, n=n, messages=float(P), details={**info, **det_be}, support=(0.0, w), postprocess=postprocess, statistic="gini_mean_difference", bounds=bounds)
     k = bins or choose_bins(n, epsilon, lipschitz=1.0, assumption="kernel")
     check_positive_int(k, "bins", minimum=2)
     orc = _pick_oracle(oracle, n, epsilon, k)
@@ -549,11 +752,11 @@ def gini_mean_difference(x, *, epsilon: float, bounds, delta: float = 0.0, model
     proto, value, var, _ = _run_quantized(K.GiniOperator(k, _quantization(quantization)), K.quantize(u, (0, 1), k),
                                           epsilon, orc, rng)
     return _estimate(w * value, w * w * var, epsilon=epsilon, model="local", protocol="ustat-quantized",
-                     params={"bins": k, "oracle": orc, "quantization": quantization}, n=n, bits=proto.bits_per_user)
+                     params={"bins": k, "oracle": orc, "quantization": quantization}, n=n, bits=proto.bits_per_user, support=(0.0, w), postprocess=postprocess, statistic="gini_mean_difference", bounds=bounds)
 
 
-def gini_coefficient(x, *, epsilon: float, bounds, mean_fraction: float = 0.5, model: str = "local",
-                     method: str = "auto", rng: RNGLike = None, **kwargs) -> Estimate:
+def gini_coefficient(x, *, epsilon: float, bounds, mean_fraction: float = 0.5, model: str | None = None,
+                     method: str = "auto", rng: RNGLike = None, postprocess: str = "clip", **kwargs) -> Estimate:
     """Private Gini coefficient GMD·(n−1)/(2n·mean) of non-negative values; ``mean_fraction`` of ε
     pays for the mean (local/secure: one randomized-rounding bit per user with binary RR; central:
     discrete Laplace).  The ratio is slightly biased; the stderr is the delta method (the rounding's
@@ -566,6 +769,8 @@ def gini_coefficient(x, *, epsilon: float, bounds, mean_fraction: float = 0.5, m
     True
     """
     epsilon = check_epsilon(epsilon)
+    model = check_model("gini_coefficient", _resolve_model(model, method))
+    check_choice(postprocess, "postprocess", ("clip", "none"))
     lo, hi = check_bounds(bounds)
     if lo < 0:
         raise ValueError(f"bounds must be non-negative for the Gini coefficient, got {bounds!r}")
@@ -588,7 +793,7 @@ def gini_coefficient(x, *, epsilon: float, bounds, mean_fraction: float = 0.5, m
                      params={**gmd.params, "mean_fraction": mean_fraction}, n=n,
                      messages=(gmd.messages_per_user or 0) + (0 if model == "central" else 1),
                      bits=None if gmd.bits_per_user is None else gmd.bits_per_user + (0 if model == "central" else 1),
-                     details={"gini_mean_difference": gmd.value, "mean": mean})
+                     details={"gini_mean_difference": gmd.value, "mean": mean}, support=(0.0, 1.0), postprocess=postprocess, statistic="gini_coefficient", bounds=bounds)
 
 
 def _local_mean(xs, lo, hi, epsilon, rng, g):
@@ -612,9 +817,9 @@ def _local_mean(xs, lo, hi, epsilon, rng, g):
     return lo + (hi - lo) * frac, (hi - lo) ** 2 * var_count / n**2
 
 
-def collision_probability(x, *, epsilon: float, domain_size: int, delta: float = 0.0, model: str = "local",
+def collision_probability(x, *, epsilon: float, domain_size: int, delta: float = 0.0, model: str | None = None,
                           method: str = "auto", oracle: str = "auto", P: int | None = None, zeta=None,
-                          rng: RNGLike = None, backend: str = "simulated") -> Estimate:
+                          rng: RNGLike = None, postprocess: str = "clip", backend: str = "simulated") -> Estimate:
     """Private collision probability Σ_{i<j} I[x_i = x_j]/C(n, 2) of values in ``[0, domain_size)``;
     ``details["renyi2_entropy"]`` is −ln of the estimate clipped into (0, 1].
 
@@ -624,7 +829,10 @@ def collision_probability(x, *, epsilon: float, domain_size: int, delta: float =
     >>> bool(abs(est.value - 0.25) < 5 * est.stderr)
     True
     """
-    epsilon, delta = _common(epsilon, delta, model, method, backend)
+    model = _backend_model(model, backend)
+    epsilon, delta, model = _common(epsilon, delta, model, method, "collision_probability", postprocess,
+                                     (None if oracle == "auto" else oracle,))
+    _check_backend(backend, model, method)
     d = check_positive_int(domain_size, "domain_size", minimum=2)
     xs = as_domain_values(x, d, "x")
     n = xs.size
@@ -651,13 +859,13 @@ def collision_probability(x, *, epsilon: float, domain_size: int, delta: float =
     value, var, protocol, params, msgs, bits, details = est
     details = {**details, "renyi2_entropy": -math.log(min(max(value, 1e-12), 1.0))}
     return _estimate(value, var, epsilon=epsilon, delta=delta if "all-pairs" in protocol else 0.0, model=model,
-                     protocol=protocol, params=params, n=n, messages=msgs, bits=bits, details=details)
+                     protocol=protocol, params=params, n=n, messages=msgs, bits=bits, details=details, support=(0.0, 1.0), postprocess=postprocess, statistic="collision_probability")
 
 
 def ustatistic(x, kernel, *, epsilon: float, bounds=None, kernel_range=None, delta: float = 0.0,
-               model: str = "local", method: str = "auto", bins: int | None = None, quantization: str = "avg",
+               model: str | None = None, method: str = "auto", bins: int | None = None, quantization: str = "avg",
                lipschitz: float = 1.0, oracle: str = "auto", P: int | None = None, zeta=None,
-               rng: RNGLike = None, backend: str = "simulated") -> Estimate:
+               rng: RNGLike = None, postprocess: str = "clip", backend: str = "simulated") -> Estimate:
     """Private U-statistic Σ_{i<j} f(x_i, x_j)/C(n, 2) of a symmetric kernel.
 
     ``kernel``: a vectorized callable ``f(x, y)`` on the original values (needs public ``bounds``;
@@ -675,9 +883,12 @@ def ustatistic(x, kernel, *, epsilon: float, bounds=None, kernel_range=None, del
     >>> bool(abs(est.value - 1 / 12) < 5 * est.stderr)
     True
     """
-    epsilon, delta = _common(epsilon, delta, model, method, backend)
+    model = _backend_model(model, backend)
+    epsilon, delta, model = _common(epsilon, delta, model, method, "ustatistic", postprocess,
+                                     (bins, None if quantization == "avg" else quantization, None if oracle == "auto" else oracle))
+    _check_backend(backend, model, method)
     if isinstance(kernel, str):
-        return _ustat_spu(x, kernel, epsilon, backend, P, zeta, rng)
+        return _ustat_spu(x, kernel, epsilon, backend, P, zeta, rng, postprocess)
     if callable(kernel):
         lo, hi = check_bounds(bounds)
         xs = as_float_array(x, "x", bounds=(lo, hi))
@@ -706,19 +917,19 @@ def ustatistic(x, kernel, *, epsilon: float, bounds=None, kernel_range=None, del
         sens = 2 * width / n
         value, std = C.central_release(exact, epsilon=epsilon, sensitivity=sens, rng=rng)
         return _estimate(value, std**2, epsilon=epsilon, model=model, protocol="central-exact",
-                         params={"sensitivity": sens, "kernel_range": list(kr)}, n=n, messages=0.0, bits=0.0)
+                         params={"sensitivity": sens, "kernel_range": list(kr)}, n=n, messages=0.0, bits=0.0, support=None if kr is None else kr, postprocess=postprocess, statistic="ustatistic", bounds=bounds)
     if model == "secure":
         if method == "all-pairs":
             exact = C.exact_matrix_ustat(xs, A) if A is not None else C.exact_callable(xs, f)
             noise, std, eps0 = _all_pairs_noise(width, epsilon, delta, n - 1, n * (n - 1) / 2, rng)
             return _estimate(exact + noise, std**2, epsilon=epsilon, delta=delta, model=model,
                              protocol="ustat-all-pairs", params={"pair_epsilon": eps0}, n=n, messages=float(n - 1),
-                             details={"simulated_noise": "normal (CLT)"})
+                             details={"simulated_noise": "normal (CLT)"}, support=None if kr is None else kr, postprocess=postprocess, statistic="ustatistic", bounds=bounds)
         P = _resolve_P(P, epsilon, n, kr, "laplace", zeta)
         proto, value, var, info = _run_pairs(f, xs, epsilon, P, kr, "laplace", rng,
                                              _pair_backend(backend, None, epsilon, P, "laplace"))
         return _estimate(value, var, epsilon=epsilon, model=model, protocol="ustat-pairs", params=proto.params, n=n,
-                         messages=float(P), details=info)
+                         messages=float(P), details=info, support=None if kr is None else kr, postprocess=postprocess, statistic="ustatistic", bounds=bounds)
     if A is None:
         k = bins or choose_bins(n, epsilon, lipschitz=lipschitz, assumption="kernel")
         check_positive_int(k, "bins", minimum=2)
@@ -732,10 +943,10 @@ def ustatistic(x, kernel, *, epsilon: float, bounds=None, kernel_range=None, del
     orc = _pick_oracle(oracle, n, epsilon, A.shape[0])
     proto, value, var, _ = _run_quantized(A, cells, epsilon, orc, rng)
     return _estimate(value, var, epsilon=epsilon, model="local", protocol="ustat-quantized",
-                     params={**params, "oracle": orc}, n=n, bits=proto.bits_per_user)
+                     params={**params, "oracle": orc}, n=n, bits=proto.bits_per_user, support=None if kr is None else kr, postprocess=postprocess, statistic="ustatistic", bounds=bounds)
 
 
-def _ustat_spu(x, name, epsilon, backend, P, zeta, rng) -> Estimate:
+def _ustat_spu(x, name, epsilon, backend, P, zeta, rng, postprocess) -> Estimate:
     """ustatistic with a named two-party kernel (backend='spu'): inputs as the kernel expects them."""
     if backend != "spu":
         raise ValueError("a kernel given by name needs backend='spu' (model='secure'); pass a callable or a matrix")
@@ -756,4 +967,5 @@ def _ustat_spu(x, name, epsilon, backend, P, zeta, rng) -> Estimate:
     proto, value, var, info = _run_pairs(be.spec.reference, xs, epsilon, P, kr, mech, rng, be)
     d_be, det_be = _backend_info([be], P)
     return _estimate(value, var, epsilon=epsilon, delta=d_be, model="secure", protocol="ustat-pairs",
-                     params={**proto.params, "kernel": name}, n=n, messages=float(P), details={**info, **det_be})
+                     params={**proto.params, "kernel": name}, n=n, messages=float(P), details={**info, **det_be},
+                     support=kr, postprocess=postprocess, statistic="ustatistic")

@@ -47,8 +47,8 @@ class PrivateAuction:
         self.epsilon_auc = float(epsilon_auc)
         self.tau = tau
         self._src = as_source(rng)
-        self._bid_counts: dict[tuple[int, str], int] = {}
-        self._fetched: set[tuple[int, str]] = set()
+        self._bid_counts: dict[tuple[int, str | None], int] = {}
+        self._fetched: set[tuple[int, str | None]] = set()
         self.asked_biased: list[int] = []
         self.asked_forced: list[int] = []
         self.bidders: list[int] = []
@@ -80,7 +80,7 @@ class PrivateAuction:
             for key, count in self._bid_counts.items():
                 if count >= self.tau and key not in self._fetched:
                     self._fetched.add(key)
-                    out.append(FetchRequest(key[0], round, key[1]))
+                    out.append(FetchRequest(key[0], round, key[1]))  # type: ignore[arg-type]  # valued bids have handles
         self.bidders.append(len(active))
         self.asked_biased.append(n_biased)
         self.asked_forced.append(len(out) - n_biased)

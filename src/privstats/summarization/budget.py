@@ -43,7 +43,7 @@ __all__ = ["sketch_accounting", "auction_accounting", "PrivateParams", "plan_pri
 
 def tightest(*guarantees: Guarantee) -> Guarantee:
     """The guarantee with the smallest ε (all at the same δ or pure)."""
-    return min(guarantees, key=lambda g: g.epsilon)
+    return min(guarantees, key=lambda g: g.to_approx().epsilon)
 
 
 def _zcdp_sketch(epsilon_iter: float, iterations: int) -> ZCDP:

@@ -34,7 +34,7 @@ _ARRAY_FIELDS: dict[str, tuple[str, ...]] = {}
 class _Message:
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": type(self).__name__}
-        for f in dataclasses.fields(self):
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]  # subclasses are dataclasses
             v = getattr(self, f.name)
             out[f.name] = v.tolist() if isinstance(v, np.ndarray) else v
         return out
@@ -42,7 +42,7 @@ class _Message:
     @classmethod
     def from_dict(cls, d: dict[str, Any]):
         kwargs = {}
-        for f in dataclasses.fields(cls):
+        for f in dataclasses.fields(cls):  # type: ignore[arg-type]  # subclasses are dataclasses
             v = d.get(f.name, f.default)
             kwargs[f.name] = np.asarray(v) if f.name in _ARRAY_FIELDS.get(cls.__name__, ()) and v is not None else v
         return cls(**kwargs)

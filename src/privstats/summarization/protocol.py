@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -129,7 +129,7 @@ def run_private(owners, consumer, *, size, params: PrivateParams | GaussianParam
                       sketch="gaussian" if gaussian else "mwem", params=params, grid=grid, sensitivity=sensitivity,
                       seed_set=seed_set, rng=rng)
     timings = _run_rounds(owners, consumer, curator, size, transport)
-    acc = (params.accounting(n_features, sensitivity) if gaussian
+    acc = (params.accounting(n_features, sensitivity) if isinstance(params, GaussianParams)
            else params.accounting(n_summary_releases=size - 1))
     auc = curator.auction
     bidders = np.array(auc.bidders)
@@ -140,8 +140,8 @@ def run_private(owners, consumer, *, size, params: PrivateParams | GaussianParam
         "sketch_error": np.array(curator.sketch_errors), "sketch_error_l2": np.array(curator.sketch_errors_l2),
         "shrink_factor": np.array(curator.shrink_factors), "target_sketch_error": curator.target_sketch_error,
     }
-    extra = {"sketch": "gaussian" if gaussian else "mwem"}
-    if gaussian:
+    extra: dict[str, Any] = {"sketch": "gaussian" if gaussian else "mwem"}
+    if isinstance(params, GaussianParams):
         extra["summary_sigmas"] = list(params.summary_sigmas)
         extra["lattice_step"] = curator._gauss.step
     return _result("private", len(owners), consumer.summary, consumer._target, gamma,
@@ -160,7 +160,7 @@ def run_greedy(owners, consumer, *, size, n_features, gamma, feature_seed, seed_
     A finite ``epsilon_auc`` runs the private auction on the exact sketches (for tests)."""
     params = None
     if np.isfinite(epsilon_auc):
-        params = PrivateParams(0.0, 0.0, epsilon_auc, tau, 0, 0, 0.0)
+        params = PrivateParams(0.0, 0.0, epsilon_auc, tau, 0, 0, 0.0)  # type: ignore[arg-type]  # None: no cap
     curator = Curator(size=size, n_features=n_features, gamma=gamma, feature_seed=feature_seed, sketch="exact",
                       params=params, seed_set=seed_set, rng=rng)
     timings = _run_rounds(owners, consumer, curator, size, transport)

@@ -31,6 +31,7 @@ import hashlib
 import math
 import secrets
 import time
+from typing import Any
 
 import numpy as np
 
@@ -76,7 +77,7 @@ class DataOwner:
         self._key = secrets.token_bytes(16)
         self._sent = np.zeros(self._data.shape[0], dtype=bool)
         self._handles: dict[str, int] = {}
-        self._H = None
+        self._H: np.ndarray = None  # type: ignore[assignment]  # set by receive_setup
 
     @property
     def n_points(self) -> int:
@@ -177,6 +178,8 @@ class Curator:
     ``seed_set`` is public: it is in the summary during selection but not in the output.
     """
 
+    params: Any      # PrivateParams for "mwem", GaussianParams for "gaussian" (checked in __init__)
+
     def __init__(self, *, size: int, n_features: int, gamma: float, feature_seed: int,
                  sketch: str = "mwem", params: PrivateParams | GaussianParams | None = None, grid: int = 64,
                  sensitivity: int = 2, seed_set=None, rng: RNGLike = None, verify: bool = True):
@@ -248,7 +251,7 @@ class Curator:
         self._sum_h = np.zeros(self.n_features)
         self._sum_q = np.zeros(self.n_features, dtype=np.int64)
         self._s = 0
-        self._state = MWEMSketch(self.n_features, self.grid, self.sensitivity) if self.sketch == "mwem" else None
+        self._state: Any = MWEMSketch(self.n_features, self.grid, self.sensitivity) if self.sketch == "mwem" else None
         self._seed_sum = np.zeros(self.n_features)
         self._s0 = 0
         if self._seed is not None and self._seed.shape[0]:
@@ -257,7 +260,8 @@ class Curator:
             self._seed_sum, self._s0 = Hs.sum(0), Hs.shape[0]
             if self._state is not None:
                 self._state.init_from_means(Hs.mean(0) / b)
-        self._g_last, self._s_last = None, 0
+        self._g_last: np.ndarray | None = None
+        self._s_last = 0
         return Setup(n_inputs, self.n_features, self.gamma, self.feature_seed, self.target_sketch.copy(),
                      own_feedback=self.pool_greedy)
 
@@ -328,7 +332,8 @@ class Curator:
             if self.verify and bid is not None:
                 g = self._g
                 if self.pool_greedy and self._s:
-                    g = _with_own_rows(g, *self._owner_sent.get(t.owner, (0.0, 0)), self.target_sketch, self._s)
+                    sent_sum, n_sent = self._owner_sent.get(t.owner, (0.0, 0))
+                    g = _with_own_rows(g, sent_sum, n_sent, self.target_sketch, self._s)
                 check = float(_score(h, self.target_sketch, g, self._s))
                 if abs(check - bid) > 1e-8 * (1.0 + abs(bid)):
                     raise ProtocolError(f"owner {t.owner}: bid {bid} does not match its point ({check})")
@@ -358,6 +363,7 @@ class Curator:
         best = np.flatnonzero(scores == scores.max())
         j = int(best[0]) if best.size == 1 else int(best[self._src.integers(best.size)])
         t = self._pool[j]
+        assert t is not None                              # a selected row scores -inf
         self._pool[j] = None
         self._pool_base[j] = -np.inf                      # never selected again
         self.selected.append((t.owner, t.row, t.point))

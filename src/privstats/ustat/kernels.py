@@ -104,7 +104,7 @@ def matrix_from_callable(f: Callable[[np.ndarray, np.ndarray], np.ndarray], k: i
         if how == "mid":
             t = np.linspace(0.0, 1.0, samples)
             off_x, off_y = np.meshgrid(t, t, indexing="ij")
-            off_x, off_y = off_x.ravel(), off_y.ravel()
+            off_x, off_y = off_x.ravel(), off_y.ravel()  # type: ignore[assignment]
         else:
             g = np.random.default_rng(seed)
             off_x, off_y = g.random(samples * samples), g.random(samples * samples)

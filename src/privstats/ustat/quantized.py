@@ -83,7 +83,7 @@ class _VectorModel:
         self.oracle = oracle
         k = oracle.domain_size
         if oracle.name == "grr":
-            self.kind, self.p, self.q = "grr", oracle.p, oracle.q
+            self.kind, self.p, self.q = "grr", oracle.p, oracle.q  # type: ignore[attr-defined]  # a GRR
             self.s = self.p - self.q
         elif "bits" in oracle.report_fields and oracle.state_size == k:  # OUE: outputs not enumerable
             self.kind = "unary"

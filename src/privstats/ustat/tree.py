@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -101,7 +102,7 @@ class TreeState:
 
     depth: int
     epsilon_level: float
-    n_levels: np.ndarray = None  # reports per level 1..depth (index 0 unused)
+    n_levels: np.ndarray = None  # type: ignore[assignment]  # reports per level 1..depth (index 0 unused)
     dense: dict = field(default_factory=dict)  # level -> Z[j]
     raw: dict = field(default_factory=dict)  # level -> (j array, z array)
     n: int = 0  # users
@@ -307,7 +308,8 @@ class TreeAUC:
         vp, vn = self.C * n_pos * al, self.C * n_neg * al
         tau = a * math.sqrt(vp * vn)
         fp, fn = math.sqrt(a * vp) / 2, math.sqrt(a * vn) / 2
-        cache_p, cache_n = {}, {}
+        cache_p: dict[Any, Any] = {}
+        cache_n: dict[Any, Any] = {}
         recursed, discarded = np.zeros(1, np.int64), np.zeros(0, np.int64)
         total, var, explored = 0.0, 0.0, 0
         cp2 = _c(self.epsilon_level) ** 2

@@ -1,0 +1,16 @@
+"""Services: the roles of a deployment as separate processes over HTTP (extra ``serve``).
+
+Foundation shared by every role (generic over trust models and protocols):
+
+* :mod:`~privstats.services.tasks` — task files: the public :class:`~privstats.services.tasks.Task`
+  and per-party :class:`~privstats.services.tasks.RoleSecrets`.
+* :mod:`~privstats.services.storage` — SQLAlchemy 2 schema with migrations; reports unique per
+  (task, report id); mergeable aggregates; the durable budget ledger; collections; batches.
+* :mod:`~privstats.services.security` — bearer tokens (constant-time) and HPKE.
+* :mod:`~privstats.services.wire` — the compact binary upload and batch formats.
+* :mod:`~privstats.services.app` — shared HTTP helpers and the ``privstats serve`` runner.
+
+Roles: :mod:`~privstats.services.collector` (local model), :mod:`~privstats.services.shuffler`
+(shuffler and analyzer of the shuffle model).  The client SDK is :mod:`privstats.client`.
+Nothing below ``services/`` imports it.
+"""

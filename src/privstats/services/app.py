@@ -1,0 +1,141 @@
+"""What every role's HTTP app shares, and the runner behind ``privstats serve ROLE``.
+
+* :func:`read_body` — the request body with a hard size limit (413 before reading more).
+* :func:`require_token` — bearer-token check (401 missing, 403 wrong; constant-time).
+* :func:`error` — an ``HTTPException`` with a JSON ``{"error": code, "message": ...}`` detail.
+* :func:`run_server` — uvicorn in this process; SIGTERM stops accepting, drains in-flight requests
+  and background work, runs the role's shutdown, and returns 0.
+* :func:`serve` — build a role's app from ``task.json`` (+ its secrets file) and run it.
+
+Role apps register themselves in :data:`ROLE_FACTORIES` (``role -> "module:function"``); a factory
+takes ``(task, secrets, storage, **options)`` and returns a FastAPI app.  The secure model's roles add
+``leader`` and ``helper`` there.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import signal
+from typing import Any, NoReturn
+
+from privstats.services.security import check_bearer
+from privstats.services.tasks import RoleSecrets, Task, load_secrets, load_task
+
+__all__ = ["ROLE_FACTORIES", "build_app", "error", "read_body", "require_token", "run_server", "serve"]
+
+#: role -> "module:function" building its FastAPI app
+ROLE_FACTORIES: dict[str, str] = {
+    "collector": "privstats.services.collector:create_app",
+    "shuffler": "privstats.services.shuffler:create_shuffler_app",
+    "analyzer": "privstats.services.shuffler:create_analyzer_app",
+}
+
+
+def error(status: int, code: str, message: str) -> NoReturn:
+    """Raise an HTTPException whose JSON detail names the error."""
+    from fastapi import HTTPException
+
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    raise HTTPException(status_code=status, detail={"error": code, "message": message}, headers=headers)
+
+
+def require_token(authorization: str | None, secrets: RoleSecrets, kind: str) -> None:
+    """401 if the bearer token is missing, 403 if it is not this role's ``kind`` token."""
+    status = check_bearer(authorization, secrets.token_hashes.get(kind))
+    if status == 401:
+        error(401, "unauthorized", f"a bearer {kind} token is required")
+    if status == 403:
+        error(403, "forbidden", f"the {kind} token is not valid for this task")
+
+
+async def read_body(request: Any, limit: int) -> bytes:
+    """The body, refusing (413) a declared or actual size above ``limit`` before buffering it all."""
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        try:
+            if int(declared) > limit:
+                error(413, "too_large", f"body of {declared} bytes exceeds the limit of {limit}")
+        except ValueError:
+            error(400, "bad_request", "invalid Content-Length")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            error(413, "too_large", f"body exceeds the limit of {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def build_app(role: str, task: Task, secrets: RoleSecrets, db: str, **options: Any):
+    """The FastAPI app of ``role`` over the database ``db`` (an SQLAlchemy URL)."""
+    from privstats.services.storage import Storage
+
+    if role not in ROLE_FACTORIES:
+        raise ValueError(f"role must be one of {sorted(ROLE_FACTORIES)}, got {role!r}")
+    if role not in task.roles:
+        raise ValueError(
+            f"role {role!r} is not part of this {task.model}-model task (roles: {list(task.roles)})"
+        )
+    if secrets.task_id != task.task_id:
+        raise ValueError(f"the {role} secrets belong to task {secrets.task_id}, not {task.task_id}")
+    module, fn = ROLE_FACTORIES[role].split(":")
+    factory = getattr(importlib.import_module(module), fn)
+    return factory(task, secrets, Storage(db), **options)
+
+
+def run_server(
+    app: Any, host: str, port: int, *, log_level: str = "warning", drain_seconds: int = 30
+) -> int:
+    """Run ``app`` under uvicorn until SIGTERM/SIGINT; in-flight requests finish; returns 0.
+
+    uvicorn re-raises the signal it caught once it has shut down; a no-op handler installed here
+    receives it, so the process exits with status 0 after a clean drain.
+    """
+    import uvicorn
+
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=int(port),
+        log_level=log_level,
+        lifespan="on",
+        timeout_graceful_shutdown=drain_seconds,
+        access_log=False,
+    )
+    server = uvicorn.Server(config)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: None)
+    server.run()
+    return 0 if server.started else 1
+
+
+def serve(
+    role: str,
+    task_path: str,
+    *,
+    db: str | None = None,
+    host: str | None = None,
+    port: int | None = None,
+    secrets_path: str | None = None,
+    log_level: str = "warning",
+    **options: Any,
+) -> int:
+    """``privstats serve ROLE``: load the task and the role's secrets, open the database, run."""
+    from urllib.parse import urlsplit
+
+    from privstats.services.storage import default_db_url
+
+    task = load_task(task_path)
+    secrets = load_secrets(task_path, role, secrets_path)
+    url = urlsplit(task.url(role))
+    host = host or url.hostname or "127.0.0.1"
+    port = port if port is not None else (url.port or 80)
+    db = (
+        db
+        or os.environ.get("PRIVSTATS_DB")
+        or default_db_url(role, task.task_id, os.path.dirname(os.path.abspath(task_path)))
+    )
+    app = build_app(role, task, secrets, db, **options)
+    return run_server(app, host, port, log_level=log_level)

@@ -1,0 +1,294 @@
+"""The collector of the local model: store ε-LDP reports durably, aggregate, answer collections.
+
+:class:`Collector` is the role's logic (usable without HTTP); :func:`create_app` puts it behind
+FastAPI:
+
+==============================  ==============  ================================================
+``GET /healthz``                none            200 when the database is open and the state loaded
+``POST /tasks/{id}/reports``    upload token    binary upload (:mod:`privstats.services.wire`)
+``POST /tasks/{id}/collect``    collect token   JSON ``{"collection_id": ...}`` -> an Estimate
+``GET /tasks/{id}/status``      collect token   reports stored, budget spent and remaining
+==============================  ==============  ================================================
+
+An upload is validated whole (sizes, task id, every report decodes and is in range) before
+anything is written; then, in **one transaction**, the new reports are inserted (a known report
+id is a replay and does nothing) and their contribution is folded into the task's mergeable
+aggregator state, stored beside them.  The answer (``{"acknowledged", "new", "duplicates"}``) is
+sent only after the commit, so an acknowledged report survives a crash, and state and reports
+always agree.
+
+A collection needs at least ``task.min_batch`` reports, spends ``task.guarantee`` from the durable
+ledger in the same transaction that records its result (an overspend is refused and nothing is
+released), and is idempotent per ``collection_id``.  Large states can be rebuilt from the stored
+reports through :func:`privstats.engine.aggregate` (:meth:`Collector.rebuild_state`).
+
+>>> import os, tempfile
+>>> from privstats.services.tasks import new_task
+>>> from privstats.services.storage import Storage
+>>> task, secrets = new_task("frequencies", model="local", protocol="grr", params={"domain_size": 4},
+...                          epsilon=2.0, min_batch=10)
+>>> col = Collector(task, Storage(f"sqlite:///{tempfile.mkdtemp()}/c.sqlite"))
+>>> from privstats.client import Client
+>>> body = Client(None, task).upload_body(Client(None, task).encode([1] * 20, rng=0))
+>>> col.ingest(body)
+{'acknowledged': 20, 'new': 20, 'duplicates': 0}
+>>> col.ingest(body)["duplicates"]
+20
+>>> col.collect("first")["n"]
+20
+"""
+
+import re
+import threading
+from typing import Any
+
+import numpy as np
+
+from privstats.local.base import CountState
+from privstats.services.storage import BudgetExceededError, Storage
+from privstats.services.tasks import RoleSecrets, Task, build_protocol
+from privstats.services.wire import WireError, record_layout, unpack_upload_array
+
+__all__ = ["STATE_NAME", "CollectError", "Collector", "check_collection_id", "create_app", "run_collection"]
+
+STATE_NAME = "state"
+_COLLECTION_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+class CollectError(ValueError):
+    """A refused collection: ``code`` is ``batch_too_small``, ``budget_exceeded`` or ``bad_request``."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+def check_collection_id(cid: Any) -> str:
+    if not isinstance(cid, str) or not _COLLECTION_ID.match(cid):
+        raise CollectError("bad_request", "collection_id must be 1-64 characters of [A-Za-z0-9_.-]")
+    return cid
+
+
+class Collector:
+    """Local-model collector over a :class:`~privstats.services.storage.Storage`."""
+
+    def __init__(self, task: Task, storage: Storage, *, engine: str = "local"):
+        if task.model != "local":
+            raise ValueError(f"the collector serves local-model tasks, not {task.model!r}")
+        self.task = task
+        self.storage = storage
+        self.engine = engine
+        self.oracle = build_protocol(task)
+        self.layout = record_layout(self.oracle)
+        self.record_size = 16 + self.layout.size
+        self.tid = task.id_bytes
+        self.max_records = max(1, task.max_request_bytes // self.record_size)
+        storage.ensure_budget(self.tid, task.budget_value)
+        storage.ensure_aggregate(self.tid, STATE_NAME, self.oracle.new_state().to_bytes())
+        self._lock = threading.Lock()
+
+    # ---- upload ----------------------------------------------------------------------------------------
+    def parse(self, body: bytes) -> tuple[list[bytes], np.ndarray, CountState]:
+        """Validate a whole upload: ``(report ids, payload rows, state of all its reports)``.
+
+        Raises :class:`~privstats.services.wire.WireError` (a ValueError) on a foreign task, bad sizes,
+        truncation, or a report the protocol refuses (e.g. out of the domain).
+        """
+        tid, ids, rows = unpack_upload_array(body, record_size=self.record_size, max_records=self.max_records)
+        if tid != self.tid:
+            raise WireError("the upload names another task")
+        cols = self.layout.unpack(rows)
+        try:
+            state = self.oracle.aggregate(cols)
+        except (ValueError, TypeError) as exc:
+            raise WireError(f"invalid report: {exc}") from None
+        return ids, rows, state
+
+    def ingest(self, body: bytes) -> dict[str, int]:
+        """Store and aggregate an upload in one transaction; returns the counts acknowledged."""
+        ids, rows, full = self.parse(body)
+        if not ids:
+            return {"acknowledged": 0, "new": 0, "duplicates": 0}
+        payloads = [r.tobytes() for r in rows] if rows.shape[1] else [b""] * len(ids)
+        with self.storage.transaction() as conn:
+            new = self.storage.insert_reports(conn, self.tid, ids, payloads)
+            if new:
+                if len(new) == len(ids):
+                    delta = full
+                else:
+                    seen: set[bytes] = set()
+                    keep = np.zeros(len(ids), dtype=bool)
+                    for i, r in enumerate(ids):
+                        if r in new and r not in seen:
+                            keep[i] = True
+                            seen.add(r)
+                    delta = self.oracle.aggregate(self.layout.unpack(rows[keep]))
+                row = self.storage.get_aggregate(conn, self.tid, STATE_NAME, for_update=True)
+                state = self.oracle.new_state() if row is None else CountState.from_bytes(row[1])
+                merged = state.merge(delta)
+                self.storage.put_aggregate(conn, self.tid, STATE_NAME, merged.n, merged.to_bytes())
+        return {"acknowledged": len(ids), "new": len(new), "duplicates": len(ids) - len(new)}
+
+    # ---- state -------------------------------------------------------------------------------------------
+    def state(self) -> CountState:
+        """The committed aggregator state (all reports stored so far)."""
+        with self.storage.read() as conn:
+            row = self.storage.get_aggregate(conn, self.tid, STATE_NAME)
+        return self.oracle.new_state() if row is None else CountState.from_bytes(row[1])
+
+    def _report_batches(self):
+        for bodies in self.storage.iter_report_bodies(self.tid):
+            rows = np.frombuffer(b"".join(bodies), dtype=np.uint8).reshape(len(bodies), self.layout.size)
+            yield self.layout.unpack(rows)
+
+    def rebuild_state(self, *, store: bool = False) -> CountState:
+        """Re-aggregate every stored report through :func:`privstats.engine.aggregate` (``engine`` of
+        the collector: ``"local"`` chunks, or ``"dask"``); ``store`` replaces the incremental state."""
+        from privstats.engine import aggregate
+
+        state = aggregate(self.oracle, self._report_batches(), engine=self.engine)
+        if store:
+            with self.storage.transaction() as conn:
+                self.storage.put_aggregate(conn, self.tid, STATE_NAME, state.n, state.to_bytes())
+        return state
+
+    # ---- collection ---------------------------------------------------------------------------------------
+    def collect(self, collection_id: Any, min_reports: Any = None) -> dict:
+        """Spend the task's per-collection guarantee and release the Estimate of all stored reports.
+
+        Idempotent per ``collection_id`` (a retry returns the stored result and spends nothing).
+        Raises :class:`CollectError` (nothing spent) below ``min_batch`` or over the budget.
+        """
+
+        def release(conn: Any) -> tuple[int, Any]:
+            row = self.storage.get_aggregate(conn, self.tid, STATE_NAME, for_update=True)
+            state = self.oracle.new_state() if row is None else CountState.from_bytes(row[1])
+            return state.n, (lambda: self.oracle.estimate(state))
+
+        return run_collection(self.storage, self.task, collection_id, release, min_reports)
+
+    def status(self) -> dict:
+        led = self.storage.ledger(None, self.tid)
+        return {
+            "task_id": self.task.task_id,
+            "role": "collector",
+            "n_reports": self.state().n,
+            "budget_total": led.total.to_dict(),
+            "budget_spent": led.spent.to_dict(),
+            "budget_remaining": led.remaining.to_dict(),
+            "collections": len(led.entries),
+        }
+
+
+def run_collection(
+    storage: Storage, task: Task, collection_id: Any, release: Any, min_reports: Any = None
+) -> dict:
+    """The collection protocol every role shares (collector, analyzer, the secure model's leader).
+
+    In one transaction: return the stored result of ``collection_id`` if any; else
+    ``release(conn) -> (n_reports, make_estimate)`` reads (and locks) the role's state; refuse below
+    ``task.min_batch``; spend ``task.guarantee`` from the durable ledger (BudgetExceededError ->
+    :class:`CollectError`, nothing recorded); compute the estimate; store the result under
+    ``collection_id``; commit.  Nothing is released unless all of it commits.
+    """
+    cid = check_collection_id(collection_id)
+    if min_reports is not None and (
+        not isinstance(min_reports, int) or isinstance(min_reports, bool) or min_reports < 0
+    ):
+        raise CollectError("bad_request", "min_reports must be a non-negative integer")
+    floor = max(task.min_batch, min_reports or 0)
+    tid = task.id_bytes
+    done = storage.get_collection(None, tid, cid)
+    if done is not None:
+        return done
+    with storage.transaction() as conn:
+        done = storage.get_collection(conn, tid, cid)
+        if done is not None:
+            return done
+        n, make_estimate = release(conn)
+        if n < floor:
+            raise CollectError(
+                "batch_too_small",
+                f"the batch has {n} reports, below {floor} (the task's min_batch={task.min_batch}"
+                f"{'' if min_reports is None else f', min_reports={min_reports}'}); nothing was released",
+            )
+        try:
+            led = storage.spend(conn, tid, task.guarantee_value, f"collection {cid}")
+        except BudgetExceededError as exc:
+            raise CollectError("budget_exceeded", str(exc)) from None
+        estimate = make_estimate()
+        result = {
+            "collection_id": cid,
+            "estimate": estimate.to_dict(),
+            "n": int(n),
+            "budget_spent": led.spent.to_dict(),
+            "budget_remaining": led.remaining.to_dict(),
+        }
+        storage.put_collection(conn, tid, cid, result)
+    return result
+
+
+# ------------------------------------------------------------------------------------------------- HTTP
+def create_app(task: Task, secrets: RoleSecrets, storage: Storage, **options: Any):
+    """FastAPI app of the collector role."""
+    from fastapi import FastAPI, Header, Request
+    from fastapi.concurrency import run_in_threadpool
+
+    from privstats.services.app import error, read_body, require_token
+
+    collector = Collector(task, storage, **options)
+    app = FastAPI(title="privstats collector", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.role = collector
+
+    def check_task(task_id: str) -> None:
+        if task_id != task.task_id:
+            error(404, "unknown_task", "this collector serves another task")
+
+    @app.get("/healthz")
+    def healthz() -> dict:
+        return {"status": "ok", "role": "collector", "task_id": task.task_id}
+
+    @app.post("/tasks/{task_id}/reports")
+    async def upload(task_id: str, request: Request, authorization: str | None = Header(None)) -> dict:
+        require_token(authorization, secrets, "upload")
+        check_task(task_id)
+        body = await read_body(request, task.max_request_bytes)
+        try:
+            return await run_in_threadpool(collector.ingest, body)
+        except WireError as exc:
+            error(400, "bad_report", str(exc))
+
+    @app.post("/tasks/{task_id}/collect")
+    async def collect(task_id: str, request: Request, authorization: str | None = Header(None)) -> dict:
+        require_token(authorization, secrets, "collect")
+        check_task(task_id)
+        query = await _json(request)
+        try:
+            return await run_in_threadpool(
+                collector.collect, query.get("collection_id"), query.get("min_reports")
+            )
+        except CollectError as exc:
+            error(400 if exc.code == "bad_request" else 409, exc.code, str(exc))
+
+    @app.get("/tasks/{task_id}/status")
+    def status(task_id: str, authorization: str | None = Header(None)) -> dict:
+        require_token(authorization, secrets, "collect")
+        check_task(task_id)
+        return collector.status()
+
+    return app
+
+
+async def _json(request: Any) -> dict:
+    import json
+
+    from privstats.services.app import error, read_body
+
+    raw = await read_body(request, 1 << 16)
+    try:
+        query = json.loads(raw or b"{}")
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        error(400, "bad_request", "the body must be a JSON object")
+    if not isinstance(query, dict):
+        error(400, "bad_request", "the body must be a JSON object")
+    return query

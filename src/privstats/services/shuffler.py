@@ -1,0 +1,416 @@
+"""The shuffle model's two server roles: the shuffler (anonymises) and the analyzer (decrypts, aggregates).
+
+**Shuffler** (:class:`ShufflerRole`).  Clients upload reports whose payload is the user's ``m``
+messages, each HPKE-encrypted separately to the analyzer (the shuffler cannot read them; every
+ciphertext has the same length).  The shuffler stores each report durably under its report id
+(replays count once) and acknowledges after the commit.  When at least ``task.min_batch`` reports
+are pending, a background worker puts all of them into a new batch (one transaction), splits them
+into single messages, permutes the messages with the OS CSPRNG and forwards them to the analyzer as
+one opaque block: no report id, no timestamp, no order, no connection detail leaves the shuffler —
+only the batch's random id, its number of reports and the ciphertexts.  After the analyzer has
+acknowledged, the batch's bodies are erased (the report ids stay, as replay protection).  A batch
+interrupted by a crash is forwarded again on restart with the same batch id (a fresh permutation);
+the analyzer applies a batch id once.
+
+**Analyzer** (:class:`AnalyzerRole`).  Accepts batches only from the shuffler (forward token),
+decrypts each message (HPKE info binds the task id), drops messages that do not open or that the
+protocol refuses (counted, not fatal: a malicious client cannot block a batch), and folds the rest
+into the protocol's mergeable state in the same transaction that records the batch id.
+Collections are as in the collector (:func:`~privstats.services.collector.run_collection`).
+
+=================================  ===============  =============================================
+``POST /tasks/{id}/reports``       upload token     shuffler: binary upload
+``GET  /tasks/{id}/status``        upload token     shuffler: reports pending / forwarded
+``POST /tasks/{id}/batches``       forward token    analyzer: a shuffled batch from the shuffler
+``POST /tasks/{id}/collect``       collect token    analyzer: an Estimate
+``GET  /tasks/{id}/status``        collect token    analyzer: reports, messages, dropped, budget
+=================================  ===============  =============================================
+"""
+
+import contextlib
+import dataclasses
+import os
+import threading
+from typing import Any
+
+import numpy as np
+
+from privstats.local.base import CountState
+from privstats.services.collector import CollectError, run_collection
+from privstats.services.security import HPKE_OVERHEAD, hpke_info, hpke_open_many
+from privstats.services.storage import Storage
+from privstats.services.tasks import RoleSecrets, Task, build_protocol
+from privstats.services.wire import (
+    WireError,
+    pack_batch,
+    record_layout,
+    unpack_batch,
+    unpack_upload_array,
+)
+
+__all__ = [
+    "AnalyzerRole",
+    "ShufflerRole",
+    "create_analyzer_app",
+    "create_shuffler_app",
+    "messages_per_report",
+]
+
+STATE_NAME = "state"
+DROPPED_NAME = "dropped"
+
+
+def messages_per_report(oracle: Any) -> int:
+    """The fixed number of messages one user sends (1; k + ρ for Hadamard; blanket + 1 for summation)."""
+    inner = oracle.protocol
+    if inner.name in ("shuffle-krr", "shuffle-rappor"):
+        return 1
+    if inner.name == "shuffle-hadamard":
+        return int(inner.k + inner.rho)
+    if inner.name == "shuffle-sum":
+        return int(inner.blanket + 1)
+    raise ValueError(
+        f"protocol {inner.name!r} sends a data-dependent number of messages; the shuffler "
+        "service needs a fixed number per user"
+    )
+
+
+class _ShuffleTask:
+    def __init__(self, task: Task):
+        if task.model != "shuffle":
+            raise ValueError(f"the shuffler and analyzer serve shuffle-model tasks, not {task.model!r}")
+        self.task = task
+        self.tid = task.id_bytes
+        self.oracle = build_protocol(task)
+        self.layout = record_layout(self.oracle)
+        self.m = messages_per_report(self.oracle)
+        self.ct_size = self.layout.size + HPKE_OVERHEAD
+        self.record_size = 16 + self.m * self.ct_size
+
+
+class ShufflerRole(_ShuffleTask):
+    """Store encrypted reports, release shuffled batches of at least ``min_batch`` reports to the analyzer."""
+
+    def __init__(
+        self,
+        task: Task,
+        secrets: RoleSecrets,
+        storage: Storage,
+        *,
+        poll_seconds: float = 0.5,
+        forward_timeout: float = 120.0,
+    ):
+        super().__init__(task)
+        self.secrets = secrets
+        self.storage = storage
+        self.analyzer_url = task.url("analyzer")
+        self.poll_seconds = poll_seconds
+        self.forward_timeout = forward_timeout
+        self.max_records = max(1, task.max_request_bytes // self.record_size)
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.forwarded_batches = 0
+
+    # ---- uploads ----------------------------------------------------------------------------------------
+    def ingest(self, body: bytes) -> dict[str, int]:
+        """Store an upload (structure checked; contents are opaque); acknowledged after the commit."""
+        tid, ids, rows = unpack_upload_array(body, record_size=self.record_size, max_records=self.max_records)
+        if tid != self.tid:
+            raise WireError("the upload names another task")
+        if not ids:
+            return {"acknowledged": 0, "new": 0, "duplicates": 0}
+        payloads = [r.tobytes() for r in rows]
+        with self.storage.transaction() as conn:
+            new = self.storage.insert_reports(conn, self.tid, ids, payloads)
+        if new:
+            self._wake.set()
+        return {"acknowledged": len(ids), "new": len(new), "duplicates": len(ids) - len(new)}
+
+    # ---- batches ----------------------------------------------------------------------------------------
+    def _shuffled_messages(self, batch_id: bytes) -> tuple[list[bytes], int]:
+        with self.storage.read() as conn:
+            bodies = self.storage.batch_bodies(conn, self.tid, batch_id)
+        if not bodies:
+            return [], 0
+        arr = np.frombuffer(b"".join(bodies), dtype=np.uint8).reshape(len(bodies) * self.m, self.ct_size)
+        from privstats.privacy.randomness import SecureSource
+
+        order = SecureSource().permutation(arr.shape[0])  # OS CSPRNG, always
+        shuffled = arr[order]
+        return [r.tobytes() for r in shuffled], len(bodies)
+
+    def forward(self, batch_id: bytes) -> bool:
+        """Send one batch (shuffled afresh) to the analyzer; True once it acknowledged and is erased."""
+        import httpx
+
+        msgs, n_reports = self._shuffled_messages(batch_id)
+        body = pack_batch(self.tid, batch_id, n_reports, msgs)
+        url = f"{self.analyzer_url}/tasks/{self.task.task_id}/batches"
+        headers = {
+            "Authorization": f"Bearer {self.secrets.token('forward')}",
+            "Content-Type": "application/octet-stream",
+        }
+        try:
+            with httpx.Client(timeout=self.forward_timeout) as http:
+                resp = http.post(url, content=body, headers=headers)
+        except httpx.TransportError:
+            return False
+        if resp.status_code != 200:
+            return False
+        with self.storage.transaction() as conn:
+            self.storage.finish_batch(conn, self.tid, batch_id, erase_bodies=True)
+        self.forwarded_batches += 1
+        return True
+
+    def step(self) -> int:
+        """One round of the worker: finish interrupted batches, then cut and forward a new one if the
+        pool holds at least ``min_batch`` reports.  Returns the number of batches forwarded."""
+        done = 0
+        for batch_id, _n in self.storage.pending_batches(self.tid, "shuffler"):
+            if self._stop.is_set() or not self.forward(batch_id):
+                return done
+            done += 1
+        if self.storage.count_reports(self.tid, pending_only=True) >= self.task.min_batch:
+            batch_id = os.urandom(16)
+            with self.storage.transaction() as conn:
+                n = self.storage.assign_batch(conn, self.tid, batch_id, "shuffler")
+            if n and self.forward(batch_id):
+                done += 1
+        return done
+
+    def _run(self) -> None:
+        backoff = self.poll_seconds
+        while not self._stop.is_set():
+            try:
+                ok = True
+                self.step()
+                ok = not self.storage.pending_batches(self.tid, "shuffler")
+            except Exception:
+                ok = False
+            backoff = self.poll_seconds if ok else min(backoff * 2, 10.0)
+            self._wake.wait(backoff)
+            self._wake.clear()
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="privstats-shuffler", daemon=True)
+            self._thread.start()
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """Stop the worker after its current step (a batch being forwarded finishes or stays pending)."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def status(self) -> dict:
+        return {
+            "task_id": self.task.task_id,
+            "role": "shuffler",
+            "pending_reports": self.storage.count_reports(self.tid, pending_only=True),
+            "stored_report_ids": self.storage.count_reports(self.tid),
+            "pending_batches": len(self.storage.pending_batches(self.tid, "shuffler")),
+        }
+
+
+class AnalyzerRole(_ShuffleTask):
+    """Decrypt shuffled batches, aggregate, answer collections."""
+
+    def __init__(self, task: Task, secrets: RoleSecrets, storage: Storage):
+        super().__init__(task)
+        self.secrets = secrets
+        self.storage = storage
+        self._sk = secrets.private_key_bytes
+        self._info = hpke_info("shuffle", self.tid)
+        self.field = next(iter(self.oracle.report_fields))
+        storage.ensure_budget(self.tid, task.budget_value)
+        storage.ensure_aggregate(self.tid, STATE_NAME, self.oracle.new_state().to_bytes())
+        storage.ensure_aggregate(self.tid, DROPPED_NAME, b"")
+
+    def _fold(self, plaintexts: list[bytes]) -> tuple[CountState, int]:
+        """State of the messages the protocol accepts, and how many it refused."""
+        if not plaintexts:
+            return self.oracle.new_state(), 0
+        sizes_ok = [p for p in plaintexts if len(p) == self.layout.size]
+        bad = len(plaintexts) - len(sizes_ok)
+        if not sizes_ok:
+            return self.oracle.new_state(), bad
+        rows = np.frombuffer(b"".join(sizes_ok), dtype=np.uint8).reshape(len(sizes_ok), self.layout.size)
+        cols = self.layout.unpack(rows)
+        try:
+            return self.oracle.aggregate(cols), bad
+        except (ValueError, TypeError):
+            pass
+        state = self.oracle.new_state()  # someone sent junk: keep the valid messages only
+        col = cols[self.field]
+        for i in range(len(col)):
+            try:
+                state = self.oracle.aggregate({self.field: col[i : i + 1]}, state)
+            except (ValueError, TypeError):
+                bad += 1
+        return state, bad
+
+    def receive(self, body: bytes) -> dict:
+        """Apply a batch from the shuffler once (a repeated batch id changes nothing)."""
+        tid, batch_id, n_reports, msgs = unpack_batch(body)
+        if tid != self.tid:
+            raise WireError("the batch names another task")
+        if msgs.shape[0] and msgs.shape[1] != self.ct_size:
+            raise WireError(f"messages must be {self.ct_size} bytes")
+        if msgs.shape[0] != n_reports * self.m:
+            raise WireError(
+                f"a batch of {n_reports} reports carries {n_reports * self.m} messages, got {msgs.shape[0]}"
+            )
+        plaintexts, undecryptable = hpke_open_many(self._sk, (r.tobytes() for r in msgs), self._info)
+        delta, refused = self._fold(plaintexts)
+        with self.storage.transaction() as conn:
+            if not self.storage.record_batch(conn, self.tid, batch_id, "analyzer", n_reports):
+                return {"batch": batch_id.hex(), "applied": False}
+            row = self.storage.get_aggregate(conn, self.tid, STATE_NAME, for_update=True)
+            n_before, state = (
+                (0, self.oracle.new_state()) if row is None else (row[0], CountState.from_bytes(row[1]))
+            )
+            merged = state.merge(delta)
+            self.storage.put_aggregate(conn, self.tid, STATE_NAME, n_before + n_reports, merged.to_bytes())
+            drow = self.storage.get_aggregate(conn, self.tid, DROPPED_NAME, for_update=True)
+            self.storage.put_aggregate(
+                conn, self.tid, DROPPED_NAME, (drow[0] if drow else 0) + undecryptable + refused, b""
+            )
+        return {
+            "batch": batch_id.hex(),
+            "applied": True,
+            "messages": int(msgs.shape[0]),
+            "dropped": undecryptable + refused,
+        }
+
+    def collect(self, collection_id: Any, min_reports: Any = None) -> dict:
+        """As the collector's: min batch (in reports), durable budget, idempotent per collection id."""
+
+        def release(conn: Any) -> tuple[int, Any]:
+            row = self.storage.get_aggregate(conn, self.tid, STATE_NAME, for_update=True)
+            n, state = (
+                (0, self.oracle.new_state()) if row is None else (row[0], CountState.from_bytes(row[1]))
+            )
+
+            def make() -> Any:
+                est = self.oracle.estimate(state)
+                return dataclasses.replace(est, n=int(n), details={**est.details, "messages": int(state.n)})
+
+            return n, make
+
+        return run_collection(self.storage, self.task, collection_id, release, min_reports)
+
+    def status(self) -> dict:
+        led = self.storage.ledger(None, self.tid)
+        with self.storage.read() as conn:
+            row = self.storage.get_aggregate(conn, self.tid, STATE_NAME)
+            drow = self.storage.get_aggregate(conn, self.tid, DROPPED_NAME)
+        n, msgs = (0, 0) if row is None else (row[0], CountState.from_bytes(row[1]).n)
+        return {
+            "task_id": self.task.task_id,
+            "role": "analyzer",
+            "n_reports": n,
+            "n_messages": msgs,
+            "dropped_messages": drow[0] if drow else 0,
+            "budget_total": led.total.to_dict(),
+            "budget_spent": led.spent.to_dict(),
+            "budget_remaining": led.remaining.to_dict(),
+            "collections": len(led.entries),
+        }
+
+
+# ------------------------------------------------------------------------------------------------- HTTP
+def create_shuffler_app(task: Task, secrets: RoleSecrets, storage: Storage, **options: Any):
+    """FastAPI app of the shuffler; its forwarding worker runs for the app's lifetime."""
+    from fastapi import FastAPI, Header, Request
+    from fastapi.concurrency import run_in_threadpool
+
+    from privstats.services.app import error, read_body, require_token
+
+    role = ShufflerRole(task, secrets, storage, **options)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Any):
+        role.start()
+        yield
+        await run_in_threadpool(role.stop)
+
+    app = FastAPI(
+        title="privstats shuffler", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan
+    )
+    app.state.role = role
+
+    @app.get("/healthz")
+    def healthz() -> dict:
+        return {"status": "ok", "role": "shuffler", "task_id": task.task_id}
+
+    @app.post("/tasks/{task_id}/reports")
+    async def upload(task_id: str, request: Request, authorization: str | None = Header(None)) -> dict:
+        require_token(authorization, secrets, "upload")
+        if task_id != task.task_id:
+            error(404, "unknown_task", "this shuffler serves another task")
+        body = await read_body(request, task.max_request_bytes)
+        try:
+            return await run_in_threadpool(role.ingest, body)
+        except WireError as exc:
+            error(400, "bad_report", str(exc))
+
+    @app.get("/tasks/{task_id}/status")
+    def status(task_id: str, authorization: str | None = Header(None)) -> dict:
+        require_token(authorization, secrets, "upload")
+        if task_id != task.task_id:
+            error(404, "unknown_task", "this shuffler serves another task")
+        return role.status()
+
+    return app
+
+
+def create_analyzer_app(task: Task, secrets: RoleSecrets, storage: Storage, **options: Any):
+    """FastAPI app of the analyzer."""
+    from fastapi import FastAPI, Header, Request
+    from fastapi.concurrency import run_in_threadpool
+
+    from privstats.services.app import error, read_body, require_token
+    from privstats.services.collector import _json
+
+    role = AnalyzerRole(task, secrets, storage, **options)
+    app = FastAPI(title="privstats analyzer", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.role = role
+
+    def check_task(task_id: str) -> None:
+        if task_id != task.task_id:
+            error(404, "unknown_task", "this analyzer serves another task")
+
+    @app.get("/healthz")
+    def healthz() -> dict:
+        return {"status": "ok", "role": "analyzer", "task_id": task.task_id}
+
+    @app.post("/tasks/{task_id}/batches")
+    async def batches(task_id: str, request: Request, authorization: str | None = Header(None)) -> dict:
+        require_token(authorization, secrets, "forward")
+        check_task(task_id)
+        body = await read_body(request, max(task.max_request_bytes, 1 << 30))
+        try:
+            return await run_in_threadpool(role.receive, body)
+        except WireError as exc:
+            error(400, "bad_batch", str(exc))
+
+    @app.post("/tasks/{task_id}/collect")
+    async def collect(task_id: str, request: Request, authorization: str | None = Header(None)) -> dict:
+        require_token(authorization, secrets, "collect")
+        check_task(task_id)
+        query = await _json(request)
+        try:
+            return await run_in_threadpool(role.collect, query.get("collection_id"), query.get("min_reports"))
+        except CollectError as exc:
+            error(400 if exc.code == "bad_request" else 409, exc.code, str(exc))
+
+    @app.get("/tasks/{task_id}/status")
+    def status(task_id: str, authorization: str | None = Header(None)) -> dict:
+        require_token(authorization, secrets, "collect")
+        check_task(task_id)
+        return role.status()
+
+    return app

@@ -1,0 +1,140 @@
+"""Shared measurement code: the planner's predicted stderr against the measured RMSE, and CI coverage.
+
+Each case draws public-size data once, computes the exact (non-private) statistic, runs the
+private statistic over many seeds and measures the RMSE of the *unbiased* value
+(``details["unbiased"]``; the range-clipped value is post-processing) around the exact one.
+Data are chosen where the planner's public assumptions hold (uniform scores, independent
+pairs), since predictions use public parameters only.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+import privstats
+
+
+@dataclass
+class Case:
+    statistic: str
+    model: str
+    n: int
+    epsilon: float
+    run: Callable[[int], privstats.Estimate]      # seed -> Estimate
+    exact: float | np.ndarray
+    predicted: float
+    pick: Callable[[privstats.Estimate], np.ndarray] | None = None   # value compared (default: unbiased)
+
+
+def _unbiased(est) -> np.ndarray:
+    return np.asarray(est.details.get("unbiased", est.value), dtype=float)
+
+
+def auc_case(model: str, n: int, epsilon: float, seed: int = 0) -> Case:
+    g = np.random.default_rng(seed)
+    y = np.r_[np.ones(n // 2, int), np.zeros(n - n // 2, int)]
+    s = g.random(n)                                   # uniform scores: the planner's public assumption
+    pos, neg = s[y == 1], s[y == 0]
+    exact = float(np.mean(pos[:, None] > neg[None, :])) if n <= 4000 else _auc_exact(pos, neg)
+    opt = privstats.plan("auc", n=n, epsilon=epsilon, bounds=(0, 1), model=model, warn=False).best
+    kw = {"method": "quantized"} if opt.protocol == "ustat-quantized" else {}
+    return Case("auc", model, n, epsilon, lambda r: privstats.auc(y, s, epsilon=epsilon, model=model, rng=r, **kw),
+                exact, opt.stderr)
+
+
+def _auc_exact(pos, neg) -> float:
+    from scipy.stats import rankdata
+
+    r = rankdata(np.r_[pos, neg])[: pos.size]
+    return float((r.sum() - pos.size * (pos.size + 1) / 2) / (pos.size * neg.size))
+
+
+def tau_case(model: str, n: int, epsilon: float, seed: int = 0) -> Case:
+    from scipy.stats import kendalltau
+
+    g = np.random.default_rng(seed)
+    x, z = g.random(n), g.random(n)                   # independent: tau ≈ 0, the planner's assumption
+    exact = float(kendalltau(x, z).statistic)
+    opt = privstats.plan("kendall_tau", n=n, epsilon=epsilon, model=model, warn=False).best
+    return Case("kendall_tau", model, n, epsilon,
+                lambda r: privstats.kendall_tau(x, z, epsilon=epsilon, model=model, bounds=(0, 1), rng=r),
+                exact, opt.stderr)
+
+
+def gmd_case(model: str, n: int, epsilon: float, seed: int = 0) -> Case:
+    g = np.random.default_rng(seed)
+    x = g.random(n)
+    xs = np.sort(x)
+    exact = float(np.sum(xs * (2 * np.arange(n) - n + 1)) / (n * (n - 1) / 2))
+    opt = privstats.plan("gini_mean_difference", n=n, epsilon=epsilon, bounds=(0, 1), model=model, warn=False).best
+    return Case("gini_mean_difference", model, n, epsilon,
+                lambda r: privstats.gini_mean_difference(x, epsilon=epsilon, bounds=(0, 1), model=model, rng=r),
+                exact, opt.stderr)
+
+
+def freq_case(model: str, n: int, epsilon: float, seed: int = 0, delta: float = 0.0) -> Case:
+    d = 16
+    g = np.random.default_rng(seed)
+    x = g.integers(0, d // 2, n)                      # the upper half of the domain is empty
+    exact = np.bincount(x, minlength=d).astype(float)
+    opt = privstats.plan("frequencies", n=n, epsilon=epsilon, delta=delta, domain=d, model=model, warn=False).best
+    kw = {"delta": delta} if model == "shuffle" else {}
+    return Case("frequencies", model, n, epsilon,
+                lambda r: privstats.frequencies(x, domain=d, epsilon=epsilon, model=model, rng=r, **kw),
+                exact[d // 2:], opt.stderr, pick=lambda e: _unbiased(e)[d // 2:])
+
+
+def ecdf_case(model: str, n: int, epsilon: float, seed: int = 0) -> Case:
+    g = np.random.default_rng(seed)
+    x = g.random(n)
+    grid = 256
+    t = np.arange(1, grid + 1) / grid
+    exact = np.searchsorted(np.sort(x), t, side="right") / n
+    opt = privstats.plan("ecdf", n=n, epsilon=epsilon, bounds=(0, 1), grid=grid, model=model, warn=False).best
+    return Case("ecdf", model, n, epsilon,
+                lambda r: privstats.ecdf(x, epsilon=epsilon, bounds=(0, 1), grid=grid, model=model, rng=r).estimate,
+                exact, opt.stderr, pick=lambda e: np.asarray(e.details["raw"], dtype=float))
+
+
+def quantile_case(model: str, n: int, epsilon: float, seed: int = 0) -> Case:
+    g = np.random.default_rng(seed)
+    x = g.random(n)
+    exact = np.array([np.sort(x)[int(math.ceil(0.5 * n)) - 1]])
+    opt = privstats.plan("quantiles", n=n, epsilon=epsilon, bounds=(0, 1), q=[0.5], model=model, warn=False).best
+    return Case("quantiles", model, n, epsilon,
+                lambda r: privstats.quantiles(x, [0.5], epsilon=epsilon, bounds=(0, 1), model=model, rng=r),
+                exact, opt.stderr)
+
+
+BUILDERS = {"auc": auc_case, "kendall_tau": tau_case, "gini_mean_difference": gmd_case,
+            "frequencies": freq_case, "ecdf": ecdf_case, "quantiles": quantile_case}
+
+
+def measure_rmse(case: Case, reps: int) -> float:
+    """Root mean squared error of the unbiased value around the exact statistic (pooled over entries)."""
+    errs = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for r in range(reps):
+            est = case.run(1000 + r)
+            v = case.pick(est) if case.pick else _unbiased(est)
+            errs.append(np.atleast_1d(v - case.exact))
+    return float(np.sqrt(np.mean(np.square(np.concatenate(errs)))))
+
+
+def coverage(case: Case, reps: int, level: float = 0.95) -> float:
+    """Share of ``level`` intervals ``est.ci(level)`` that contain the exact statistic (every entry)."""
+    hits = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for r in range(reps):
+            est = case.run(5000 + r)
+            lo, hi = est.ci(level)
+            ex = np.atleast_1d(case.exact)
+            hits.append(np.atleast_1d((np.asarray(lo) <= ex) & (ex <= np.asarray(hi))))
+    return float(np.mean(np.concatenate(hits)))
