@@ -65,7 +65,7 @@ def test_noisy_rr_matches_simulated_two_party(session):
     a, b = _values(3)
     be = SpuTwoParty("greater", pair_epsilon=1.0, mechanism="rr", session=session)
     real = be.raw(a, b)
-    kernel = lambda u, v: (u > v) * 1.0  # noqa: E731
+    kernel = lambda u, v: (u > v) * 1.0
     sim = SimulatedTwoParty(kernel, (0.0, 1.0), 1.0, "rr").compute(a, b, rng=5)
     sim_bits = np.rint((sim - 0.0) * (2 * be.plan.keep - 1) + (1 - be.plan.keep)).astype(int)
     table = np.stack([np.bincount(real, minlength=2), np.bincount(sim_bits, minlength=2)])
@@ -232,3 +232,36 @@ def _occurrences(stream: bytes, words: np.ndarray) -> int:
         k = (buf.size - off) // 8
         hits += int(np.isin(buf[off:off + 8 * k].view(np.uint64), words).sum())
     return hits
+
+
+def test_runner_roles_hold_their_own_data(tmp_path):
+    """`python -m privstats.ustat.mpc party` started by hand for each role with its own --data file; the
+    aggregator sends only pair indices and gets the exact kernel (test-only mode) of those pairs."""
+    import subprocess
+    import sys
+
+    g = np.random.default_rng(21)
+    left_vals, right_vals = np.round(g.random(500), 2), np.round(g.random(400), 2)
+    np.save(tmp_path / "left.npy", left_vals)
+    np.save(tmp_path / "right.npy", right_vals)
+    pl, pr = _free_port(), _free_port()
+    procs, ports = [], []
+    for role, own, other, data in (("left", pl, pr, "left.npy"), ("right", pr, pl, "right.npy")):
+        p = subprocess.Popen([sys.executable, "-m", "privstats.ustat.mpc", "party", "--role", role, "--listen",
+                              "127.0.0.1:0", "--self-addr", f"127.0.0.1:{own}", "--peer-addr", f"127.0.0.1:{other}",
+                              "--data", str(tmp_path / data)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             text=True)
+        procs.append(p)
+        ports.append(f"127.0.0.1:{int(p.stdout.readline().split()[1])}")
+    sess = SpuSession(parties=(ports[0], ports[1]))
+    try:
+        li, ri = g.integers(0, 500, 3000), g.integers(0, 400, 3000)
+        be = SpuTwoParty("greater_half", pair_epsilon=1.0, mechanism="none", session=sess)
+        out = be.raw_indexed(li, ri)
+        assert np.array_equal(out, be.spec.reference(left_vals[li], right_vals[ri]))
+        with pytest.raises(RuntimeError, match="left party failed"):
+            be.raw_indexed(np.array([10_000]), np.array([0]))           # index out of the party's data
+    finally:
+        sess.close()
+        for p in procs:
+            p.wait(timeout=30)

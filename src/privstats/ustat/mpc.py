@@ -424,7 +424,7 @@ class _Party:
             L = self.libspu.link
             desc = L.Desc()
             desc.id = "privstats-pairs"
-            desc.recv_timeout_ms = 600_000
+            desc.recv_timeout_ms = 300_000
             desc.connect_retry_times = 120
             desc.connect_retry_interval_ms = 500
             addrs = [self.self_addr, self.peer_addr] if self.rank == 0 else [self.peer_addr, self.self_addr]
@@ -450,20 +450,27 @@ class _Party:
             self.programs = {key: exe}  # keep only the latest shape
         return self.programs[key]
 
-    def run_job(self, header: dict, blobs: list[bytes]) -> list[bytes]:
+    def prepare(self, header: dict, blobs: list[bytes]):
+        """Phase 1 (no link traffic): parse and check the job, encode own values, draw own random words."""
         spec = _spec(header["kernel"], header.get("grid_bits", 10))
         plan = make_plan(header["mechanism"], header["pair_epsilon"], spec)
         m = int(header["m"])
         if "indices" in header:  # values held by this party (runner with --data)
             if self.data is None:
                 raise ValueError("this party holds no data (--data); send values instead of indices")
-            own = self.data[np.asarray(header["indices"], dtype=np.int64)]
+            idx = np.asarray(header["indices"], dtype=np.int64)
+            if idx.shape != (m,) or np.any(idx < 0) or np.any(idx >= len(self.data)):
+                raise ValueError(f"indices must be {m} user indices in [0, {len(self.data)})")
+            own = self.data[idx]
         else:
             own = np.frombuffer(blobs[0], dtype=np.float64).reshape(m, spec.columns)
         x = encode(spec, own)
         nr = max(plan.n_random, 1)
         u = np.frombuffer(os.urandom(8 * m * nr), dtype=np.int64).reshape(m, nr)  # this party's secret bits
-        exe = self._program(spec, plan, m)
+        return x, u, self._program(spec, plan, m)
+
+    def run_job(self, x: np.ndarray, u: np.ndarray, exe) -> list[bytes]:
+        """Phase 2: exchange input shares with the peer, run the 2PC, return this party's output share."""
         lctx = self._link()
         rt = self.rt
         mine, theirs = (["xl", "ul"], ["xr", "ur"]) if self.rank == 0 else (["xr", "ur"], ["xl", "ul"])
@@ -496,9 +503,19 @@ class _Party:
                 if header.get("op") == "shutdown":
                     _send_msg(conn, {"ok": True})
                     return
-                try:
-                    _send_msg(conn, {"ok": True}, self.run_job(header, blobs))
+                try:  # both parties check the job before either touches the link (no one-sided hang)
+                    job = self.prepare(header, blobs)
+                    _send_msg(conn, {"ok": True, "phase": "ready"})
                 except Exception as exc:  # report to the aggregator, keep serving
+                    _send_msg(conn, {"ok": False, "error": f"{type(exc).__name__}: {exc}"})
+                    continue
+                go, _ = _recv_msg(conn)
+                if go.get("op") != "go":
+                    _send_msg(conn, {"ok": True, "phase": "aborted"})
+                    continue
+                try:
+                    _send_msg(conn, {"ok": True}, self.run_job(*job))
+                except Exception as exc:
                     _send_msg(conn, {"ok": False, "error": f"{type(exc).__name__}: {exc}"})
 
 
@@ -548,12 +565,23 @@ class SpuSession:
             parties = (ports[0], ports[1])
         self.socks = [socket.create_connection(_addr(a), timeout=None) for a in parties]
 
-    def run(self, header: dict, left: bytes | None, right: bytes | None) -> tuple[list[bytes], list[bytes]]:
+    def run(self, header: dict | tuple[dict, dict], left: bytes | None,
+            right: bytes | None) -> tuple[list[bytes], list[bytes]]:
         """Send one job to both parties (each gets only its own values) and collect the output shares."""
+        headers = header if isinstance(header, tuple) else (header, header)
         with self.lock:
-            for sock, blob in zip(self.socks, (left, right), strict=False):
-                _send_msg(sock, header, [] if blob is None else [blob])
-            replies = [_recv_msg(s) for s in self.socks]
+            for sock, h, blob in zip(self.socks, headers, (left, right), strict=True):
+                _send_msg(sock, h, [] if blob is None else [blob])
+            ready = [_recv_msg(s)[0] for s in self.socks]
+            go = all(r.get("ok") for r in ready)
+            for sock, r in zip(self.socks, ready, strict=True):
+                if r.get("ok"):
+                    _send_msg(sock, {"op": "go" if go else "abort"})
+            replies = [_recv_msg(s) for s, r in zip(self.socks, ready, strict=True) if r.get("ok")]
+            if not go:
+                errors = [f"{role} party failed: {r.get('error')}" for role, r in zip(("left", "right"), ready,
+                                                                                      strict=True) if not r.get("ok")]
+                raise RuntimeError("; ".join(errors))
         for role, (h, _) in zip(("left", "right"), replies, strict=False):
             if not h.get("ok"):
                 raise RuntimeError(f"{role} party failed: {h.get('error')}")
@@ -668,6 +696,34 @@ class SpuTwoParty:
             outs.append(np.asarray(io.reconstruct([_unpack_share(libspu, sl), _unpack_share(libspu, sr)]),
                                    dtype=np.int64).reshape(-1))
         return np.concatenate(outs) if outs else np.zeros(0, np.int64)
+
+    def raw_indexed(self, left_users, right_users) -> np.ndarray:
+        """Like :meth:`raw`, for parties that hold their users' values themselves (runner ``--data``):
+        only the user indices of each pair are sent, each party gets its own side's indices."""
+        spu, libspu = _require_spu()
+        li = np.asarray(left_users, dtype=np.int64).reshape(-1)
+        ri = np.asarray(right_users, dtype=np.int64).reshape(-1)
+        if li.shape != ri.shape or np.any(li < 0) or np.any(ri < 0):
+            raise ValueError("left_users and right_users must be non-negative index arrays of the same length")
+        io = spu.Io(2, _runtime_config(libspu))
+        outs = []
+        for s in range(0, li.size, self.batch_size):
+            a, b = li[s:s + self.batch_size], ri[s:s + self.batch_size]
+            header = {"op": "job", "kernel": self.spec.name, "grid_bits": self.spec.grid_bits or 10,
+                      "mechanism": self.mechanism, "pair_epsilon": self.pair_epsilon, "m": int(a.size)}
+            sl, sr = self.session.run(({**header, "indices": a.tolist()}, {**header, "indices": b.tolist()}),
+                                      None, None)
+            outs.append(np.asarray(io.reconstruct([_unpack_share(libspu, sl), _unpack_share(libspu, sr)]),
+                                   dtype=np.int64).reshape(-1))
+        return np.concatenate(outs) if outs else np.zeros(0, np.int64)
+
+    def release(self, raw: np.ndarray) -> np.ndarray:
+        """Released integers → debiased kernel values on the kernel's scale."""
+        out = np.asarray(raw, dtype=np.float64)
+        if self.mechanism == "rr":
+            p = self.plan.keep
+            return self.lo + self.width * (out - (1 - p)) / (2 * p - 1)
+        return self.lo + out * self.spec.unit
 
     def compute(self, x_left, x_right, rng: RNGLike = None) -> np.ndarray:
         """Released (debiased) kernel values for each pair; ``rng`` is ignored (noise from the parties)."""
