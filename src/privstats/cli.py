@@ -29,7 +29,7 @@ import math
 import sys
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -331,7 +331,7 @@ def _estimate(args) -> int:
         call = lambda: _call(fn, x, **kw)  # noqa: E731
 
     try:
-        fn = getattr(privstats, fname)
+        fn: Callable[..., Any] = getattr(privstats, fname)
     except (ImportError, AttributeError) as exc:
         raise CLIError(f"STATISTIC: privstats.{fname} is not available in this build ({exc})") from None
     import warnings
@@ -484,6 +484,8 @@ def _experiment(args, forwarded: list[str]) -> int:
                        f"(available: {', '.join(found) or 'none'})")
     path = found[args.name]
     spec = importlib.util.spec_from_file_location(f"privstats_experiment_{args.name}", path)
+    if spec is None or spec.loader is None:
+        raise CLIError(f"NAME: cannot load experiment {args.name!r} from {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module          # dataclasses and pickling look the module up by name
     sys.path.insert(0, str(path.parent))     # experiments may import helpers next to them
@@ -548,6 +550,7 @@ def _plan(args) -> int:
 
     if args.delta == 0 and "shuffle" in SUPPORTED[args.statistic]:
         print("note: shuffle-model protocols are (ε, δ)-DP; pass --delta to include them", file=sys.stderr)
+    return 0
 
 
 # ----------------------------------------------------------------------------- services (task, serve, submit, collect)

@@ -25,7 +25,7 @@ import importlib
 import math
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 __all__ = ["plan", "Plan", "Option", "register", "check_model", "SUPPORTED", "DEFAULT_MODEL", "TRUST",
            "UselessResultWarning", "statistic_range", "warn_if_useless"]
@@ -125,10 +125,11 @@ class Option:
 
 
 Predictor = Callable[..., "Option | list[Option] | None"]
+_P = TypeVar("_P", bound=Predictor)   # register() returns the predictor unchanged, with its own type
 _REGISTRY: dict[str, list[tuple[str, str, Predictor]]] = {}
 
 
-def register(statistic: str, model: str, protocol: str) -> Callable[[Predictor], Predictor]:
+def register(statistic: str, model: str, protocol: str) -> Callable[[_P], _P]:
     """Register the predictor of ``protocol`` (trust ``model``) for ``statistic``.
 
     The predictor takes ``(n, epsilon, delta, bounds, **options)`` (public parameters only) and
@@ -137,7 +138,7 @@ def register(statistic: str, model: str, protocol: str) -> Callable[[Predictor],
     if model not in TRUST:
         raise ValueError(f"model must be one of {tuple(TRUST)}, got {model!r}")
 
-    def deco(fn: Predictor) -> Predictor:
+    def deco(fn: _P) -> _P:
         entries = _REGISTRY.setdefault(statistic, [])
         entries[:] = [e for e in entries if (e[0], e[1]) != (model, protocol)] + [(model, protocol, fn)]
         return fn

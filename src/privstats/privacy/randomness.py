@@ -160,7 +160,7 @@ class GeneratorSource(RandomSource):
 RNGLike: TypeAlias = None | int | np.random.Generator | RandomSource
 
 
-def _seed(rng) -> int:
+def _seed(rng: int | np.integer) -> int:
     """An integer seed >= 0 (numpy's own error for a negative one does not name ``rng``)."""
     if rng < 0:
         raise ValueError(f"rng seed must be an integer >= 0, got {rng}")

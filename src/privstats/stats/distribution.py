@@ -298,7 +298,8 @@ def quantiles(x, q, *, epsilon: float, bounds, model: str = "central", method: s
         d = est.details
         edges = bounds[0] + d["bin_width"] * np.arange(1, d["prefix_counts"].size + 1)
         n = est.n or 1
-        band = (edges, d["prefix_counts"] / n, np.asarray(d["prefix_stderr"]) / n)
+        band: tuple[np.ndarray, np.ndarray, np.ndarray | None] | None = (
+            edges, d["prefix_counts"] / n, np.asarray(d["prefix_stderr"]) / n)
         return _finish_quantiles(est, qs, band, bounds, postprocess)
     xs = as_float_array(x, "x", bounds=bounds)
     public_n = xs.size if neighbours == "replace" else None          # n is private under add/remove
@@ -371,7 +372,7 @@ def _finish_quantiles(est: Estimate, qs, band, bounds, postprocess) -> Estimate:
         lo95, hi95 = ci_fn(0.95)
         stderr = (hi95 - lo95) / (2 * 1.959963984540054)
         details["interval_method"] = "inverted pointwise band of a raw private ECDF"
-    return replace(est, value=value, stderr=stderr, details=details, support=tuple(map(float, bounds)))
+    return replace(est, value=value, stderr=stderr, details=details, support=(float(bounds[0]), float(bounds[1])))
 
 
 def raw_covariance(result: PrivateECDF) -> np.ndarray:
@@ -696,7 +697,7 @@ def _plan_ecdf_central(*, n, epsilon, grid=1024, **_):
 
 
 @register("ecdf", "secure", "tree+secure-aggregation")
-def _plan_ecdf_secure(*, n, epsilon, grid=1024, n_servers=2, **_):
+def _plan_ecdf_secure(*, n, epsilon, grid=1024, n_servers=2, **_) -> Option:
     from privstats.secure.noise import noise_variance_factor
 
     mech, se = _central_curve(n, epsilon, grid)
@@ -706,7 +707,7 @@ def _plan_ecdf_secure(*, n, epsilon, grid=1024, n_servers=2, **_):
 
 
 @register("ecdf", "local", "hierarchical-histogram")
-def _plan_ecdf_local(*, n, epsilon, grid=1024, **_):
+def _plan_ecdf_local(*, n, epsilon, grid=1024, **_) -> Option:
     from privstats.cdf.local import local_hierarchy, mean_prefix_variance
 
     hh = local_hierarchy(int(grid) + 1, epsilon, n, "auto")

@@ -35,7 +35,7 @@ show the chosen bins / depth / threshold / P.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -296,7 +296,8 @@ def auc(y_true, y_score, *, epsilon: float, delta: float = 0.0, model: str | Non
         P = _resolve_P(P, epsilon, min(n_pos, n_neg) * 2, (0.0, 1.0), mech, zeta)
         kernel = (lambda a_, b_: (a_ > b_) + 0.5 * (a_ == b_)) if t == "half" else (lambda a_, b_: (a_ > b_) * 1.0)
         be = _pair_backend(backend, "greater_half" if t == "half" else "greater", epsilon, P, mech)
-        proto = PairsProtocol(kernel, epsilon=epsilon, P=P, kernel_range=(0.0, 1.0), mechanism=mech, backend=be)
+        proto: Any = PairsProtocol(kernel, epsilon=epsilon, P=P, kernel_range=(0.0, 1.0), mechanism=mech,
+                                   backend=be)
         g = as_generator(rng) if _simulating(rng) else None
         pairs = proto.make_bipartite_pairs(n_pos, n_neg, g)
         outputs = proto.backend.compute(pos[pairs[:, 0]], neg[pairs[:, 1]], g)
@@ -339,6 +340,8 @@ def auc(y_true, y_score, *, epsilon: float, delta: float = 0.0, model: str | Non
     t = ties or "half"
     opt = _plan_auc_quantized(n=n, epsilon=epsilon, n_pos=n_pos, domain_size=domain_size, oracle=oracle, ties=t)
     k, orc = (opt.params["domain_size"], opt.params["oracle"]) if opt is not None else (domain_size, oracle)
+    if k is None:
+        raise ValueError("domain_size: no quantised AUC protocol fits these parameters; pass domain_size")
     proto = QuantizedUStat(K.AUCOperator(_check_structured(k, "domain_size", orc), t), epsilon, orc)
     bins_p, bins_n = K.quantize(pos, (lo, hi), k), K.quantize(neg, (lo, hi), k)
     g = as_generator(rng) if _simulating(rng) else None
@@ -612,16 +615,16 @@ def kendall_tau(x, y, *, epsilon: float, delta: float = 0.0, model: str | None =
     if model == "secure":
         if method == "all-pairs":
             ex = C.exact_kendall(xs, ys)
-            pairs = n * (n - 1) / 2
+            n_pairs = n * (n - 1) / 2
             if variant == "a":
-                noise, std, eps0 = _all_pairs_noise(2.0, epsilon, delta, n - 1, pairs, rng)
+                noise, std, eps0 = _all_pairs_noise(2.0, epsilon, delta, n - 1, n_pairs, rng)
                 return _estimate(ex["tau_a"] + noise, std**2, epsilon=epsilon, delta=delta, model=model,
                                  protocol="ustat-all-pairs", params={"variant": "a", "pair_epsilon": eps0}, n=n,
                                  messages=float(n - 1), details={"simulated_noise": "normal (CLT)"}, support=(-1.0, 1.0), postprocess=postprocess, statistic="kendall_tau")
             g = None if rng is None else as_generator(rng)   # one stream for the three simulated draws
-            na, sa, eps0 = _all_pairs_noise(2.0, epsilon / 3, delta / 3, n - 1, pairs, g)
-            ny_, sy, _ = _all_pairs_noise(1.0, epsilon / 3, delta / 3, n - 1, pairs, g)
-            nz_, sz, _ = _all_pairs_noise(1.0, epsilon / 3, delta / 3, n - 1, pairs, g)
+            na, sa, eps0 = _all_pairs_noise(2.0, epsilon / 3, delta / 3, n - 1, n_pairs, g)
+            ny_, sy, _ = _all_pairs_noise(1.0, epsilon / 3, delta / 3, n - 1, n_pairs, g)
+            nz_, sz, _ = _all_pairs_noise(1.0, epsilon / 3, delta / 3, n - 1, n_pairs, g)
             value, grad = _tau_b(ex["tau_a"] + na, ex["nontie_y"] + ny_, ex["nontie_z"] + nz_)
             return _estimate(value, _independent_delta(grad, (sa, sy, sz)), epsilon=epsilon, delta=delta, model=model, protocol="ustat-all-pairs",
                              params={"variant": "b", "pair_epsilon": eps0}, n=n, messages=float(n - 1),
@@ -666,7 +669,7 @@ def kendall_tau(x, y, *, epsilon: float, delta: float = 0.0, model: str | None =
     orc = _pick_oracle(oracle, n, epsilon, k * k)
     _check_structured(k * k, "bins", orc)
     A = K.KendallOperator(k, k)
-    extra = K.kendall_tie_operators(k, k) if variant == "b" else ()
+    extra: tuple[Any, ...] = K.kendall_tie_operators(k, k) if variant == "b" else ()
     proto, ta, va, extras = _run_quantized(A, cat, epsilon, orc, rng, extra)
     params = {"bins": k, "categories": k * k, "oracle": orc, "variant": variant}
     if variant == "a":
@@ -841,7 +844,7 @@ def collision_probability(x, *, epsilon: float, domain_size: int, delta: float =
     if model == "central":
         sens = 2.0 / n
         value, std = C.central_release(C.exact_collision(xs), epsilon=epsilon, sensitivity=sens, rng=rng)
-        est = (value, std**2, "central-exact", {"sensitivity": sens}, 0.0, 0.0, {})
+        est: tuple[Any, ...] = (value, std**2, "central-exact", {"sensitivity": sens}, 0.0, 0.0, {})
     elif model == "secure" and method == "all-pairs":
         noise, std, eps0 = _all_pairs_noise(1.0, epsilon, delta, n - 1, n * (n - 1) / 2, rng)
         est = (C.exact_collision(xs) + noise, std**2, "ustat-all-pairs", {"pair_epsilon": eps0}, float(n - 1), None,
@@ -902,16 +905,17 @@ def ustatistic(x, kernel, *, epsilon: float, bounds=None, kernel_range=None, del
         else:
             raise ValueError("kernel_range (lo, hi) is required for a callable kernel in the secure and central models")
     else:
-        A = K.check_kernel_matrix(kernel)
-        xs = as_domain_values(x, A.shape[0], "x")
-        kr = (float(A.min()), float(A.max())) if A.max() > A.min() else (float(A.min()), float(A.min()) + 1.0)
-        f = lambda a_, b_: A[a_.astype(np.int64), b_.astype(np.int64)]  # noqa: E731
+        A = matrix = K.check_kernel_matrix(kernel)
+        xs = as_domain_values(x, matrix.shape[0], "x")
+        kr = (float(matrix.min()), float(matrix.max())) if matrix.max() > matrix.min() else (float(matrix.min()), float(matrix.min()) + 1.0)
+        f = lambda a_, b_: matrix[a_.astype(np.int64), b_.astype(np.int64)]  # noqa: E731
     n = xs.size
     if n < 2:
         raise ValueError("x must hold at least two users")
     width = None if kr is None else kr[1] - kr[0]
 
     if model == "central":
+        assert kr is not None and width is not None          # required above outside the local model
         exact = C.exact_matrix_ustat(xs, A) if A is not None else C.exact_callable(xs, f)
         exact = float(np.clip(exact, *kr))
         sens = 2 * width / n
