@@ -121,14 +121,15 @@ def _mpc_section(args) -> int:
     sess = SpuSession()
     SpuTwoParty("greater", pair_epsilon=1.0, mechanism="rr", session=sess).raw(a[:1000], b[:1000])
     t_setup = time.perf_counter() - t0
-    for kernel, mech, mm in (("greater", "rr", m), ("greater_half", "laplace", m // 5), ("absdiff", "laplace", m // 10)):
+    cases = (("greater", "rr", m), ("greater_half", "laplace", m // 5), ("absdiff", "laplace", m // 10))
+    for kernel, mech, mm in cases:
         real = SpuTwoParty(kernel, pair_epsilon=1.0, mechanism=mech, session=sess)
         real.raw(a[:mm], b[:mm])  # compile + warm
-        t_real, _ = _best(lambda: real.compute(a[:mm], b[:mm]), 1)  # noqa: B023
+        t_real, _ = _best(lambda: real.compute(a[:mm], b[:mm]), 1)
         ref = real.spec.reference
-        sim = SimulatedTwoParty(lambda u, v: ref(u, v) * real.spec.unit + real.spec.lo,  # noqa: B023
+        sim = SimulatedTwoParty(lambda u, v: ref(u, v) * real.spec.unit + real.spec.lo,
                                 (real.lo, real.hi), 1.0, mech)
-        t_sim, _ = _best(lambda: sim.compute(a[:mm], b[:mm], rng=None), args.repeat)  # noqa: B023
+        t_sim, _ = _best(lambda: sim.compute(a[:mm], b[:mm], rng=None), args.repeat)
         print(f"Protocol C noisy kernel '{kernel}' ({mech}, {real.plan.n_random} random words/pair), {mm:,} pairs: "
               f"SPU {mm / t_real:,.0f}/s vs simulated (CSPRNG) {mm / t_sim:,.0f}/s -> ratio {t_real / t_sim:.0f}"
               + (" (target >= 10k/s)" if kernel == "greater" else ""))
