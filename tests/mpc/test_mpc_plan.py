@@ -15,15 +15,15 @@ from privstats.ustat.mpc import HALF, RING, _spec, encode_sortable, laplace_plan
 def realised_pmf(plan):
     """P(Z = z) for z in [-2^J, 2^J] from the thresholds: Z = S·(1−B₀)·(1+G), G's digits independent."""
     T0, c0 = plan.thresholds[0], plan.complement[0]
-    p_b0 = 1 - T0 / RING if c0 else T0 / RING          # P(B₀ = 1) = P(Z = 0)
-    assert plan.thresholds[1] == HALF                   # fair sign
+    p_b0 = 1 - T0 / RING if c0 else T0 / RING  # P(B₀ = 1) = P(Z = 0)
+    assert plan.thresholds[1] == HALF  # fair sign
     probs = [T / RING for T in plan.thresholds[2:]]
     J = len(probs)
     pmf_g = np.ones(1)
-    for j, p in enumerate(probs):                       # G = Σ 2^j bit_j: convolve digit by digit
+    for j, p in enumerate(probs):  # G = Σ 2^j bit_j: convolve digit by digit
         step = np.zeros(2 ** (j + 1))
         step[: 2**j] = pmf_g * (1 - p)
-        step[2**j:] = pmf_g * p
+        step[2**j :] = pmf_g * p
         pmf_g = step
     mag = np.concatenate([[p_b0], (1 - p_b0) * pmf_g])  # |Z| = 0, 1, ..., 2^J
     pmf = np.concatenate([mag[:0:-1] / 2, [mag[0]], mag[1:] / 2])
@@ -41,10 +41,10 @@ def test_laplace_plan_realised_privacy_and_variance(eps, units):
     assert plan.variance == pytest.approx(2 * ideal_q / (1 - ideal_q) ** 2, rel=1e-4)
     worst_delta = 0.0
     for d in range(1, units + 1):  # neighbouring kernel values differ by d ≤ units grid steps
-        a, b = pmf[d:], pmf[:-d]   # P(z) and P(z − d) on the common index range
+        a, b = pmf[d:], pmf[:-d]  # P(z) and P(z − d) on the common index range
         both = (a > 0) & (b > 0)
         ratio = np.max(np.abs(np.log(a[both]) - np.log(b[both])))
-        assert ratio <= eps * (1 + 1e-12)                # pure ε where both outputs are possible
+        assert ratio <= eps * (1 + 1e-12)  # pure ε where both outputs are possible
         excess = np.maximum(a - math.exp(eps) * b, 0).sum() + pmf[:d].sum()
         worst_delta = max(worst_delta, excess)
     assert worst_delta <= plan.delta * (1 + 1e-6) + 1e-300
@@ -66,15 +66,16 @@ def test_rr_plan_exact(eps):
     plan = rr_plan(eps)
     T = plan.thresholds[0]
     realised = math.log((RING - T) / T)
-    assert realised <= eps                              # realised ε' ≤ ε (rounded toward more noise)
+    assert realised <= eps  # realised ε' ≤ ε (rounded toward more noise)
     assert eps - realised < 1e-10
     assert plan.keep == 1 - T / RING
 
 
 def test_sortable_encoding_preserves_order_and_ties():
     g = np.random.default_rng(0)
-    x = np.concatenate([g.normal(size=5000) * 10.0 ** g.integers(-300, 300, 5000),
-                        [0.0, -0.0, np.inf, -np.inf]])
+    x = np.concatenate(
+        [g.normal(size=5000) * 10.0 ** g.integers(-300, 300, 5000), [0.0, -0.0, np.inf, -np.inf]]
+    )
     e = encode_sortable(x)
     o = np.argsort(x, kind="stable")
     assert np.all(np.diff(e[o]) >= 0)
@@ -85,6 +86,6 @@ def test_sortable_encoding_preserves_order_and_ties():
 def test_kernel_reference_values():
     a, b = np.array([0.1, 0.5, 0.9]), np.array([0.5, 0.5, 0.2])
     assert _spec("greater_half").reference(a, b).tolist() == [0, 1, 2]
-    assert _spec("absdiff", 4).reference(a, b).tolist() == [6, 0, 11]    # |round(16a) − round(16b)|
+    assert _spec("absdiff", 4).reference(a, b).tolist() == [6, 0, 11]  # |round(16a) − round(16b)|
     ab = np.stack([a, a], 1)
     assert _spec("sign_product").reference(ab, np.stack([b, 1 - b], 1)).tolist() == [2, 1, 2]

@@ -32,11 +32,12 @@ def session():
 
 def _values(seed):
     g = np.random.default_rng(seed)
-    return np.round(g.random(M), 2), np.round(g.random(M), 2)   # rounded: many ties
+    return np.round(g.random(M), 2), np.round(g.random(M), 2)  # rounded: many ties
 
 
-@pytest.mark.parametrize("kernel",
-                         ["greater", "greater_half", "sign_product", "not_equal_0", "equal", "absdiff"])
+@pytest.mark.parametrize(
+    "kernel", ["greater", "greater_half", "sign_product", "not_equal_0", "equal", "absdiff"]
+)
 def test_exact_kernel_without_noise_equals_plain_computation(session, kernel):
     """Test-only mode (mechanism='none'): the 2PC releases the exact kernel; compare on 10^4 pairs."""
     be = SpuTwoParty(kernel, pair_epsilon=1.0, mechanism="none", session=session)
@@ -87,16 +88,16 @@ def test_noisy_laplace_matches_simulated_two_party(session):
     be = SpuTwoParty("greater_half", pair_epsilon=1.0, mechanism="laplace", session=session)
     noise_real = be.raw(a, b) - be.spec.reference(a, b)
     sim = SimulatedTwoParty(lambda u, v: (u > v) + 0.5 * (u == v), (0.0, 1.0), 1.0, "laplace")
-    sim.granularity, sim.scale = 0.5, 2.0     # the same kernel grid (½) and scale Δ/ε = 2 grid units
+    sim.granularity, sim.scale = 0.5, 2.0  # the same kernel grid (½) and scale Δ/ε = 2 grid units
     f = (a > b) + 0.5 * (a == b)
     noise_sim = np.rint((sim.compute(a, b, rng=7) - f) / 0.5).astype(int)
     assert _chi2_pvalue(noise_real, noise_sim, -12, 12) > 1e-4
     assert abs(noise_real.mean()) < 5 * np.sqrt(be.plan.variance / M)
-    pmf, half = realised_pmf(be.plan)               # exact kurtosis of the realised noise
+    pmf, half = realised_pmf(be.plan)  # exact kurtosis of the realised noise
     z = np.arange(-half, half + 1.0)
     kurt = float(np.sum(pmf * z**4)) / be.plan.variance**2
     assert abs(noise_real.var() / be.plan.variance - 1) < 5 * np.sqrt((kurt - 1) / M)
-    sim.scale = 2.0 / 1.5                        # under-noised (1.5ε): rejected by the same test
+    sim.scale = 2.0 / 1.5  # under-noised (1.5ε): rejected by the same test
     noise_weak = np.rint((sim.compute(a, b, rng=8) - f) / 0.5).astype(int)
     assert _chi2_pvalue(noise_real, noise_weak, -12, 12) < 1e-4
 
@@ -115,16 +116,26 @@ def test_end_to_end_auc_tau_gmd_within_5_se(session):
 
     xx = np.round(g.random(n), 1)
     yy = np.round(xx + g.random(n), 1)
-    e = privstats.kendall_tau(xx, yy, epsilon=2.0, model="secure", method="pairs", P=1,
-                              bounds=((0, 1), (0, 2)), backend="spu", rng=2)
-    exact = stats.kendalltau(xx, yy).statistic   # tau-b with ties
+    e = privstats.kendall_tau(
+        xx,
+        yy,
+        epsilon=2.0,
+        model="secure",
+        method="pairs",
+        P=1,
+        bounds=((0, 1), (0, 2)),
+        backend="spu",
+        rng=2,
+    )
+    exact = stats.kendalltau(xx, yy).statistic  # tau-b with ties
     assert abs(e.value - exact) < 5 * e.stderr
 
     x = g.random(n)
-    e = privstats.gini_mean_difference(x * 10, epsilon=1.0, bounds=(0, 10), model="secure", method="pairs",
-                                       P=1, backend="spu", rng=3)
+    e = privstats.gini_mean_difference(
+        x * 10, epsilon=1.0, bounds=(0, 10), model="secure", method="pairs", P=1, backend="spu", rng=3
+    )
     exact = C.exact_gini_mean_difference(x * 10)
-    assert abs(e.value - exact) < 5 * e.stderr + 10 * 2**-10    # + the public grid's rounding (≤ one step)
+    assert abs(e.value - exact) < 5 * e.stderr + 10 * 2**-10  # + the public grid's rounding (≤ one step)
 
 
 def test_backend_argument_validation():
@@ -133,8 +144,15 @@ def test_backend_argument_validation():
     with pytest.raises(ValueError, match="backend"):
         privstats.auc([0, 1], [0.1, 0.2], epsilon=1.0, model="secure", backend="mpyc")
     with pytest.raises(ValueError, match="built-in kernels"):
-        privstats.ustatistic(np.random.default_rng(0).random(10), lambda a, b: abs(a - b), epsilon=1.0,
-                             bounds=(0, 1), kernel_range=(0, 1), model="secure", backend="spu")
+        privstats.ustatistic(
+            np.random.default_rng(0).random(10),
+            lambda a, b: abs(a - b),
+            epsilon=1.0,
+            bounds=(0, 1),
+            kernel_range=(0, 1),
+            model="secure",
+            backend="spu",
+        )
     with pytest.raises(ValueError, match="kernel"):
         SpuTwoParty("nope", pair_epsilon=1.0)
     with pytest.raises(ValueError, match="binary"):
@@ -160,7 +178,7 @@ class _Capture:
                 return
             try:
                 t = socket.create_connection(("127.0.0.1", self.target))
-            except OSError:      # the other party is not listening yet: drop, the link retries
+            except OSError:  # the other party is not listening yet: drop, the link retries
                 c.close()
                 continue
             for src, dst in ((c, t), (t, c)):
@@ -193,12 +211,16 @@ def test_link_carries_no_plaintext_input():
     the protocol (the link's session id) and far more bytes than the inputs."""
     pl, pr = _free_port(), _free_port()
     cap_to_left, cap_to_right = _Capture(pl), _Capture(pr)
-    sess = SpuSession(link_addrs=((f"127.0.0.1:{pl}", f"127.0.0.1:{cap_to_right.port}"),
-                                  (f"127.0.0.1:{pr}", f"127.0.0.1:{cap_to_left.port}")))
+    sess = SpuSession(
+        link_addrs=(
+            (f"127.0.0.1:{pl}", f"127.0.0.1:{cap_to_right.port}"),
+            (f"127.0.0.1:{pr}", f"127.0.0.1:{cap_to_left.port}"),
+        )
+    )
     try:
         g = np.random.default_rng(99)
         m = 2000
-        a, b = 0.1 + 0.8 * g.random(m), 0.1 + 0.8 * g.random(m)   # distinct, high-entropy 8-byte patterns
+        a, b = 0.1 + 0.8 * g.random(m), 0.1 + 0.8 * g.random(m)  # distinct, high-entropy 8-byte patterns
         be = SpuTwoParty("greater", pair_epsilon=1.0, mechanism="rr", session=sess)
         out = be.raw(a, b)
         assert out.shape == (m,)
@@ -206,7 +228,7 @@ def test_link_carries_no_plaintext_input():
         sess.close()
     stream = bytes(cap_to_left.data + cap_to_right.data)
     assert len(stream) > 50 * 16 * m
-    assert b"privstats-pairs" in stream                               # the capture sees the real link
+    assert b"privstats-pairs" in stream  # the capture sees the real link
     words = _patterns(be, a, b)
     assert _occurrences(stream, words) == 0
     # positive control: the same search finds plaintext planted at an unaligned offset
@@ -230,7 +252,7 @@ def _occurrences(stream: bytes, words: np.ndarray) -> int:
     hits = 0
     for off in range(8):
         k = (buf.size - off) // 8
-        hits += int(np.isin(buf[off:off + 8 * k].view(np.uint64), words).sum())
+        hits += int(np.isin(buf[off : off + 8 * k].view(np.uint64), words).sum())
     return hits
 
 
@@ -247,10 +269,27 @@ def test_runner_roles_hold_their_own_data(tmp_path):
     pl, pr = _free_port(), _free_port()
     procs, ports = [], []
     for role, own, other, data in (("left", pl, pr, "left.npy"), ("right", pr, pl, "right.npy")):
-        p = subprocess.Popen([sys.executable, "-m", "privstats.ustat.mpc", "party", "--role", role, "--listen",
-                              "127.0.0.1:0", "--self-addr", f"127.0.0.1:{own}", "--peer-addr", f"127.0.0.1:{other}",
-                              "--data", str(tmp_path / data)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                             text=True)
+        p = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "privstats.ustat.mpc",
+                "party",
+                "--role",
+                role,
+                "--listen",
+                "127.0.0.1:0",
+                "--self-addr",
+                f"127.0.0.1:{own}",
+                "--peer-addr",
+                f"127.0.0.1:{other}",
+                "--data",
+                str(tmp_path / data),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
         procs.append(p)
         ports.append(f"127.0.0.1:{int(p.stdout.readline().split()[1])}")
     sess = SpuSession(parties=(ports[0], ports[1]))
@@ -260,7 +299,7 @@ def test_runner_roles_hold_their_own_data(tmp_path):
         out = be.raw_indexed(li, ri)
         assert np.array_equal(out, be.spec.reference(left_vals[li], right_vals[ri]))
         with pytest.raises(RuntimeError, match="left party failed"):
-            be.raw_indexed(np.array([10_000]), np.array([0]))           # index out of the party's data
+            be.raw_indexed(np.array([10_000]), np.array([0]))  # index out of the party's data
     finally:
         sess.close()
         for p in procs:

@@ -78,14 +78,16 @@ __all__ = [
     "spu_available",
 ]
 
-SECURITY = ("two-party computation with SPU (SecretFlow) Cheetah between two processes over TCP: "
-            "semi-honest adversary corrupting one party, computational security, no trusted dealer; "
-            "kernel and noise computed inside the 2PC from both parties' random bits; the aggregator "
-            "receives only output shares and learns only the noisy outputs")
+SECURITY = (
+    "two-party computation with SPU (SecretFlow) Cheetah between two processes over TCP: "
+    "semi-honest adversary corrupting one party, computational security, no trusted dealer; "
+    "kernel and noise computed inside the 2PC from both parties' random bits; the aggregator "
+    "receives only output shares and learns only the noisy outputs"
+)
 RING = 2**64
 HALF = 2**63
-MIN_BIT_THRESHOLD = 2**20       # keep geometric digits with P(bit) ≥ 2^20/2^64 = 2^-44
-SCALE_INFLATION = 1e-6          # realised Laplace scale = t·(1 + 1e-6): margin for the 2^-64 rounding
+MIN_BIT_THRESHOLD = 2**20  # keep geometric digits with P(bit) ≥ 2^20/2^64 = 2^-44
+SCALE_INFLATION = 1e-6  # realised Laplace scale = t·(1 + 1e-6): margin for the 2^-64 rounding
 MECHANISMS = ("rr", "laplace", "none")
 
 
@@ -103,9 +105,11 @@ def _require_spu():
         import spu  # type: ignore[import-not-found, unused-ignore]
         import spu.libspu as libspu  # type: ignore[import-not-found, unused-ignore]
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("backend='spu' needs the optional 'mpc' extra (SecretFlow SPU, Python < 3.12, "
-                          "numpy < 2): "
-                          "pip install 'privstats[mpc]' in a separate virtualenv") from exc
+        raise ImportError(
+            "backend='spu' needs the optional 'mpc' extra (SecretFlow SPU, Python < 3.12, "
+            "numpy < 2): "
+            "pip install 'privstats[mpc]' in a separate virtualenv"
+        ) from exc
     return spu, libspu
 
 
@@ -117,11 +121,11 @@ class KernelSpec:
     """A kernel the parties compile themselves: values ``lo + unit·v`` with integer v in [0, units]."""
 
     name: str
-    columns: int          # input columns per party (Kendall: 2)
+    columns: int  # input columns per party (Kendall: 2)
     lo: float
     unit: float
-    units: int            # kernel range width Δ in grid units
-    encoding: str         # "sortable" (exact order/equality) or "grid"
+    units: int  # kernel range width Δ in grid units
+    encoding: str  # "sortable" (exact order/equality) or "grid"
     grid_bits: int = 0
 
     @property
@@ -209,11 +213,11 @@ class NoisePlan:
     """Public thresholds of the in-circuit randomness and the realised privacy / variance accounting."""
 
     mechanism: str
-    thresholds: list[int] = field(default_factory=list)   # Bernoulli(T/2^64) as 0 ≤ u < T; T = 2^63: u ≥ 0
+    thresholds: list[int] = field(default_factory=list)  # Bernoulli(T/2^64) as 0 ≤ u < T; T = 2^63: u ≥ 0
     complement: list[bool] = field(default_factory=list)  # the bit is 1 − Bernoulli(T/2^64)
-    epsilon: float = 0.0          # realised per-pair ε (≤ requested)
-    delta: float = 0.0            # realised per-pair δ (Laplace truncation)
-    variance: float = 0.0         # noise variance in grid units² (Laplace) / realised keep probability (rr)
+    epsilon: float = 0.0  # realised per-pair ε (≤ requested)
+    delta: float = 0.0  # realised per-pair δ (Laplace truncation)
+    variance: float = 0.0  # noise variance in grid units² (Laplace) / realised keep probability (rr)
     keep: float = 1.0
 
     @property
@@ -261,13 +265,13 @@ def laplace_plan(epsilon: float, units: int) -> NoisePlan:
     t = units / epsilon * (1.0 + SCALE_INFLATION)
     logq = -1.0 / t
     q = math.exp(logq)
-    p0 = (1.0 - q) / (1.0 + q)                     # P(Z = 0)
+    p0 = (1.0 - q) / (1.0 + q)  # P(Z = 0)
     T0, c0 = _threshold(p0)
-    thresholds, comp = [T0, HALF], [c0, False]     # B₀ (zero indicator), sign
+    thresholds, comp = [T0, HALF], [c0, False]  # B₀ (zero indicator), sign
     probs = []
     j = 0
     while True:
-        pj = 1.0 / (1.0 + math.exp(2.0**j / t))    # q^{2^j}/(1+q^{2^j})
+        pj = 1.0 / (1.0 + math.exp(2.0**j / t))  # q^{2^j}/(1+q^{2^j})
         T, c = _threshold(pj)
         if c or T < MIN_BIT_THRESHOLD:
             if c:  # pragma: no cover - pj < 1/2 always
@@ -283,8 +287,8 @@ def laplace_plan(epsilon: float, units: int) -> NoisePlan:
     pr = np.array(probs)
     e = np.log(pr) - np.log1p(-pr) - (2.0 ** np.arange(J)) * logq
     step = -logq + float(np.sum(np.abs(e)))
-    p0r = (RING - T0) / RING if c0 else T0 / RING           # realised P(Z = 0)
-    pg0 = float(np.prod(1.0 - pr))                          # realised P(G = 0)
+    p0r = (RING - T0) / RING if c0 else T0 / RING  # realised P(Z = 0)
+    pg0 = float(np.prod(1.0 - pr))  # realised P(G = 0)
     step0 = abs(math.log((1.0 - p0r) * pg0 / 2.0) - math.log(p0r))  # log P(Z=±1) − log P(Z=0)
     eps_unit = max(step, step0)
     # P(G ≥ 2^J − units) and E[(1+G)^2], exactly from the independent digits
@@ -294,7 +298,7 @@ def laplace_plan(epsilon: float, units: int) -> NoisePlan:
         bit = (g >> jj) & 1
         logp += np.where(bit == 1, math.log(pr[jj]), math.log1p(-pr[jj]))
     pmf = np.exp(logp)
-    tail = float(pmf[max(2**J - units, 0):].sum())
+    tail = float(pmf[max(2**J - units, 0) :].sum())
     delta = (1.0 - p0r) / 2.0 * tail
     var = (1.0 - p0r) * float(np.sum(pmf * (1.0 + g) ** 2))
     return NoisePlan("laplace", thresholds, comp, epsilon=eps_unit * units, delta=delta, variance=var)
@@ -305,8 +309,9 @@ def make_plan(mechanism: str, pair_epsilon: float, spec: KernelSpec) -> NoisePla
         return NoisePlan("none")
     if mechanism == "rr":
         if spec.units != 1:
-            raise ValueError(f"randomized response needs a binary kernel; {spec.name!r} has "
-                             f"{spec.units + 1} values")
+            raise ValueError(
+                f"randomized response needs a binary kernel; {spec.name!r} has {spec.units + 1} values"
+            )
         return rr_plan(pair_epsilon)
     return laplace_plan(pair_epsilon, spec.units)
 
@@ -324,7 +329,7 @@ def _noisy_program(spec: KernelSpec, plan: NoisePlan):
         v = _kernel_units(spec, xl, xr, jnp)
         if plan.mechanism == "none":
             return v
-        u = ul + ur                                   # uniform in Z_2^64 if either party's u is
+        u = ul + ur  # uniform in Z_2^64 if either party's u is
         if plan.mechanism == "rr":
             flip = bern(u[:, 0], plan.thresholds[0], plan.complement[0])
             return v + flip - 2 * v * flip
@@ -384,7 +389,7 @@ def _unframe(data: bytes) -> list[bytes]:
     lens = struct.unpack_from(f"!{k}Q", data, 4)
     out, pos = [], 4 + 8 * k
     for n in lens:
-        out.append(data[pos:pos + n])
+        out.append(data[pos : pos + n])
         pos += n
     return out
 
@@ -444,9 +449,15 @@ class _Party:
 
             vis = [self.libspu.Visibility.VIS_SECRET] * 4
             args = [np.zeros((m, spec.columns), np.int64), np.zeros((m, max(plan.n_random, 1)), np.int64)] * 2
-            exe, _ = fe.compile(fe.Kind.JAX, _noisy_program(spec, plan), args, {}, ["xl", "ul", "xr", "ur"],
-                                vis,
-                                lambda out: ["out"])
+            exe, _ = fe.compile(
+                fe.Kind.JAX,
+                _noisy_program(spec, plan),
+                args,
+                {},
+                ["xl", "ul", "xr", "ur"],
+                vis,
+                lambda out: ["out"],
+            )
             self.programs = {key: exe}  # keep only the latest shape
         return self.programs[key]
 
@@ -552,10 +563,27 @@ class SpuSession:
                 link_addrs = ((f"127.0.0.1:{pl}", f"127.0.0.1:{pr}"), (f"127.0.0.1:{pr}", f"127.0.0.1:{pl}"))
             ports = []
             for role, (self_addr, peer_addr) in zip(("left", "right"), link_addrs, strict=False):
-                cmd = [sys.executable, "-m", "privstats.ustat.mpc", "party", "--role", role, "--listen",
-                       "127.0.0.1:0", "--self-addr", self_addr, "--peer-addr", peer_addr]
-                p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                                     env={**os.environ, **(env or {})})
+                cmd = [
+                    sys.executable,
+                    "-m",
+                    "privstats.ustat.mpc",
+                    "party",
+                    "--role",
+                    role,
+                    "--listen",
+                    "127.0.0.1:0",
+                    "--self-addr",
+                    self_addr,
+                    "--peer-addr",
+                    peer_addr,
+                ]
+                p = subprocess.Popen(
+                    cmd,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    text=True,
+                    env={**os.environ, **(env or {})},
+                )
                 self.procs.append(p)
                 line = p.stdout.readline() if p.stdout else ""
                 if not line.startswith("PORT "):
@@ -565,8 +593,9 @@ class SpuSession:
             parties = (ports[0], ports[1])
         self.socks = [socket.create_connection(_addr(a), timeout=None) for a in parties]
 
-    def run(self, header: dict | tuple[dict, dict], left: bytes | None,
-            right: bytes | None) -> tuple[list[bytes], list[bytes]]:
+    def run(
+        self, header: dict | tuple[dict, dict], left: bytes | None, right: bytes | None
+    ) -> tuple[list[bytes], list[bytes]]:
         """Send one job to both parties (each gets only its own values) and collect the output shares."""
         headers = header if isinstance(header, tuple) else (header, header)
         with self.lock:
@@ -579,8 +608,11 @@ class SpuSession:
                     _send_msg(sock, {"op": "go" if go else "abort"})
             replies = [_recv_msg(s) for s, r in zip(self.socks, ready, strict=True) if r.get("ok")]
             if not go:
-                errors = [f"{role} party failed: {r.get('error')}" for role, r in zip(("left", "right"), ready,
-                                                                                      strict=True) if not r.get("ok")]
+                errors = [
+                    f"{role} party failed: {r.get('error')}"
+                    for role, r in zip(("left", "right"), ready, strict=True)
+                    if not r.get("ok")
+                ]
                 raise RuntimeError("; ".join(errors))
         for role, (h, _) in zip(("left", "right"), replies, strict=False):
             if not h.get("ok"):
@@ -632,9 +664,17 @@ class SpuTwoParty:
     array([...])
     """
 
-    def __init__(self, kernel: str, *, pair_epsilon: float, mechanism: str = "laplace", grid_bits: int = 10,
-                 session: SpuSession | None = None, parties: tuple[str, str] | None = None,
-                 batch_size: int = 50_000):
+    def __init__(
+        self,
+        kernel: str,
+        *,
+        pair_epsilon: float,
+        mechanism: str = "laplace",
+        grid_bits: int = 10,
+        session: SpuSession | None = None,
+        parties: tuple[str, str] | None = None,
+        batch_size: int = 50_000,
+    ):
         check_choice(kernel, "kernel", SPECS)
         self.spec = _spec(kernel, grid_bits)
         self.mechanism = check_choice(mechanism, "mechanism", MECHANISMS)
@@ -673,10 +713,16 @@ class SpuTwoParty:
 
     @property
     def details(self) -> dict:
-        return {"backend": "spu", "protocol": "SPU Cheetah (2PC, FM64)", "security": SECURITY,
-                "kernel": self.spec.name, "grid_unit": self.spec.unit,
-                "realised_pair_epsilon": self.plan.epsilon,
-                "pair_delta": self.plan.delta, "random_words_per_pair": self.plan.n_random}
+        return {
+            "backend": "spu",
+            "protocol": "SPU Cheetah (2PC, FM64)",
+            "security": SECURITY,
+            "kernel": self.spec.name,
+            "grid_unit": self.spec.unit,
+            "realised_pair_epsilon": self.plan.epsilon,
+            "pair_delta": self.plan.delta,
+            "random_words_per_pair": self.plan.n_random,
+        }
 
     def raw(self, x_left, x_right) -> np.ndarray:
         """The reconstructed released integers (grid units) for the pairs (x_left[i], x_right[i])."""
@@ -684,17 +730,28 @@ class SpuTwoParty:
         a = np.ascontiguousarray(np.asarray(x_left, dtype=np.float64).reshape(len(x_left), -1))
         b = np.ascontiguousarray(np.asarray(x_right, dtype=np.float64).reshape(len(x_right), -1))
         if a.shape != b.shape or a.shape[1] != self.spec.columns:
-            raise ValueError(f"x_left and x_right must both have shape (m, {self.spec.columns}), "
-                             f"got {a.shape} and {b.shape}")
+            raise ValueError(
+                f"x_left and x_right must both have shape (m, {self.spec.columns}), "
+                f"got {a.shape} and {b.shape}"
+            )
         io = spu.Io(2, _runtime_config(libspu))
         outs = []
         for s in range(0, len(a), self.batch_size):
-            la, rb = a[s:s + self.batch_size], b[s:s + self.batch_size]
-            header = {"op": "job", "kernel": self.spec.name, "grid_bits": self.spec.grid_bits or 10,
-                      "mechanism": self.mechanism, "pair_epsilon": self.pair_epsilon, "m": len(la)}
+            la, rb = a[s : s + self.batch_size], b[s : s + self.batch_size]
+            header = {
+                "op": "job",
+                "kernel": self.spec.name,
+                "grid_bits": self.spec.grid_bits or 10,
+                "mechanism": self.mechanism,
+                "pair_epsilon": self.pair_epsilon,
+                "m": len(la),
+            }
             sl, sr = self.session.run(header, la.tobytes(), rb.tobytes())
-            outs.append(np.asarray(io.reconstruct([_unpack_share(libspu, sl), _unpack_share(libspu, sr)]),
-                                   dtype=np.int64).reshape(-1))
+            outs.append(
+                np.asarray(
+                    io.reconstruct([_unpack_share(libspu, sl), _unpack_share(libspu, sr)]), dtype=np.int64
+                ).reshape(-1)
+            )
         return np.concatenate(outs) if outs else np.zeros(0, np.int64)
 
     def raw_indexed(self, left_users, right_users) -> np.ndarray:
@@ -704,17 +761,29 @@ class SpuTwoParty:
         li = np.asarray(left_users, dtype=np.int64).reshape(-1)
         ri = np.asarray(right_users, dtype=np.int64).reshape(-1)
         if li.shape != ri.shape or np.any(li < 0) or np.any(ri < 0):
-            raise ValueError("left_users and right_users must be non-negative index arrays of the same length")
+            raise ValueError(
+                "left_users and right_users must be non-negative index arrays of the same length"
+            )
         io = spu.Io(2, _runtime_config(libspu))
         outs = []
         for s in range(0, li.size, self.batch_size):
-            a, b = li[s:s + self.batch_size], ri[s:s + self.batch_size]
-            header = {"op": "job", "kernel": self.spec.name, "grid_bits": self.spec.grid_bits or 10,
-                      "mechanism": self.mechanism, "pair_epsilon": self.pair_epsilon, "m": int(a.size)}
-            sl, sr = self.session.run(({**header, "indices": a.tolist()}, {**header, "indices": b.tolist()}),
-                                      None, None)
-            outs.append(np.asarray(io.reconstruct([_unpack_share(libspu, sl), _unpack_share(libspu, sr)]),
-                                   dtype=np.int64).reshape(-1))
+            a, b = li[s : s + self.batch_size], ri[s : s + self.batch_size]
+            header = {
+                "op": "job",
+                "kernel": self.spec.name,
+                "grid_bits": self.spec.grid_bits or 10,
+                "mechanism": self.mechanism,
+                "pair_epsilon": self.pair_epsilon,
+                "m": int(a.size),
+            }
+            sl, sr = self.session.run(
+                ({**header, "indices": a.tolist()}, {**header, "indices": b.tolist()}), None, None
+            )
+            outs.append(
+                np.asarray(
+                    io.reconstruct([_unpack_share(libspu, sl), _unpack_share(libspu, sr)]), dtype=np.int64
+                ).reshape(-1)
+            )
         return np.concatenate(outs) if outs else np.zeros(0, np.int64)
 
     def release(self, raw: np.ndarray) -> np.ndarray:
@@ -735,8 +804,9 @@ class SpuTwoParty:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m privstats.ustat.mpc",
-                                     description="Protocol C pair roles over SPU (Cheetah 2PC)")
+    parser = argparse.ArgumentParser(
+        prog="python -m privstats.ustat.mpc", description="Protocol C pair roles over SPU (Cheetah 2PC)"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("party", help="serve the left or right role of the pairs' 2PC")
     p.add_argument("--role", required=True, choices=("left", "right"))
