@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import csv
 import importlib.util
+import io
 import json
 import math
 import sys
@@ -176,6 +177,8 @@ def read_columns(path: str | Path, columns: Sequence[str]) -> dict[str, np.ndarr
     path = Path(path)
     if not path.exists():
         raise CLIError(f"--input: file not found: {path}")
+    if not path.is_file():
+        raise CLIError(f"--input: {path} is a directory, not a file; give a .csv or .parquet file")
     suffix = path.suffix.lower()
     if suffix in (".parquet", ".pq"):
         try:
@@ -197,7 +200,15 @@ def read_columns(path: str | Path, columns: Sequence[str]) -> dict[str, np.ndarr
         return out
     if suffix not in (".csv", ".txt", ".tsv"):
         raise CLIError(f"--input: unsupported file type {suffix!r} (use .csv or .parquet)")
-    with path.open(newline="", encoding="utf-8") as fh:
+    try:
+        # utf-8-sig: a UTF-8 byte-order mark (Excel's CSV export) is dropped instead of sticking to the first name
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise CLIError(f"--input: {path} is not UTF-8 text (byte {exc.start}: {exc.reason}); save it as UTF-8 "
+                       "CSV") from None
+    except OSError as exc:
+        raise CLIError(f"--input: cannot read {path}: {exc.strerror or exc}") from None
+    with io.StringIO(text, newline="") as fh:
         reader = csv.reader(fh, delimiter="\t" if suffix == ".tsv" else ",")
         header = next(reader, None)
         if header is None:

@@ -145,7 +145,8 @@ def _cases() -> list[Case]:
         add(f"quantiles/{model}", P.quantiles, {"x": "float_data", "q": "quantile_levels", "bounds": "bounds",
                                                  "method": "option", "neighbours": "option", "model": "option",
                                                  "grid": "count", "bins": "count"},
-            x=X, q=[0.25, 0.5, 0.75], epsilon=1.0, model=model, bounds=(0, 1), rng=1, **kw)
+            x=X, q=[0.25, 0.5, 0.75], epsilon=10.0 if model == "shuffle" else 1.0, model=model, bounds=(0, 1),
+            rng=1, **kw)
     for model in ("local", "shuffle", "central"):
         add(f"frequencies/{model}", P.frequencies, {"values": "int_data", "domain": "domain", "model": "option",
                                                      "protocol": "option", "delta": "delta"},
@@ -288,3 +289,18 @@ def is_finding(outcome: str) -> bool:
 
 def finite(x: float) -> bool:
     return isinstance(x, float) and math.isfinite(x)
+
+
+# values that are never valid for their kind: a call that accepts them silently ignored an option
+_NEVER_VALID = {
+    "option": lambda v: not isinstance(v, str) and v is not None or v in ("bogus", "", " local"),
+    "count": lambda v: v is not None and not (isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 2**53),
+    "fraction": lambda v: v is not None and (isinstance(v, (bool, str, complex)) or (isinstance(v, float)
+                                                                                    and math.isnan(v))),
+}
+
+
+def must_fail(kind: str, value: Any) -> bool:
+    """True when ``value`` is invalid for every argument of ``kind`` (so 'ok' means it was ignored)."""
+    f = _NEVER_VALID.get(kind)
+    return bool(f and f(value))

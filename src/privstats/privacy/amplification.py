@@ -109,7 +109,10 @@ def _fmt_closed(epsilon0: float, n: int, delta: float) -> float:
     e = math.log(1 + a + c)
     b = 1 - math.exp(-epsilon0)
     d = 1 + math.exp(-epsilon0 - e)
-    return math.log(1 + (b / d) * (a + c))
+    code_form = math.log1p((b / d) * (a + c))                      # the authors' released code
+    # FMT21 Thm 3.1: log(1 + (e^ε0 - 1)/(e^ε0 + 1) (a + c)); both are valid bounds: take the tighter
+    thm_form = math.log1p(math.tanh(epsilon0 / 2) * (a + c))
+    return min(code_form, thm_form)
 
 
 def _balle(epsilon0: float, n: int, delta: float, k: int) -> float:
@@ -246,7 +249,16 @@ def local_epsilon_for(epsilon: float, n: int, delta: float, method: str = "fmt-n
         if val <= 0:
             raise ValueError(f"no epsilon0 > 0 reaches epsilon={epsilon} with the Balle et al. bound for "
                              f"n={n}, k={k}, delta={delta}")
-        return math.log(val) if math.log(val) > 0 else _raise_small(epsilon, n, k, delta)
+        if math.log(val) <= 0:
+            _raise_small(epsilon, n, k, delta)
+        # the closed form can land a rounding error above the target (or above Thm 3.1's ε <= 1):
+        # step down until shuffled_epsilon accepts it, so the pair is consistent
+        e0 = math.log(val)
+        for _ in range(200):
+            if ok(e0):
+                return e0
+            e0 -= max(abs(e0) * 1e-12, 1e-300)
+        _raise_small(epsilon, n, k, delta)
     else:
         hi = max(epsilon, math.log(n) + 2.0)
     lo = epsilon if ok(epsilon) else 0.0

@@ -55,6 +55,7 @@ from privstats.ustat.tree import DISCARDS, SPLITTINGS, TreeAUC, advanced_level_e
 from privstats.validation import (as_binary_labels, as_domain_values, as_float_array, check_bounds, check_choice,
                                   check_delta, check_epsilon, check_positive_int, check_power_of_two,
                                   check_same_length)
+from privstats.validation import MAX_CELLS, check_real
 
 __all__ = ["auc", "kendall_tau", "gini_mean_difference", "gini_coefficient", "collision_probability", "ustatistic"]
 
@@ -84,6 +85,17 @@ def _common(epsilon, delta, model, method, statistic="ustatistic", postprocess="
     check_choice(method, "method", METHODS[model])
     check_choice(postprocess, "postprocess", ("clip", "none"))
     return epsilon, delta, model
+
+
+def _options(*, P=None, oracle="auto", bins=None, quantization="avg") -> None:
+    """Protocol options are checked whatever the model, so a bad value is never silently ignored."""
+    if P is not None:
+        check_positive_int(P, "P")
+    if oracle != "auto":
+        check_choice(oracle, "oracle", ORACLES)
+    if bins is not None:
+        check_positive_int(bins, "bins", minimum=2)
+    check_choice(quantization, "quantization", K.QUANTISATIONS)
 
 
 def _simulating(rng) -> bool:
@@ -201,7 +213,8 @@ def _resolve_P(P, epsilon, n, kernel_range, mechanism, zeta):
     if P is None:
         z1, z2 = (None, None) if zeta is None else zeta
         return choose_P(epsilon, n=n, kernel_range=kernel_range, zeta1=z1, zeta2=z2, mechanism=mechanism)
-    return check_positive_int(P, "P")
+    # P permutations make P·n/2 pairs, each a 2PC evaluation: cap the pairs' arrays at MAX_CELLS
+    return check_positive_int(P, "P", maximum=max(1, MAX_CELLS // max(n, 1)))
 
 
 def _check_dense(k: int, name: str) -> int:
@@ -264,6 +277,9 @@ def auc(y_true, y_score, *, epsilon: float, delta: float = 0.0, model: str | Non
     epsilon, delta, model = _common(epsilon, delta, model, method, "auc", postprocess,
                                      (domain_size, None if splitting == "users" else splitting, None if discard == "half" else discard, a, None if oracle == "auto" else oracle))
     _check_backend(backend, model, method)
+    _options(P=P, oracle=oracle)
+    if a is not None:
+        check_real(a, "a")
     labels = as_binary_labels(y_true, "y_true")
     lo, hi = check_bounds(bounds)
     scores = as_float_array(y_score, "y_score", bounds=(lo, hi))
@@ -275,7 +291,9 @@ def auc(y_true, y_score, *, epsilon: float, delta: float = 0.0, model: str | Non
     check_choice(splitting, "splitting", SPLITTINGS)
     check_choice(discard, "discard", DISCARDS)
     if domain_size is not None:
-        check_positive_int(domain_size, "domain_size", minimum=2)
+        check_positive_int(domain_size, "domain_size", minimum=2, maximum=STRUCTURED_MAX_CATEGORIES)
+    if P is not None:
+        check_positive_int(P, "P", maximum=max(1, MAX_CELLS // n))
 
     if model == "central":
         t = ties or "half"
@@ -557,7 +575,10 @@ def _plan_collision_local(*, n, epsilon, domain_size=None, oracle="auto", **_):
 def _pair_bounds(bounds):
     if bounds is None:
         check_bounds(None)
-    b = list(bounds)
+    try:
+        b = list(bounds)
+    except TypeError:
+        raise ValueError(f"bounds must be (lo, hi) or ((lo_x, hi_x), (lo_y, hi_y)), got {bounds!r}") from None
     if len(b) == 2 and all(isinstance(v, (tuple, list, np.ndarray)) for v in b):
         return check_bounds(b[0], "bounds[0]"), check_bounds(b[1], "bounds[1]")
     one = check_bounds(b)
@@ -585,6 +606,7 @@ def kendall_tau(x, y, *, epsilon: float, delta: float = 0.0, model: str | None =
     epsilon, delta, model = _common(epsilon, delta, model, method, "kendall_tau", postprocess,
                                      (bins, None if oracle == "auto" else oracle))
     _check_backend(backend, model, method)
+    _options(P=P, oracle=oracle, bins=bins)
     check_choice(variant, "variant", ("a", "b"))
     if model == "local" or bounds is not None:        # only the local quantisation uses bounds
         bx, by = _pair_bounds(bounds)
@@ -664,7 +686,7 @@ def kendall_tau(x, y, *, epsilon: float, delta: float = 0.0, model: str | None =
                          messages=float(P), details={**info, **det_be}, support=(-1.0, 1.0), postprocess=postprocess, statistic="kendall_tau")
 
     k = bins or _kendall_bins(n, epsilon)
-    check_positive_int(k, "bins", minimum=2)
+    check_positive_int(k, "bins", minimum=2, maximum=math.isqrt(STRUCTURED_MAX_CATEGORIES))   # k² categories
     cat = K.quantize(xs, bx, k) * k + K.quantize(ys, by, k)
     orc = _pick_oracle(oracle, n, epsilon, k * k)
     _check_structured(k * k, "bins", orc)
@@ -724,6 +746,7 @@ def gini_mean_difference(x, *, epsilon: float, bounds, delta: float = 0.0, model
     epsilon, delta, model = _common(epsilon, delta, model, method, "gini_mean_difference", postprocess,
                                      (bins, None if quantization == "avg" else quantization, None if oracle == "auto" else oracle))
     _check_backend(backend, model, method)
+    _options(P=P, oracle=oracle, bins=bins, quantization=quantization)
     lo, hi = check_bounds(bounds)
     xs = as_float_array(x, "x", bounds=(lo, hi))
     n, w = xs.size, hi - lo
@@ -749,7 +772,7 @@ def gini_mean_difference(x, *, epsilon: float, bounds, delta: float = 0.0, model
         return _estimate(w * value, w * w * var, epsilon=epsilon, delta=d_be, model=model, protocol="ustat-pairs",
                          params=proto.params, n=n, messages=float(P), details={**info, **det_be}, support=(0.0, w), postprocess=postprocess, statistic="gini_mean_difference", bounds=bounds)
     k = bins or choose_bins(n, epsilon, lipschitz=1.0, assumption="kernel")
-    check_positive_int(k, "bins", minimum=2)
+    check_positive_int(k, "bins", minimum=2, maximum=STRUCTURED_MAX_CATEGORIES)
     orc = _pick_oracle(oracle, n, epsilon, k)
     _check_structured(k, "bins", orc)
     proto, value, var, _ = _run_quantized(K.GiniOperator(k, _quantization(quantization)), K.quantize(u, (0, 1), k),
@@ -836,7 +859,8 @@ def collision_probability(x, *, epsilon: float, domain_size: int, delta: float =
     epsilon, delta, model = _common(epsilon, delta, model, method, "collision_probability", postprocess,
                                      (None if oracle == "auto" else oracle,))
     _check_backend(backend, model, method)
-    d = check_positive_int(domain_size, "domain_size", minimum=2)
+    _options(P=P, oracle=oracle)
+    d = check_positive_int(domain_size, "domain_size", minimum=2, maximum=STRUCTURED_MAX_CATEGORIES)
     xs = as_domain_values(x, d, "x")
     n = xs.size
     if n < 2:
@@ -890,6 +914,10 @@ def ustatistic(x, kernel, *, epsilon: float, bounds=None, kernel_range=None, del
     epsilon, delta, model = _common(epsilon, delta, model, method, "ustatistic", postprocess,
                                      (bins, None if quantization == "avg" else quantization, None if oracle == "auto" else oracle))
     _check_backend(backend, model, method)
+    _options(P=P, oracle=oracle, bins=bins, quantization=quantization)
+    lipschitz = check_real(lipschitz, "lipschitz")
+    if lipschitz <= 0:
+        raise ValueError(f"lipschitz must be > 0, got {lipschitz!r}")
     if isinstance(kernel, str):
         return _ustat_spu(x, kernel, epsilon, backend, P, zeta, rng, postprocess)
     if callable(kernel):
@@ -935,9 +963,16 @@ def ustatistic(x, kernel, *, epsilon: float, bounds=None, kernel_range=None, del
         return _estimate(value, var, epsilon=epsilon, model=model, protocol="ustat-pairs", params=proto.params, n=n,
                          messages=float(P), details=info, support=None if kr is None else kr, postprocess=postprocess, statistic="ustatistic", bounds=bounds)
     if A is None:
-        k = bins or choose_bins(n, epsilon, lipschitz=lipschitz, assumption="kernel")
+        # a callable is averaged over 256 points per cell of the k×k matrix: cap k so that k²·256 ≤ MAX_CELLS/4
+        # (512 MiB, seconds; the default k = 4096 at ε = 40 allocated 32 GiB); the automatic choice stops at
+        # 256 bins, whose quantisation error (≤ lipschitz/256) is below the noise at any n a test can hold
+        k_max = math.isqrt(MAX_CELLS // 1024)
+        k = bins or min(choose_bins(n, epsilon, lipschitz=lipschitz, assumption="kernel"), 256)
         check_positive_int(k, "bins", minimum=2)
         _check_dense(k, "bins")
+        if k > k_max:
+            raise ValueError(f"bins: a callable kernel is averaged over 256 points in each cell of the dense k×k "
+                             f"matrix; k={k} exceeds {k_max} ({256 * 8 * k * k / 2**30:.0f} GiB); use fewer bins")
         how = _quantization(quantization)
         A = K.matrix_from_callable(lambda u, v: f(lo + u * (hi - lo), lo + v * (hi - lo)), k, how)
         cells = K.quantize(xs, (lo, hi), k)
