@@ -3,8 +3,8 @@
 Three bounds, all for replace-one neighbours with n public:
 
 * ``"fmt"`` — the closed form of Feldman, McMillan and Talwar, *Hiding Among the
-  Clones* (FOCS 2021, Thm 3.1 as implemented in apple/ml-shuffling-amplification),
-  valid for ε0 ≤ ln(n / (16 ln(4/δ))).
+  Clones* (FOCS 2021): the minimum of their Thm 3.1 and the form implemented in
+  apple/ml-shuffling-amplification (both valid bounds), for ε0 ≤ ln(n / (16 ln(4/δ))).
 * ``"fmt-numeric"`` — the same paper's clone reduction (their Thm 3.2): the shuffled
   output is a post-processing of the pair (P, Q) with C ~ Bin(n−1, e^−ε0),
   A ~ Bin(C, ½) and P = A + Bern(1/(e^ε0+1)), Q = A + Bern(e^ε0/(e^ε0+1)).  Here its
@@ -20,8 +20,8 @@ Three bounds, all for replace-one neighbours with n public:
   whose δ(ε) ≤ δ.  It raises when the bound certifies no ε < ε0 (it needs roughly
   ε0 ≲ ½ ln(n / ln(1/δ)), cf. their Cor. 5.3.1).
 
->>> round(shuffled_epsilon(4.0, 100_000, 1e-6, method="fmt"), 4)   # apple/ml-shuffling-amplification README
-0.5378
+>>> round(shuffled_epsilon(4.0, 100_000, 1e-6, method="fmt"), 4)   # the README's code form gives 0.5378
+0.5346
 >>> 0.1675 <= shuffled_epsilon(4.0, 100_000, 1e-6, method="fmt-numeric") <= 0.1728
 True
 """
