@@ -101,6 +101,8 @@ def _cases() -> list[Case]:
     out: list[Case] = []
 
     def add(label, func, kinds, **kwargs):
+        if kwargs.get("model") == "shuffle":
+            kwargs.setdefault("delta", 1e-6)          # (ε, δ)-DP: δ is never spent unless passed
         out.append(Case(label, func, {**kwargs}, {**KIND_COMMON, **kinds}))
 
     for model in ("local", "secure", "central"):

@@ -23,9 +23,10 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def test_issue_reproducers_end_in_named_errors_or_sound_results():
-    est = privstats.frequencies(np.arange(40) % 2, domain=2, epsilon=0.01, model="shuffle", rng=1)
+    est = privstats.frequencies(np.arange(40) % 2, domain=2, epsilon=0.01, delta=1e-6, model="shuffle", rng=1)
     assert np.all(np.isfinite(est.value)) and np.all(np.asarray(est.stderr) >= 0)
-    est = privstats.ustatistic(np.linspace(0, 1, 19), lambda a, b: abs(a - b), epsilon=40.0, bounds=(0, 1), rng=3)
+    est = privstats.ustatistic(np.linspace(0, 1, 19), lambda a, b: abs(a - b), epsilon=40.0, bounds=(0, 1),
+                               model="local", rng=3)
     assert est.params["bins"] <= 256 and math.isfinite(est.value)
     with pytest.raises(ValueError, match="bounds"):
         privstats.gini_mean_difference(np.linspace(0, 1, 30), epsilon=1.0, bounds=(-1e308, 1e308), rng=1)
@@ -33,7 +34,7 @@ def test_issue_reproducers_end_in_named_errors_or_sound_results():
     for kw in ({"epsilon": 1e-300, "model": "local"}, {"epsilon": 10**400, "model": "local"},
                {"epsilon": 1e6, "model": "shuffle"}):
         with pytest.raises(ValueError, match="epsilon"):
-            privstats.range_counts(x, [(0, 2)], domain=4, rng=1, **kw)
+            privstats.range_counts(x, [(0, 2)], domain=4, delta=1e-6, rng=1, **kw)
     with pytest.raises(ValueError, match="epsilon"):
         privstats.auc([0, 1, 0, 1], [0.1, 0.2, 0.3, 0.4], epsilon=1e-300, model="central", rng=1)
     with pytest.raises(ValueError, match="y_true"):
