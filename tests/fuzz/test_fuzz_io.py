@@ -23,17 +23,22 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def test_issue_reproducers_end_in_named_errors_or_sound_results():
-    est = privstats.frequencies(np.arange(40) % 2, domain=2, epsilon=0.01, model="shuffle", rng=1)
+    est = privstats.frequencies(np.arange(40) % 2, domain=2, epsilon=0.01, delta=1e-6, model="shuffle", rng=1)
     assert np.all(np.isfinite(est.value)) and np.all(np.asarray(est.stderr) >= 0)
-    est = privstats.ustatistic(np.linspace(0, 1, 19), lambda a, b: abs(a - b), epsilon=40.0, bounds=(0, 1), rng=3)
+    est = privstats.ustatistic(
+        np.linspace(0, 1, 19), lambda a, b: abs(a - b), epsilon=40.0, bounds=(0, 1), model="local", rng=3
+    )
     assert est.params["bins"] <= 256 and math.isfinite(est.value)
     with pytest.raises(ValueError, match="bounds"):
         privstats.gini_mean_difference(np.linspace(0, 1, 30), epsilon=1.0, bounds=(-1e308, 1e308), rng=1)
     x = np.arange(40) % 4
-    for kw in ({"epsilon": 1e-300, "model": "local"}, {"epsilon": 10**400, "model": "local"},
-               {"epsilon": 1e6, "model": "shuffle"}):
+    for kw in (
+        {"epsilon": 1e-300, "model": "local"},
+        {"epsilon": 10**400, "model": "local"},
+        {"epsilon": 1e6, "model": "shuffle"},
+    ):
         with pytest.raises(ValueError, match="epsilon"):
-            privstats.range_counts(x, [(0, 2)], domain=4, rng=1, **kw)
+            privstats.range_counts(x, [(0, 2)], domain=4, delta=1e-6, rng=1, **kw)
     with pytest.raises(ValueError, match="epsilon"):
         privstats.auc([0, 1, 0, 1], [0.1, 0.2, 0.3, 0.4], epsilon=1e-300, model="central", rng=1)
     with pytest.raises(ValueError, match="y_true"):
@@ -47,8 +52,14 @@ def test_issue_reproducers_end_in_named_errors_or_sound_results():
         privstats.frequencies(x, domain=4, epsilon=1.0, model="local", rng=-1)
     with pytest.raises(ValueError, match="P"):
         privstats.auc([0, 1, 0, 1], [0.1, 0.2, 0.3, 0.4], epsilon=1.0, model="central", P=float("nan"))
-    q = privstats.quantiles(np.linspace(.05, .95, 39), [.9, .2, .5, .7], epsilon=0.5, bounds=(0, 1),
-                            method="independent", rng=1).value
+    q = privstats.quantiles(
+        np.linspace(0.05, 0.95, 39),
+        [0.9, 0.2, 0.5, 0.7],
+        epsilon=0.5,
+        bounds=(0, 1),
+        method="independent",
+        rng=1,
+    ).value
     assert q[1] <= q[2] <= q[3] <= q[0]
 
 
@@ -76,11 +87,20 @@ def test_count_state_from_bytes_validates_its_header():
     state = GRR(4, 1.0).simulate(np.arange(40) % 4, rng=1)
     blob = state.to_bytes()
     assert CountState.from_bytes(blob) == state
-    for old, new in ((b'"n": 40', b'"n": -5'), (b'"n": 40', b'"n": 4.5'), (b'"n": 40', b'"n": true'),
-                     (b'"protocol": "grr"', b'"protocol": 7')):
+    for old, new in (
+        (b'"n": 40', b'"n": -5'),
+        (b'"n": 40', b'"n": 4.5'),
+        (b'"n": 40', b'"n": true'),
+        (b'"protocol": "grr"', b'"protocol": 7'),
+    ):
         tampered = blob.replace(old, new)
-        tampered = tampered[:6] + len(tampered[10:10 + len(tampered) - 10 - 32]).to_bytes(4, "little")[:0] + \
-            tampered[6:] if False else _repack(blob, old, new)
+        tampered = (
+            tampered[:6]
+            + len(tampered[10 : 10 + len(tampered) - 10 - 32]).to_bytes(4, "little")[:0]
+            + tampered[6:]
+            if False
+            else _repack(blob, old, new)
+        )
         with pytest.raises(ValueError, match="CountState"):
             CountState.from_bytes(tampered)
 
@@ -89,8 +109,8 @@ def _repack(blob: bytes, old: bytes, new: bytes) -> bytes:
     import struct
 
     version, hlen = struct.unpack("<HI", blob[4:10])
-    header = blob[10:10 + hlen].replace(old, new)
-    return blob[:4] + struct.pack("<HI", version, len(header)) + header + blob[10 + hlen:]
+    header = blob[10 : 10 + hlen].replace(old, new)
+    return blob[:4] + struct.pack("<HI", version, len(header)) + header + blob[10 + hlen :]
 
 
 @settings(max_examples=30, deadline=None)
@@ -116,7 +136,7 @@ def test_saved_ledger_is_tamper_evident():
     with pytest.raises(ValueError, match="HMAC"):
         BudgetLedger.from_json(text, key=BudgetLedger.new_key())
     with pytest.raises(ValueError, match="key"):
-        BudgetLedger.from_json(text)                    # a signed ledger needs its key
+        BudgetLedger.from_json(text)  # a signed ledger needs its key
     duplicate = text[:-1] + ', "total": {"kind": "pure", "epsilon": 9.0}}'
     with pytest.raises(ValueError, match="duplicate"):
         BudgetLedger.from_json(duplicate, key=key)
@@ -134,7 +154,7 @@ def test_engine_refuses_a_file_whose_metadata_was_edited(tmp_path):
     oracle = GRR(4, epsilon=1.0)
     path = tmp_path / "r.parquet"
     write_reports(oracle, np.arange(400) % 4, path, rng=0)
-    assert aggregate(oracle, path).n == 400                 # the current writer's files are read
+    assert aggregate(oracle, path).n == 400  # the current writer's files are read
     pf = pq.ParquetFile(path)
     table = pq.read_table(path)
     meta = dict(table.schema.metadata)
@@ -160,8 +180,9 @@ def test_engine_refuses_a_file_whose_metadata_was_edited(tmp_path):
 
 
 def _cli(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "privstats.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=100)
+    return subprocess.run(
+        [sys.executable, "-m", "privstats.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=100
+    )
 
 
 def test_cli_input_files(tmp_path: Path):

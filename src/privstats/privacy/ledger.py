@@ -33,6 +33,7 @@ import json
 import secrets
 import threading
 from fractions import Fraction
+from typing import Any
 
 from privstats.privacy.composition import zcdp_to_approx
 from privstats.privacy.guarantees import ApproxDP, Guarantee, PureDP, ZCDP, guarantee_from_dict
@@ -283,18 +284,18 @@ class LedgerTamperedError(ValueError):
     """A saved ledger whose HMAC does not verify (edited, or signed with another key)."""
 
 
-def _check_key(key) -> bytes:
+def _check_key(key: object) -> bytes:
     if not isinstance(key, (bytes, bytearray)) or len(key) < 16:
         raise ValueError("key must be bytes of length >= 16 (e.g. BudgetLedger.new_key())")
     return bytes(key)
 
 
-def _mac(key: bytes, body: dict) -> str:
+def _mac(key: bytes, body: dict[str, Any]) -> str:
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
     return hmac.new(key, b"privstats-ledger-v1\n" + canonical, hashlib.sha256).hexdigest()
 
 
-def _no_duplicates(pairs):
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     keys = [k for k, _ in pairs]
     dup = {k for k in keys if keys.count(k) > 1}
     if dup:
