@@ -24,12 +24,13 @@ from __future__ import annotations
 import argparse
 import csv
 import importlib.util
+import io
 import json
 import math
 import sys
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -176,6 +177,8 @@ def read_columns(path: str | Path, columns: Sequence[str]) -> dict[str, np.ndarr
     path = Path(path)
     if not path.exists():
         raise CLIError(f"--input: file not found: {path}")
+    if not path.is_file():
+        raise CLIError(f"--input: {path} is a directory, not a file; give a .csv or .parquet file")
     suffix = path.suffix.lower()
     if suffix in (".parquet", ".pq"):
         try:
@@ -197,7 +200,15 @@ def read_columns(path: str | Path, columns: Sequence[str]) -> dict[str, np.ndarr
         return out
     if suffix not in (".csv", ".txt", ".tsv"):
         raise CLIError(f"--input: unsupported file type {suffix!r} (use .csv or .parquet)")
-    with path.open(newline="", encoding="utf-8") as fh:
+    try:
+        # utf-8-sig: a UTF-8 byte-order mark (Excel's CSV export) is dropped instead of sticking to the first name
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise CLIError(f"--input: {path} is not UTF-8 text (byte {exc.start}: {exc.reason}); save it as UTF-8 "
+                       "CSV") from None
+    except OSError as exc:
+        raise CLIError(f"--input: cannot read {path}: {exc.strerror or exc}") from None
+    with io.StringIO(text, newline="") as fh:
         reader = csv.reader(fh, delimiter="\t" if suffix == ".tsv" else ",")
         header = next(reader, None)
         if header is None:
@@ -331,7 +342,7 @@ def _estimate(args) -> int:
         call = lambda: _call(fn, x, **kw)  # noqa: E731
 
     try:
-        fn = getattr(privstats, fname)
+        fn: Callable[..., Any] = getattr(privstats, fname)
     except (ImportError, AttributeError) as exc:
         raise CLIError(f"STATISTIC: privstats.{fname} is not available in this build ({exc})") from None
     import warnings
@@ -484,6 +495,8 @@ def _experiment(args, forwarded: list[str]) -> int:
                        f"(available: {', '.join(found) or 'none'})")
     path = found[args.name]
     spec = importlib.util.spec_from_file_location(f"privstats_experiment_{args.name}", path)
+    if spec is None or spec.loader is None:
+        raise CLIError(f"NAME: cannot load experiment {args.name!r} from {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module          # dataclasses and pickling look the module up by name
     sys.path.insert(0, str(path.parent))     # experiments may import helpers next to them
@@ -548,6 +561,7 @@ def _plan(args) -> int:
 
     if args.delta == 0 and "shuffle" in SUPPORTED[args.statistic]:
         print("note: shuffle-model protocols are (ε, δ)-DP; pass --delta to include them", file=sys.stderr)
+    return 0
 
 
 # ----------------------------------------------------------------------------- services (task, serve, submit, collect)
@@ -562,8 +576,9 @@ def _add_service_parsers(sub) -> None:
     new = tsub.add_parser("new", help="write task.json (public) and one secrets file per party",
                           description="Write a task file: the public part (task.json, safe for clients) and "
                                       "task.<party>.json secrets (HPKE private keys, tokens; mode 0600).")
-    new.add_argument("--statistic", required=True, choices=["frequencies", "sum"],
-                     help="frequencies (items 0..D-1) or sum (shuffle model, values in [0, 1])")
+    new.add_argument("--statistic", required=True, choices=["frequencies", "sum", "ecdf", "quantiles", "roc"],
+                     help="frequencies (items 0..D-1) or sum (shuffle model, values in [0, 1]); "
+                          "ecdf, quantiles or roc (secure model: leader/helper, --bounds and --grid)")
     new.add_argument("--model", required=True, choices=["local", "shuffle", "secure"], help="trust model")
     new.add_argument("--protocol", help="local: auto|grr|oue|olh|hr; shuffle: auto|single-rr|single-rappor|"
                                         "multi-hadamard (default auto)")
@@ -582,7 +597,7 @@ def _add_service_parsers(sub) -> None:
                      help="largest upload body a server accepts (default 16 MiB)")
     new.add_argument("--out", required=True, metavar="FILE", help="task file to write (e.g. task.json)")
 
-    serve = sub.add_parser("serve", help="run a service role (collector, shuffler, analyzer)",
+    serve = sub.add_parser("serve", help="run a service role (collector, shuffler, analyzer, leader, helper)",
                            description="Run one role of a task over HTTP until SIGTERM (drains, exits 0).")
     serve.add_argument("role", choices=["collector", "shuffler", "analyzer", "leader", "helper"])
     serve.add_argument("--task", required=True, metavar="FILE", help="task.json (the role's secrets are read "

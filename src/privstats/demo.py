@@ -110,6 +110,7 @@ ROW_COLUMNS = [
     ("stderr", "std error"),
     ("bits_per_user", "bits/user"),
     ("time_s", "time (s)"),
+    ("plan", "planner's pick"),
 ]
 ORACLE_COLUMNS = [
     ("oracle", "oracle"),
@@ -225,6 +226,15 @@ def _float(x) -> float | None:
     return v if math.isfinite(v) else None
 
 
+def _offered_models(statistic: str) -> tuple[str, ...] | None:
+    """The trust models ``privstats.<statistic>`` offers (``privstats.plan.SUPPORTED``), None if unknown."""
+    try:
+        from privstats.plan import SUPPORTED
+    except ImportError:
+        return None
+    return SUPPORTED.get(statistic)
+
+
 def _caveats_of(statistic: str, model: str, est: Estimate | None) -> list[str]:
     """Caveats an estimate carries about itself (simulation shortcuts, heuristic guarantees)."""
     if est is None:
@@ -300,6 +310,8 @@ class _Context:
         self.result = DemoResult(size, seed, self.epsilons)
         self.log = log
         self._data: dict[str, Any] = {}
+        self._planned: dict[str, str] = {}
+        self._picks: dict[tuple[str, float], dict[str, str]] = {}
 
     def data(self, name: str):
         if name not in self._data:
@@ -312,6 +324,28 @@ class _Context:
     def note(self, text: str) -> None:
         self.result.notes.append(text)
         self.log(f"note: {text}")
+
+    def _planner_pick(self, statistic: str, epsilon: float, params: dict[str, Any]) -> dict[str, str]:
+        """Row marks from :func:`privstats.plan` (δ allowed for shuffle rows): "best" for the model it
+        predicts most accurate, "best w/o curator" for the most accurate one that trusts no curator."""
+        key = (statistic, epsilon)
+        if key not in self._picks:
+            try:
+                from privstats.plan import plan
+
+                options = plan(statistic, epsilon=epsilon, delta=SHUFFLE_DELTA, warn=False, **params)
+                marks: dict[str, str] = {}
+                for label, pool in (
+                    ("best", list(options)),
+                    ("best w/o curator", [o for o in options if o.model != "central"]),
+                ):
+                    if pool and pool[0].model not in marks:  # the plan is sorted by predicted error
+                        marks[pool[0].model] = label
+                self._picks[key] = marks
+            except (ImportError, ValueError, TypeError) as exc:
+                self.note(f"privstats.plan({statistic!r}) failed: {type(exc).__name__}: {exc}")
+                self._picks[key] = {}
+        return self._picks[key]
 
     def caveat(self, text: str) -> None:
         """A caveat of the run for the report's Notes (each listed once)."""
@@ -369,6 +403,7 @@ class _Context:
             "bits_per_user": _float(est.bits_per_user) if est is not None else None,
             "time_s": elapsed,
             "cpu_s": cpu,
+            "plan": self._planned.get(model, ""),
             "note": note,
         }
         if extra is not None:
@@ -379,18 +414,34 @@ class _Context:
         self.result.rows.append(row)
         return out
 
-    def each_model(self, statistic: str, models, body: Callable[[str, float], None]) -> None:
-        """Run ``body(model, eps)`` for every model and ε; an unsupported model is noted once.
+    def each_model(
+        self,
+        statistic: str,
+        models,
+        body: Callable[[str, float], None],
+        *,
+        plan: dict[str, Any] | None = None,
+    ) -> None:
+        """Run ``body(model, eps)`` for every model the statistic offers and every ε; a model it does not
+        offer (``privstats.plan.SUPPORTED``, or a refusal) is listed once under "not available".
 
-        The costly rows of :data:`HEADLINE_ONLY` run at the headline ε only (a caveat says so)."""
+        ``plan``: the public parameters for :func:`privstats.plan`; each row then records whether its
+        model is the planner's pick.  The costly rows of :data:`HEADLINE_ONLY` run at the headline ε
+        only (a caveat says so)."""
         headline = _headline(self)
+        public = statistic.split(" (")[0]
+        offered = _offered_models(public)
         for model in models:
+            if offered is not None and model not in offered:
+                self.result.unavailable.append(f"{statistic} [{model}]: privstats.{public} does not offer it")
+                continue
             skipped = (
                 [e for e in self.epsilons if e != headline] if (statistic, model) in HEADLINE_ONLY else []
             )
             for eps in self.epsilons:
                 if eps in skipped:
                     continue
+                self._planned = {} if plan is None else self._planner_pick(public, eps, plan)
                 try:
                     body(model, eps)
                 except _Unsupported as exc:
@@ -508,7 +559,7 @@ def scenario_frequencies(ctx: _Context) -> None:
             extra=max_err,
         )
 
-    ctx.each_model("frequencies", TRUST_MODELS, body)
+    ctx.each_model("frequencies", TRUST_MODELS, body, plan={"n": n, "domain": d})
 
 
 def scenario_range_counts(ctx: _Context) -> None:
@@ -546,7 +597,7 @@ def scenario_range_counts(ctx: _Context) -> None:
             note=note,
         )
 
-    ctx.each_model("range_counts", TRUST_MODELS, body)
+    ctx.each_model("range_counts", TRUST_MODELS, body, plan={"n": n, "domain": d})
 
 
 def _ecdf_arrays(res, grid: np.ndarray):
@@ -618,7 +669,7 @@ def scenario_ecdf(ctx: _Context) -> None:
             if lo is not None:
                 curves["bands"][model] = (lo, hi)
 
-    ctx.each_model("ecdf", TRUST_MODELS, body)
+    ctx.each_model("ecdf", TRUST_MODELS, body, plan={"n": x.size, "bounds": INCOME_BOUNDS})
 
 
 def _headline(ctx: _Context) -> float:
@@ -676,7 +727,12 @@ def scenario_quantiles(ctx: _Context) -> None:
             extra=all_err,
         )
 
-    ctx.each_model("quantiles", TRUST_MODELS, body)
+    ctx.each_model(
+        "quantiles",
+        TRUST_MODELS,
+        body,
+        plan={"n": x.size, "bounds": INCOME_BOUNDS, "q": list(QUANTILE_LEVELS)},
+    )
 
 
 def _scalar_reader(out):
@@ -705,7 +761,7 @@ def scenario_auc(ctx: _Context) -> None:
             note="breast cancer, n=569",
         )
 
-    ctx.each_model("auc", TRUST_MODELS, body)
+    ctx.each_model("auc", TRUST_MODELS, body, plan={"n": y.size, "n_pos": int(y.sum()), "bounds": (0.0, 1.0)})
 
 
 def _roc_parts(out):
@@ -737,7 +793,9 @@ def scenario_auc_scale(ctx: _Context) -> None:
             note=f"calibrated Beta(2,5) scores, n={y.size}",
         )
 
-    ctx.each_model("auc (synthetic)", TRUST_MODELS, body)
+    ctx.each_model(
+        "auc (synthetic)", TRUST_MODELS, body, plan={"n": y.size, "n_pos": int(y.sum()), "bounds": (0.0, 1.0)}
+    )
 
 
 def hosmer_lemeshow_exact(y, p, groups: int = 10) -> float:
@@ -769,7 +827,7 @@ def scenario_hosmer_lemeshow(ctx: _Context) -> None:
             extra=lambda est: {"note": f"10 groups; private p-value {est.details['p_value']:.3g}"},
         )
 
-    ctx.each_model("hosmer_lemeshow", ["central"], body)
+    ctx.each_model("hosmer_lemeshow", ["central"], body, plan={"n": y.size})
 
 
 def scenario_roc(ctx: _Context) -> None:
@@ -799,7 +857,9 @@ def scenario_roc(ctx: _Context) -> None:
         if out is not None and eps == _headline(ctx):
             curves["private"][model] = _roc_parts(out)
 
-    ctx.each_model("roc_curve", TRUST_MODELS, body)
+    ctx.each_model(
+        "roc_curve", TRUST_MODELS, body, plan={"n": y.size, "n_pos": int(y.sum()), "bounds": (0.0, 1.0)}
+    )
 
 
 def scenario_kendall(ctx: _Context) -> None:
@@ -824,7 +884,7 @@ def scenario_kendall(ctx: _Context) -> None:
             note=f"ordinal {ORDINAL_LEVELS}x{ORDINAL_LEVELS}",
         )
 
-    ctx.each_model("kendall_tau", TRUST_MODELS, body)
+    ctx.each_model("kendall_tau", TRUST_MODELS, body, plan={"n": a.size, "bounds": bounds})
 
 
 def scenario_gini(ctx: _Context) -> None:
@@ -844,7 +904,7 @@ def scenario_gini(ctx: _Context) -> None:
             note="incomes",
         )
 
-    ctx.each_model("gini_mean_difference", TRUST_MODELS, body)
+    ctx.each_model("gini_mean_difference", TRUST_MODELS, body, plan={"n": x.size, "bounds": INCOME_BOUNDS})
 
 
 def gini_coefficient_exact(x) -> float:
@@ -870,7 +930,7 @@ def scenario_gini_coefficient(ctx: _Context) -> None:
             note="incomes",
         )
 
-    ctx.each_model("gini_coefficient", TRUST_MODELS, body)
+    ctx.each_model("gini_coefficient", TRUST_MODELS, body, plan={"n": x.size, "bounds": INCOME_BOUNDS})
 
 
 def collision_probability_exact(values, d: int) -> float:
@@ -898,7 +958,7 @@ def scenario_collision(ctx: _Context) -> None:
             note=f"Zipf, d={d}",
         )
 
-    ctx.each_model("collision_probability", TRUST_MODELS, body)
+    ctx.each_model("collision_probability", TRUST_MODELS, body, plan={"n": values.size, "domain_size": d})
 
 
 def scenario_summarization(ctx: _Context) -> None:
@@ -1146,7 +1206,9 @@ def write_report(result: DemoResult, out_dir: Path) -> Path:
         (
             "Statistics under each trust model",
             "Exact values come from numpy / SciPy / scikit-learn (non-private). Rows with vector outputs "
-            "show one scalar; the note gives the error over the whole output.\n\n"
+            "show one scalar; the note gives the error over the whole output. *planner's pick*: the trust model "
+            "`privstats.plan` predicts most accurate from the public parameters (*best*), and the most "
+            "accurate one without a trusted curator (*best w/o curator*).\n\n"
             + markdown_table(result.rows, [*ROW_COLUMNS, ("note", "note")]),
         ),
         (

@@ -123,7 +123,7 @@ class Estimate:
             if law is not None and "discrete_laplace_scale" in law:
                 # integer noise P(k) ∝ a^|k|: the smallest k with P(|X| <= k) = 1 - 2a^(k+1)/(1+a) >= level
                 a = math.exp(-1.0 / float(law["discrete_laplace_scale"]))
-                h = max(math.ceil(math.log((1 - level) * (1 + a) / 2) / math.log(a) - 1), 0)
+                h: Any = max(math.ceil(math.log((1 - level) * (1 + a) / 2) / math.log(a) - 1), 0)
             elif law is not None and (v.ndim == 0 or "laplace_scale" in law):
                 h = laplace_normal_halfwidth(level, law["laplace_scale"], law.get("normal_sd", 0.0))
             else:

@@ -150,13 +150,11 @@ class Option:
 
 
 Predictor = Callable[..., "Option | list[Option] | None"]
+_P = TypeVar("_P", bound=Predictor)   # register() returns the predictor unchanged, with its own type
 _REGISTRY: dict[str, list[tuple[str, str, Predictor]]] = {}
 
 
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def register(statistic: str, model: str, protocol: str) -> Callable[[_F], _F]:
+def register(statistic: str, model: str, protocol: str) -> Callable[[_P], _P]:
     """Register the predictor of ``protocol`` (trust ``model``) for ``statistic``.
 
     The predictor takes ``(n, epsilon, delta, bounds, **options)`` (public parameters only) and
@@ -165,7 +163,7 @@ def register(statistic: str, model: str, protocol: str) -> Callable[[_F], _F]:
     if model not in TRUST:
         raise ValueError(f"model must be one of {tuple(TRUST)}, got {model!r}")
 
-    def deco(fn: _F) -> _F:
+    def deco(fn: _P) -> _P:
         entries = _REGISTRY.setdefault(statistic, [])
         entries[:] = [e for e in entries if (e[0], e[1]) != (model, protocol)] + [(model, protocol, fn)]
         return fn

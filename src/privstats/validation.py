@@ -45,6 +45,14 @@ EPSILON_MIN = 1e-12
 fewer than ~10²⁴ users carries information, and variances (∝ 1/ε²) head for float overflow
 (NaN or inf standard errors at ε ≈ 1e-300); refusing is clearer than a NaN."""
 
+RANDOMIZER_EPSILON_MAX = 700.0
+"""Largest ε of a local or shuffle randomizer: e^ε overflows a float above ≈ 709."""
+
+MAX_GRID = 1 << 24
+"""Largest ECDF grid / number of thresholds: the tree noise and smoothing keep several float arrays
+of this size (16 M thresholds ≈ 128 MiB each); a finer grid than that resolves nothing the noise
+does not swamp."""
+
 MAX_CELLS = 1 << 28
 """Largest number of cells (domain × grid, k × k kernel matrix, tree nodes) a call may allocate:
 2²⁸ float64 cells are 2 GiB, already more than a CI worker should hold; more would run for minutes
@@ -80,7 +88,7 @@ def check_real(x: Any, name: str, *, finite: bool = True) -> float:
 
 
 def check_epsilon(epsilon: Any, name: str = "epsilon", *, allow_inf: bool = False,
-                  minimum: float = EPSILON_MIN) -> float:
+                  minimum: float = EPSILON_MIN, model: str | None = None) -> float:
     """A privacy parameter ε in [``minimum``, ∞) (finite unless ``allow_inf``); see :data:`EPSILON_MIN`."""
     if not _is_number(epsilon):
         raise ValueError(f"{name} must be a finite number > 0, got {type(epsilon).__name__} {_short(epsilon)}")
@@ -94,6 +102,10 @@ def check_epsilon(epsilon: Any, name: str = "epsilon", *, allow_inf: bool = Fals
         raise ValueError(f"{name} must be >= {minimum:g}, got {v:g}: below it the noise exceeds {1 / minimum:.0e} "
                          "times the sensitivity, so nothing could be estimated, and variances (∝ 1/ε²) "
                          "overflow towards inf/NaN")
+    if model in ("local", "shuffle") and v > RANDOMIZER_EPSILON_MAX:
+        raise ValueError(f"{name} must be <= {RANDOMIZER_EPSILON_MAX:g} for model={model!r}, got {v:g}: the "
+                         "randomizers and the shuffle accountant work with e^ε, which overflows a float above "
+                         "ε ≈ 709 (and such an ε protects nothing; use model='central' for noise-free checks)")
     return v
 
 
@@ -131,7 +143,7 @@ def check_positive_int(k: Any, name: str, *, minimum: int = 1, maximum: int | No
     if k < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {_short(k)}")
     if maximum is not None and k > maximum:
-        raise ValueError(f"{name} must be an integer <= {maximum}, got {_short(k)}")
+        raise ValueError(f"{name} must be an integer of at most {maximum}, got {_short(k)}")
     return int(k)
 
 
@@ -172,7 +184,7 @@ def check_rng(rng: Any, name: str = "rng") -> Any:
 
 def check_domain_size(d: Any, name: str = "domain_size", *, power_of_two: bool = False) -> int:
     """A domain size d >= 2 (optionally a power of two)."""
-    d = check_positive_int(d, name, minimum=2)
+    d = check_positive_int(d, name, minimum=2, maximum=MAX_CELLS)   # counts of d cells must fit in memory
     if power_of_two:
         check_power_of_two(d, name)
     return d

@@ -242,7 +242,7 @@ def test_frequency_scenario_reads_count_estimates(monkeypatch):
 
     monkeypatch.setitem(privstats.__dict__, "frequencies", fake_frequencies)
     result = demo.collect("small", seed=SEED, scenarios=["frequencies"], epsilons=(2.0,))
-    assert calls == ["local", "shuffle", "secure", "central"]
+    assert calls == ["local", "shuffle", "central"]  # frequencies offers no secure model: not called
     (row,) = result.rows
     zipf = demo.demo_data("zipf", "small", SEED)
     assert row["model"] == "local" and row["protocol"] == "grr" and row["bits_per_user"] == 6
@@ -328,3 +328,20 @@ def test_every_series_of_a_figure_has_its_own_colour_and_marker():
     assert len({m for _, m in styles.values()}) == len(names)
     mixed = series_styles(["local", "GRR", "central", "OUE", "shuffle", "secure"])
     assert len(set(mixed.values())) == 6 and mixed["central"] == _MODEL_STYLE["central"]
+
+
+def test_rows_carry_the_planners_pick():
+    """privstats.plan's predicted-best model is marked, and the demo does not call models a statistic lacks."""
+    from privstats.plan import SUPPORTED, plan
+
+    result = demo.collect("tiny", scenarios=["kendall", "frequencies"], epsilons=(1.0,))
+    for statistic, public in (("Kendall's tau-b", "kendall_tau"), ("frequency of item 0", "frequencies")):
+        rows = {r["model"]: r for r in result.rows if r["statistic"] == statistic}
+        assert set(rows) == set(SUPPORTED[public])
+        n = demo.SIZES["tiny"].n_pairs if public == "kendall_tau" else demo.SIZES["tiny"].n_freq
+        kw = {"bounds": (0.0, 6.0)} if public == "kendall_tau" else {"domain": demo.SIZES["tiny"].domain}
+        options = plan(public, n=n, epsilon=1.0, delta=demo.SHUFFLE_DELTA, warn=False, **kw)
+        assert rows[options.best.model]["plan"] == "best"
+        no_curator = next(o.model for o in options if o.model != "central")
+        assert rows[no_curator]["plan"] == "best w/o curator"
+        assert sum(bool(r["plan"]) for r in rows.values()) == 2

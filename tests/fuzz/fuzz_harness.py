@@ -19,15 +19,16 @@ import inspect
 import math
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 import privstats
 from privstats.estimate import Estimate
 
-HANG_SECONDS = 20.0          # a call that runs longer than this on a loaded CI core is a hang
+HANG_SECONDS = 20.0  # a call that runs longer than this on a loaded CI core is a hang
 COUNTS: collections.Counter = collections.Counter()
 FINDINGS: list[str] = []
 
@@ -43,7 +44,7 @@ class Case:
     label: str
     func: Callable
     kwargs: dict
-    kinds: dict = field(default_factory=dict)     # argument name -> kind (see BAD)
+    kinds: dict = field(default_factory=dict)  # argument name -> kind (see BAD)
 
     def call(self, **changes):
         return self.func(**{**self.kwargs, **changes})
@@ -59,30 +60,117 @@ class _Weird:
 
 HUGE = 10**400
 BAD: dict[str, list] = {
-    "epsilon": [0, -1.0, float("nan"), float("inf"), -float("inf"), "1", None, True, 1e-300, HUGE, -HUGE,
-                complex(1, 0), [1.0], np.float64("nan"), 1e6, 1e-12],
+    "epsilon": [
+        0,
+        -1.0,
+        float("nan"),
+        float("inf"),
+        -float("inf"),
+        "1",
+        None,
+        True,
+        1e-300,
+        HUGE,
+        -HUGE,
+        complex(1, 0),
+        [1.0],
+        np.float64("nan"),
+        1e6,
+        1e-12,
+    ],
     "delta": [-0.1, 1.0, 1.5, float("nan"), "x", True, HUGE, complex(0.1, 0), [1e-6]],
     "rng": [-1, -(2**70), "seed", 1.5, float("nan"), _Weird(), 2**200],
-    "float_data": [[], [float("nan")] * 4, [float("inf")] * 4, [0.2, None, 0.3, 0.4], [[0.1, 0.2], [0.3]],
-                   np.array([True, False] * 10), np.array([0.1 + 0.1j] * 20), ["a", "b", "c", "d"],
-                   [HUGE] * 4, np.array([0.1] * 20, dtype=object), 0.5, np.zeros((4, 4)) + 0.3, [5.0] * 20,
-                   [-HUGE] * 4, "0.1,0.2"],
-    "labels": [[], [1, 1, 1, 1], [0, 1, 2, 1], [0, None, 1, 1], [[0, 1], [1]], np.array([0.5 + 1j] * 4),
-               ["a", "b", "a", "b"], [float("nan"), 1, 0, 1], [HUGE, 0] * 2, 1, [0, 1]],
-    "int_data": [[], [float("nan")] * 4, [0.5] * 4, [-1] * 4, [99] * 4, [0, None, 1], [[0, 1], [2]],
-                 np.array([0.5j] * 4), ["a", "b"], [HUGE] * 4, [2**63] * 4, np.array([2**64 - 1] * 4, np.uint64),
-                 np.zeros((2, 2, 2), int), "0,1"],
-    "bounds": [None, (1, 0), (0, float("nan")), (0, float("inf")), "ab", (0,), (0, 1, 2), (-1e308, 1e308),
-               (HUGE, HUGE + 1), (0, None), (True, 2), 5, (complex(0, 1), 1)],
+    "float_data": [
+        [],
+        [float("nan")] * 4,
+        [float("inf")] * 4,
+        [0.2, None, 0.3, 0.4],
+        [[0.1, 0.2], [0.3]],
+        np.array([True, False] * 10),
+        np.array([0.1 + 0.1j] * 20),
+        ["a", "b", "c", "d"],
+        [HUGE] * 4,
+        np.array([0.1] * 20, dtype=object),
+        0.5,
+        np.zeros((4, 4)) + 0.3,
+        [5.0] * 20,
+        [-HUGE] * 4,
+        "0.1,0.2",
+    ],
+    "labels": [
+        [],
+        [1, 1, 1, 1],
+        [0, 1, 2, 1],
+        [0, None, 1, 1],
+        [[0, 1], [1]],
+        np.array([0.5 + 1j] * 4),
+        ["a", "b", "a", "b"],
+        [float("nan"), 1, 0, 1],
+        [HUGE, 0] * 2,
+        1,
+        [0, 1],
+    ],
+    "int_data": [
+        [],
+        [float("nan")] * 4,
+        [0.5] * 4,
+        [-1] * 4,
+        [99] * 4,
+        [0, None, 1],
+        [[0, 1], [2]],
+        np.array([0.5j] * 4),
+        ["a", "b"],
+        [HUGE] * 4,
+        [2**63] * 4,
+        np.array([2**64 - 1] * 4, np.uint64),
+        np.zeros((2, 2, 2), int),
+        "0,1",
+    ],
+    "bounds": [
+        None,
+        (1, 0),
+        (0, float("nan")),
+        (0, float("inf")),
+        "ab",
+        (0,),
+        (0, 1, 2),
+        (-1e308, 1e308),
+        (HUGE, HUGE + 1),
+        (0, None),
+        (True, 2),
+        5,
+        (complex(0, 1), 1),
+    ],
     "domain": [0, 1, -3, 2.5, True, HUGE, 2**40, "4", None, float("nan"), [4]],
     "option": [None, "bogus", 3, True, float("nan"), ["auto"], "", " local"],
     "count": [0, -1, True, float("nan"), "2", 2.5, 10**12, HUGE, None, -HUGE],
     "probability": [-0.1, 1.1, float("nan"), "0.5", None, True, HUGE, [0.5]],
     "fraction": [0, 1, -0.5, float("nan"), "0.5", None, True, HUGE, complex(0.5, 0)],
-    "quantile_levels": [[], [float("nan")], [1.5], [-0.1], [0.5, None], [[0.5], [0.1, 0.2]], ["a"], [HUGE],
-                        np.array([0.5j]), np.array([True])],
-    "ranges": [[(3, 1)], [(0, 99)], [(-1, 2)], [(0.5, 2)], [(0,)], "ab", [(0, None)], [(HUGE, HUGE)], 5,
-               [[(0, 1)]], [(True, 2)]],
+    "quantile_levels": [
+        [],
+        [float("nan")],
+        [1.5],
+        [-0.1],
+        [0.5, None],
+        [[0.5], [0.1, 0.2]],
+        ["a"],
+        [HUGE],
+        np.array([0.5j]),
+        np.array([True]),
+    ],
+    "ranges": [
+        [(3, 1)],
+        [(0, 99)],
+        [(-1, 2)],
+        [(0.5, 2)],
+        [(0,)],
+        "ab",
+        [(0, None)],
+        [(HUGE, HUGE)],
+        5,
+        [[(0, 1)]],
+        [(True, 2)],
+    ],
 }
 
 
@@ -101,65 +189,271 @@ def _cases() -> list[Case]:
     out: list[Case] = []
 
     def add(label, func, kinds, **kwargs):
+        if kwargs.get("model") == "shuffle":
+            kwargs.setdefault("delta", 1e-6)  # (ε, δ)-DP: δ is never spent unless passed
         out.append(Case(label, func, {**kwargs}, {**KIND_COMMON, **kinds}))
 
     for model in ("local", "secure", "central"):
         extra = {"delta": 1e-6} if model == "secure" else {}
-        add(f"auc/{model}", P.auc, {"y_true": "labels", "y_score": "float_data", "bounds": "bounds",
-                                     "method": "option", "ties": "option", "splitting": "option",
-                                     "discard": "option", "oracle": "option", "P": "count", "domain_size": "count",
-                                     "model": "option", "delta": "delta"},
-            y_true=Y, y_score=X, epsilon=1.0, model=model, bounds=(0, 1), rng=1, **extra)
-        add(f"kendall_tau/{model}", P.kendall_tau, {"x": "float_data", "y": "float_data", "bounds": "bounds",
-                                                     "variant": "option", "bins": "count", "oracle": "option",
-                                                     "P": "count", "method": "option", "model": "option"},
-            x=X, y=X[::-1].copy(), epsilon=1.0, model=model, bounds=(0, 1), rng=1)
-        add(f"gini_mean_difference/{model}", P.gini_mean_difference,
-            {"x": "float_data", "bounds": "bounds", "bins": "count", "quantization": "option", "oracle": "option",
-             "P": "count", "method": "option", "model": "option", "delta": "delta"},
-            x=X, epsilon=1.0, model=model, bounds=(0, 1), rng=1)
-        add(f"gini_coefficient/{model}", P.gini_coefficient,
-            {"x": "float_data", "bounds": "bounds", "mean_fraction": "fraction", "method": "option",
-             "model": "option"},
-            x=X, epsilon=1.0, model=model, bounds=(0, 1), rng=1)
-        add(f"collision_probability/{model}", P.collision_probability,
-            {"x": "int_data", "domain_size": "domain", "oracle": "option", "P": "count", "method": "option",
-             "model": "option", "delta": "delta"},
-            x=ITEMS, epsilon=1.0, model=model, domain_size=4, rng=1)
-        add(f"ustatistic/{model}", P.ustatistic,
-            {"x": "float_data", "bounds": "bounds", "kernel_range": "bounds", "bins": "count",
-             "quantization": "option", "oracle": "option", "P": "count", "method": "option", "model": "option",
-             "lipschitz": "fraction"},
-            x=X, kernel=lambda a, b: np.abs(a - b), epsilon=1.0, model=model, bounds=(0, 1), kernel_range=(0, 1),
-            rng=1)
-        add(f"ecdf/{model}", P.ecdf, {"x": "float_data", "bounds": "bounds", "grid": "count", "smoothing": "option",
-                                       "neighbours": "option", "method": "option", "model": "option",
-                                       "n_servers": "count", "protocol": "option"},
-            x=X, epsilon=1.0, model=model, bounds=(0, 1), grid=16, rng=1)
-        add(f"roc_curve/{model}", P.roc_curve, {"y_true": "labels", "y_score": "float_data", "bounds": "bounds",
-                                                 "grid": "count", "smoothing": "option", "labels": "option",
-                                                 "method": "option", "model": "option"},
-            y_true=Y, y_score=X, epsilon=1.0, model=model, bounds=(0, 1), grid=16, rng=1)
+        add(
+            f"auc/{model}",
+            P.auc,
+            {
+                "y_true": "labels",
+                "y_score": "float_data",
+                "bounds": "bounds",
+                "method": "option",
+                "ties": "option",
+                "splitting": "option",
+                "discard": "option",
+                "oracle": "option",
+                "P": "count",
+                "domain_size": "count",
+                "model": "option",
+                "delta": "delta",
+            },
+            y_true=Y,
+            y_score=X,
+            epsilon=1.0,
+            model=model,
+            bounds=(0, 1),
+            rng=1,
+            **extra,
+        )
+        add(
+            f"kendall_tau/{model}",
+            P.kendall_tau,
+            {
+                "x": "float_data",
+                "y": "float_data",
+                "bounds": "bounds",
+                "variant": "option",
+                "bins": "count",
+                "oracle": "option",
+                "P": "count",
+                "method": "option",
+                "model": "option",
+            },
+            x=X,
+            y=X[::-1].copy(),
+            epsilon=1.0,
+            model=model,
+            bounds=(0, 1),
+            rng=1,
+        )
+        add(
+            f"gini_mean_difference/{model}",
+            P.gini_mean_difference,
+            {
+                "x": "float_data",
+                "bounds": "bounds",
+                "bins": "count",
+                "quantization": "option",
+                "oracle": "option",
+                "P": "count",
+                "method": "option",
+                "model": "option",
+                "delta": "delta",
+            },
+            x=X,
+            epsilon=1.0,
+            model=model,
+            bounds=(0, 1),
+            rng=1,
+        )
+        add(
+            f"gini_coefficient/{model}",
+            P.gini_coefficient,
+            {
+                "x": "float_data",
+                "bounds": "bounds",
+                "mean_fraction": "fraction",
+                "method": "option",
+                "model": "option",
+            },
+            x=X,
+            epsilon=1.0,
+            model=model,
+            bounds=(0, 1),
+            rng=1,
+        )
+        add(
+            f"collision_probability/{model}",
+            P.collision_probability,
+            {
+                "x": "int_data",
+                "domain_size": "domain",
+                "oracle": "option",
+                "P": "count",
+                "method": "option",
+                "model": "option",
+                "delta": "delta",
+            },
+            x=ITEMS,
+            epsilon=1.0,
+            model=model,
+            domain_size=4,
+            rng=1,
+        )
+        add(
+            f"ustatistic/{model}",
+            P.ustatistic,
+            {
+                "x": "float_data",
+                "bounds": "bounds",
+                "kernel_range": "bounds",
+                "bins": "count",
+                "quantization": "option",
+                "oracle": "option",
+                "P": "count",
+                "method": "option",
+                "model": "option",
+                "lipschitz": "fraction",
+            },
+            x=X,
+            kernel=lambda a, b: np.abs(a - b),
+            epsilon=1.0,
+            model=model,
+            bounds=(0, 1),
+            kernel_range=(0, 1),
+            rng=1,
+        )
+        add(
+            f"ecdf/{model}",
+            P.ecdf,
+            {
+                "x": "float_data",
+                "bounds": "bounds",
+                "grid": "count",
+                "smoothing": "option",
+                "neighbours": "option",
+                "method": "option",
+                "model": "option",
+                "n_servers": "count",
+                "protocol": "option",
+            },
+            x=X,
+            epsilon=1.0,
+            model=model,
+            bounds=(0, 1),
+            grid=16,
+            rng=1,
+        )
+        add(
+            f"roc_curve/{model}",
+            P.roc_curve,
+            {
+                "y_true": "labels",
+                "y_score": "float_data",
+                "bounds": "bounds",
+                "grid": "count",
+                "smoothing": "option",
+                "labels": "option",
+                "method": "option",
+                "model": "option",
+            },
+            y_true=Y,
+            y_score=X,
+            epsilon=1.0,
+            model=model,
+            bounds=(0, 1),
+            grid=16,
+            rng=1,
+        )
     for model in ("local", "secure", "central", "shuffle"):
         kw = {"bins": 16} if model == "shuffle" else {"grid": 64}
-        add(f"quantiles/{model}", P.quantiles, {"x": "float_data", "q": "quantile_levels", "bounds": "bounds",
-                                                 "method": "option", "neighbours": "option", "model": "option",
-                                                 "grid": "count", "bins": "count"},
-            x=X, q=[0.25, 0.5, 0.75], epsilon=1.0, model=model, bounds=(0, 1), rng=1, **kw)
+        add(
+            f"quantiles/{model}",
+            P.quantiles,
+            {
+                "x": "float_data",
+                "q": "quantile_levels",
+                "bounds": "bounds",
+                "method": "option",
+                "neighbours": "option",
+                "model": "option",
+                "grid": "count",
+                "bins": "count",
+            },
+            x=X,
+            q=[0.25, 0.5, 0.75],
+            epsilon=10.0 if model == "shuffle" else 1.0,
+            model=model,
+            bounds=(0, 1),
+            rng=1,
+            **kw,
+        )
     for model in ("local", "shuffle", "central"):
-        add(f"frequencies/{model}", P.frequencies, {"values": "int_data", "domain": "domain", "model": "option",
-                                                     "protocol": "option", "delta": "delta"},
-            values=ITEMS, domain=4, epsilon=1.0, model=model, rng=1)
-        add(f"range_counts/{model}", P.range_counts, {"values": "int_data", "domain": "domain", "model": "option",
-                                                       "ranges": "ranges", "delta": "delta"},
-            values=ITEMS, ranges=[(0, 2), (1, 4)], domain=4, epsilon=1.0, model=model, rng=1)
-        add(f"heavy_hitters/{model}", P.heavy_hitters, {"values": "int_data", "domain": "domain", "model": "option",
-                                                         "threshold": "fraction", "delta": "delta"},
-            values=ITEMS, domain=4, epsilon=1.0, model=model, rng=1)
-    add("hosmer_lemeshow/central", P.hosmer_lemeshow,
-        {"y_true": "labels", "y_prob": "float_data", "groups": "count", "depth": "count", "bootstrap": "count",
-         "budget": "option", "method": "option", "min_expected": "fraction"},
-        y_true=Y, y_prob=X, epsilon=1.0, depth=4, groups=4, bootstrap=100, rng=1)
+        add(
+            f"frequencies/{model}",
+            P.frequencies,
+            {
+                "values": "int_data",
+                "domain": "domain",
+                "model": "option",
+                "protocol": "option",
+                "delta": "delta",
+            },
+            values=ITEMS,
+            domain=4,
+            epsilon=1.0,
+            model=model,
+            rng=1,
+        )
+        add(
+            f"range_counts/{model}",
+            P.range_counts,
+            {
+                "values": "int_data",
+                "domain": "domain",
+                "model": "option",
+                "ranges": "ranges",
+                "delta": "delta",
+            },
+            values=ITEMS,
+            ranges=[(0, 2), (1, 4)],
+            domain=4,
+            epsilon=1.0,
+            model=model,
+            rng=1,
+        )
+        add(
+            f"heavy_hitters/{model}",
+            P.heavy_hitters,
+            {
+                "values": "int_data",
+                "domain": "domain",
+                "model": "option",
+                "threshold": "fraction",
+                "delta": "delta",
+            },
+            values=ITEMS,
+            domain=4,
+            epsilon=1.0,
+            model=model,
+            rng=1,
+        )
+    add(
+        "hosmer_lemeshow/central",
+        P.hosmer_lemeshow,
+        {
+            "y_true": "labels",
+            "y_prob": "float_data",
+            "groups": "count",
+            "depth": "count",
+            "bootstrap": "count",
+            "budget": "option",
+            "method": "option",
+            "min_expected": "fraction",
+        },
+        y_true=Y,
+        y_prob=X,
+        epsilon=1.0,
+        depth=4,
+        groups=4,
+        bootstrap=100,
+        rng=1,
+    )
     return out
 
 
@@ -196,7 +490,7 @@ def soundness_problem(result: Any) -> str | None:
                     return "stderr has NaN/inf"
                 if np.any(se < 0):
                     return "stderr is negative"
-        elif hasattr(r, "probabilities") and hasattr(r, "quantiles"):           # PrivateECDF
+        elif hasattr(r, "probabilities") and hasattr(r, "quantiles"):  # PrivateECDF
             for name in ("probabilities", "quantiles", "stderr"):
                 p = _finite_or_none(name, getattr(r, name))
                 if p:
@@ -206,10 +500,8 @@ def soundness_problem(result: Any) -> str | None:
             p = soundness_problem(r.estimate) if r.estimate is not None else None
             if p:
                 return p
-        elif isinstance(r, np.ndarray):
-            # fpr/tpr of roc_curve are finite; thresholds run from +inf to -inf by design
-            if r.size and r.dtype.kind == "f" and not np.all(np.isfinite(r[1:-1])):
-                return "array has NaN/inf"
+        elif isinstance(r, np.ndarray) and r.size and r.dtype.kind == "f" and not np.isfinite(r[1:-1]).all():
+            return "array has NaN/inf"  # fpr/tpr of roc_curve are finite; thresholds run from +inf to -inf
     return None
 
 
@@ -236,8 +528,14 @@ def timed(fn: Callable[[], Any], seconds: float | None):
 ACCEPTED = (ValueError, TypeError, NotImplementedError)
 
 
-def run_call(label: str, fn: Callable[[], Any], names: tuple[str, ...], *, timeout: float | None = HANG_SECONDS,
-             check: Callable[[Any], str | None] = soundness_problem) -> str:
+def run_call(
+    label: str,
+    fn: Callable[[], Any],
+    names: tuple[str, ...],
+    *,
+    timeout: float | None = HANG_SECONDS,
+    check: Callable[[Any], str | None] = soundness_problem,
+) -> str:
     """Run one call and classify it: 'ok', 'error', or a finding ('hang', 'wrong-type', 'unsound',
     'unnamed').  ``names``: the message of an error must contain one of them."""
     COUNTS["calls"] += 1
@@ -288,3 +586,21 @@ def is_finding(outcome: str) -> bool:
 
 def finite(x: float) -> bool:
     return isinstance(x, float) and math.isfinite(x)
+
+
+# values that are never valid for their kind: a call that accepts them silently ignored an option
+_NEVER_VALID = {
+    "option": lambda v: not isinstance(v, str) and v is not None or v in ("bogus", "", " local"),
+    "count": lambda v: (
+        v is not None and not (isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 2**53)
+    ),
+    "fraction": lambda v: (
+        v is not None and (isinstance(v, (bool, str, complex)) or (isinstance(v, float) and math.isnan(v)))
+    ),
+}
+
+
+def must_fail(kind: str, value: Any) -> bool:
+    """True when ``value`` is invalid for every argument of ``kind`` (so 'ok' means it was ignored)."""
+    f = _NEVER_VALID.get(kind)
+    return bool(f and f(value))

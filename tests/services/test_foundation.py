@@ -26,16 +26,17 @@ def db(tmp_path):
 
 # ---------------------------------------------------------------------------------------------- task files
 @pytest.mark.parametrize(
-    "model,protocol", [("local", "grr"), ("shuffle", "multi-hadamard"), ("secure", "histogram")]
+    "model,protocol", [("local", "grr"), ("shuffle", "multi-hadamard"), ("secure", "leader-helper")]
 )
 def test_public_task_file_holds_no_secret(tmp_path, model, protocol):
+    secure = model == "secure"  # the secure model runs ecdf/quantiles/roc on a public grid, pure ε
     task, secrets = new_task(
-        "frequencies",
+        "ecdf" if secure else "frequencies",
         model=model,
         protocol=protocol,
-        params={"domain_size": 16},
+        params={"bounds": [0, 1], "grid": 16} if secure else {"domain_size": 16},
         epsilon=1.0,
-        delta=1e-6,
+        delta=None if secure else 1e-6,
         min_batch=1000,
     )
     paths = write_task(task, secrets, tmp_path / "task.json")
@@ -308,3 +309,74 @@ def test_shuffler_strips_report_ids_and_order(db, tmp_path):
     positions = np.array([upload_order.index(m) for m in msgs])
     # the permutation is not close to the identity or a shift: no positional correlation
     assert abs(np.corrcoef(positions, np.arange(400))[0, 1]) < 0.2
+
+
+def test_shuffler_cuts_bounded_batches_of_at_least_min_batch(db):
+    from privstats.services.shuffler import ShufflerRole
+
+    task, role_secrets = new_task(
+        "frequencies",
+        model="shuffle",
+        protocol="single-rr",
+        params={"domain_size": 8},
+        epsilon=1.0,
+        delta=1e-6,
+        min_batch=100,
+    )
+    role = ShufflerRole(task, role_secrets["shuffler"], Storage(db), max_batch_messages=300)
+    client = Client(None, task)
+    role.ingest(client.upload_body(client.encode(np.arange(750) % 8, rng=0)))
+    sizes: list[int] = []
+
+    def fake_forward(batch_id: bytes) -> bool:  # the analyzer acknowledges everything
+        _msgs, n = role._shuffled_messages(batch_id)
+        sizes.append(n)
+        with role.storage.transaction() as conn:
+            role.storage.finish_batch(conn, task.id_bytes, batch_id, erase_bodies=True)
+        return True
+
+    role.forward = fake_forward  # type: ignore[method-assign]
+    assert role.step() == 3
+    assert sizes == [300, 300, 150]  # bounded, each >= min_batch
+    role.ingest(client.upload_body(client.encode(np.arange(50) % 8, rng=1)))
+    assert role.step() == 0 and role.status()["pending_reports"] == 50  # below min_batch: waits
+
+
+def test_analyzer_keeps_valid_messages_around_junk(db):
+    from privstats.services.shuffler import AnalyzerRole
+
+    task, role_secrets = new_task(
+        "frequencies",
+        model="shuffle",
+        protocol="single-rr",
+        params={"domain_size": 8},
+        epsilon=1.0,
+        delta=1e-6,
+        min_batch=100,
+    )
+    an = AnalyzerRole(task, role_secrets["analyzer"], Storage(db))
+    good = [int(v).to_bytes(8, "little", signed=True) for v in np.arange(1000) % 8]
+    junk = [(99).to_bytes(8, "little"), (-1).to_bytes(8, "little", signed=True), b"short"]
+    state, bad = an._fold(good[:400] + junk[:2] + good[400:] + junk[2:])
+    assert bad == 3 and state.n == 1000
+    np.testing.assert_array_equal(state.counts, np.full(8, 125))
+
+
+def test_collector_rebuilds_a_missing_state_through_the_engine(db):
+    from sqlalchemy import delete
+
+    from privstats.services.collector import Collector
+    from privstats.services.storage import aggregates
+
+    task, _ = new_task(
+        "frequencies", model="local", protocol="oue", params={"domain_size": 12}, epsilon=1.0, min_batch=10
+    )
+    col = Collector(task, Storage(db))
+    client = Client(None, task)
+    for seed in range(3):
+        col.ingest(client.upload_body(client.encode(np.arange(500) % 12, rng=seed)))
+    state = col.state()
+    assert state.n == 1500 and col.rebuild_state() == state
+    with col.storage.transaction() as conn:
+        conn.execute(delete(aggregates))
+    assert Collector(task, Storage(db)).state() == state

@@ -51,7 +51,11 @@ class PrivateECDF:
     # scipy-like API -------------------------------------------------------------
     def evaluate(self, t) -> np.ndarray | float:
         """Private F(t) for each t (array-like)."""
-        t = np.asarray(t, dtype=np.float64)
+        from privstats.validation import check_array
+
+        t = check_array(t, "t", ndim=None)
+        if np.isnan(t).any():
+            raise ValueError("t contains NaN: the ECDF is defined at numbers only")
         idx = np.searchsorted(self.quantiles, t, side="right") - 1
         out = np.where(idx >= 0, self.probabilities[np.clip(idx, 0, None)], 0.0)
         return out if out.ndim else float(out)
@@ -60,7 +64,9 @@ class PrivateECDF:
 
     def quantile(self, p) -> np.ndarray | float:
         """Algorithm 1: smallest grid threshold with F >= p (vectorized)."""
-        p = np.asarray(p, dtype=np.float64)
+        from privstats.validation import check_array
+
+        p = check_array(p, "p", ndim=None)
         if np.any((p < 0) | (p > 1)) or not np.all(np.isfinite(p)):
             raise ValueError("p must be probabilities in [0, 1]")
         out = inverse_ecdf(self.quantiles, self.probabilities, p.ravel()).reshape(p.shape)
@@ -74,7 +80,9 @@ class PrivateECDF:
         """
         if self.stderr is None:
             raise ValueError("this ECDF has no standard error")
-        if not 0 < confidence_level < 1:
+        from privstats.validation import check_real
+
+        if not 0 < check_real(confidence_level, "confidence_level") < 1:
             raise ValueError(f"confidence_level must be in (0, 1), got {confidence_level!r}")
         z = stats.norm.ppf(0.5 + confidence_level / 2)
         lo = np.clip(self.probabilities - z * self.stderr, 0, 1)

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from privstats.engine.format import (
+    DigestChecker,
     ReportFormatError,
     ReportWriter,
     column_specs,
@@ -158,15 +159,18 @@ def _aggregate_file_part(oracle, path: str, row_groups: list[int], expected_rows
     pf, meta = open_report_file(path, oracle)
     specs = meta["columns"]
     state, rows = oracle.new_state(), 0
+    checker = DigestChecker(pf, path, specs, row_groups or [])
     if row_groups:
         try:
             for batch in pf.iter_batches(batch_size=chunk_size, row_groups=row_groups, columns=list(specs),
                                          use_threads=False):
                 reports = record_batch_to_reports(batch, specs, where=path)
+                checker.feed(reports)
                 state = _fold(oracle, state, reports, path)
                 rows += batch.num_rows
                 if on_rows is not None:
                     on_rows(batch.num_rows)
+            checker.finish()
         except (pa.ArrowException, OSError) as exc:
             raise ReportFormatError(f"{path}: corrupted report file ({exc})") from None
     _check_partition(state, oracle, rows, expected_rows, path)

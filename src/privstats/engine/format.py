@@ -66,6 +66,95 @@ FORMAT_NAME = "privstats.reports"
 FORMAT_VERSION = 1
 METADATA_KEY = b"privstats"
 ROW_GROUPS_KEY = b"privstats.row_groups"
+DIGESTS_KEY = b"privstats.digests"
+
+
+class _GroupHasher:
+    """SHA-256 of one row group: the privstats metadata (as stored), the group's index, and each column's
+    rows in canonical numpy bytes (one hash per column, so the batching used to read does not matter).
+
+    The writer records one digest per row group in the footer (``privstats.digests``); readers recompute
+    them while streaming and refuse a file whose metadata (e.g. ε) or reports were edited.
+    """
+
+    def __init__(self, meta_raw: bytes, index: int, specs: Mapping[str, Any]):
+        import hashlib
+
+        self._head = b"privstats-rowgroup-v1\0" + meta_raw + b"\0" + str(index).encode()
+        self._cols = {name: hashlib.sha256() for name in sorted(specs)}      # order-free: writer and reader
+
+    def update(self, reports: Mapping[str, np.ndarray], a: int, b: int) -> None:
+        for name, h in self._cols.items():
+            h.update(np.ascontiguousarray(reports[name][a:b]).tobytes())
+
+    def hexdigest(self) -> str:
+        import hashlib
+
+        h = hashlib.sha256(self._head)
+        for name, c in self._cols.items():
+            h.update(name.encode() + b"\0" + c.digest())
+        return h.hexdigest()
+
+
+class DigestChecker:
+    """Verifies the row-group digests of one file while its batches stream past (``feed``, then ``finish``)."""
+
+    def __init__(self, pf, path, specs: Mapping[str, Any], row_groups: list[int] | None = None):
+        raw = (pf.metadata.metadata or {}).get(DIGESTS_KEY)
+        if raw is None:
+            # refused rather than accepted with a warning: deleting the digest would otherwise be all it
+            # takes to get an edited file (say ε raised in the metadata) aggregated
+            raise ReportFormatError(f"{path}: no {DIGESTS_KEY.decode()} entry: the file was written by an older "
+                                    "privstats (or the digest was removed), so its metadata cannot be checked "
+                                    "against its reports; rewrite it with the current privstats.engine writer")
+        try:
+            self.digests = json.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            self.digests = None
+        nrg = pf.metadata.num_row_groups
+        if not isinstance(self.digests, list) or len(self.digests) != nrg:
+            raise ReportFormatError(f"{path}: corrupted {DIGESTS_KEY.decode()} entry")
+        self.path, self.specs = path, specs
+        self.meta_raw = (pf.schema_arrow.metadata or {}).get(METADATA_KEY, b"")
+        self.groups = list(range(nrg)) if row_groups is None else list(row_groups)
+        self.sizes = [pf.metadata.row_group(i).num_rows for i in self.groups]
+        self.pos = -1
+        self._next()
+
+    def _next(self) -> None:
+        self.pos += 1
+        while self.pos < len(self.groups):
+            self.hasher = _GroupHasher(self.meta_raw, self.groups[self.pos], self.specs)
+            self.left = self.sizes[self.pos]
+            if self.left:
+                return
+            self._check()
+            self.pos += 1
+
+    def _check(self) -> None:
+        i = self.groups[self.pos]
+        if self.hasher.hexdigest() != self.digests[i]:
+            raise ReportFormatError(f"{self.path}: row group {i} does not match the digest recorded at write time: "
+                                    "the file's privstats metadata (protocol, params such as epsilon) or its "
+                                    "reports were edited; refusing to aggregate it")
+
+    def feed(self, reports: Mapping[str, np.ndarray]) -> None:
+        n = len(next(iter(reports.values()))) if reports else 0
+        off = 0
+        while off < n:
+            if self.pos >= len(self.groups):
+                raise ReportFormatError(f"{self.path}: more rows than the footer records")
+            take = min(self.left, n - off)
+            self.hasher.update(reports, off, off + take)
+            off += take
+            self.left -= take
+            if self.left == 0:
+                self._check()
+                self._next()
+
+    def finish(self) -> None:
+        if self.pos < len(self.groups):
+            raise ReportFormatError(f"{self.path}: fewer rows than the footer records")
 
 
 class ReportFormatError(ValueError):
@@ -241,6 +330,8 @@ class ReportWriter:
         self.schema = _schema(oracle, self.specs)
         self.n = 0
         self.row_groups: list[int] = []
+        self.digests: list[str] = []
+        self._meta_raw = self.schema.metadata[METADATA_KEY]
         self._tmp = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex[:8]}.tmp")
         self._writer = pq.ParquetWriter(self._tmp, self.schema, compression=compression,
                                         write_page_checksum=True, use_dictionary=True)
@@ -256,11 +347,17 @@ class ReportWriter:
         m = batch.num_rows
         self.n += m
         self.row_groups += [min(self.chunk_size, m - s) for s in range(0, m, self.chunk_size)] or [0]
+        back = record_batch_to_reports(batch, self.specs)         # the form readers will hash
+        for s in range(0, m, self.chunk_size) if m else [0]:
+            h = _GroupHasher(self._meta_raw, len(self.digests), self.specs)
+            h.update(back, s, min(s + self.chunk_size, m))
+            self.digests.append(h.hexdigest())
 
     def close(self) -> Path:
         """Finish the file and move it into place; returns its path."""
         if self._writer is not None:
-            self._writer.add_key_value_metadata({ROW_GROUPS_KEY: json.dumps(self.row_groups)})
+            self._writer.add_key_value_metadata({ROW_GROUPS_KEY: json.dumps(self.row_groups),
+                                                 DIGESTS_KEY: json.dumps(self.digests)})
             self._writer.close()
             self._writer = None
             os.replace(self._tmp, self.path)
@@ -406,10 +503,14 @@ def iter_report_batches(path: str | os.PathLike, oracle, *, chunk_size: int = 1 
     opened = [open_report_file(f, oracle) for f in files]  # validate all metadata before yielding
     for f, (pf, meta) in zip(files, opened):
         specs = meta["columns"]
+        checker = DigestChecker(pf, f, specs, row_groups)
         try:
             it = pf.iter_batches(batch_size=int(chunk_size), row_groups=row_groups, columns=list(specs),
                                  use_threads=False)
             for batch in it:
-                yield record_batch_to_reports(batch, specs, where=str(f))
+                reports = record_batch_to_reports(batch, specs, where=str(f))
+                checker.feed(reports)
+                yield reports
+            checker.finish()
         except (pa.ArrowException, OSError) as exc:
             raise ReportFormatError(f"{f}: corrupted report file ({exc})") from None

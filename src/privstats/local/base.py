@@ -79,14 +79,32 @@ class CountState:
     def from_bytes(cls, data: bytes) -> "CountState":
         """Inverse of :meth:`to_bytes`; raises ValueError on a corrupted or foreign blob."""
         header, body = unpack_versioned(data, _MAGIC, _STATE_VERSION, "CountState")
+        _check_header(header)
         if len(body) != 8 * header["size"]:
             raise ValueError(f"data is truncated: expected {header['size']} counts, got {len(body) // 8}")
         counts = np.frombuffer(body, dtype="<i8").astype(np.int64)
+        if counts.size and counts.min() < 0:
+            raise ValueError(f"data has a corrupted CountState: negative counts (min {counts.min()})")
         return cls(header["protocol"], header["params"], int(header["n"]), counts)
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, CountState) and self.protocol == other.protocol and self.params == other.params
                 and self.n == other.n and np.array_equal(self.counts, other.counts))
+
+
+def _check_header(header: dict) -> None:
+    """A CountState header: protocol name, params dict, n >= 0 and size >= 0 as plain integers."""
+    def is_int(v) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    if set(header) != {"protocol", "params", "n", "size"}:
+        raise ValueError(f"data has a corrupted CountState header: keys {sorted(header)}")
+    if not isinstance(header["protocol"], str) or not isinstance(header["params"], dict):
+        raise ValueError("data has a corrupted CountState header: protocol must be a string and params a dict")
+    for key in ("n", "size"):
+        if not is_int(header[key]) or not 0 <= header[key] <= 1 << 62:
+            raise ValueError(f"data has a corrupted CountState header: {key} must be an integer >= 0, "
+                             f"got {header[key]!r:.40}")
 
 
 def pack_versioned(magic: bytes, version: int, header: dict, body: bytes) -> bytes:

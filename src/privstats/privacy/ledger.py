@@ -22,19 +22,23 @@ Sums are compared with a relative tolerance of 1e-12 so that, e.g., ten spends o
 PureDP(epsilon=0.4)
 >>> led.spend(PureDP(0.5), "mean")
 Traceback (most recent call last):
-privstats.privacy.ledger.BudgetExceededError: spending ε=0.5 for 'mean' would exceed the total ε=1: spent ε=0.6, would be ε=1.1
+privstats.privacy.ledger.BudgetExceededError: spending ε=0.5 for 'mean' would exceed the total ε=1: ...
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
+import secrets
 import threading
 from fractions import Fraction
+from typing import Any
 
 from privstats.privacy.composition import zcdp_to_approx
 from privstats.privacy.guarantees import ApproxDP, Guarantee, PureDP, ZCDP, guarantee_from_dict
 
-__all__ = ["BudgetLedger", "BudgetExceededError"]
+__all__ = ["BudgetLedger", "BudgetExceededError", "LedgerTamperedError"]
 
 _TOL = 1e-12
 
@@ -216,23 +220,84 @@ class BudgetLedger:
         return f"BudgetLedger(total={self._total!r}, composition={self._composition!r}, entries={len(self._entries)})"
 
     # ------------------------------------------------------------------ persistence
-    def to_json(self) -> str:
-        """The ledger as a JSON string (total, composition, entries)."""
+    @staticmethod
+    def new_key() -> bytes:
+        """A fresh 32-byte key (OS CSPRNG) for signing saved ledgers; the owner keeps it apart from the file."""
+        return secrets.token_bytes(32)
+
+    def to_json(self, key: bytes | None = None) -> str:
+        """The ledger as a JSON string (total, composition, entries).
+
+        With ``key`` (bytes, >= 16; see :meth:`new_key`) the document carries an HMAC-SHA256 of its
+        canonical content, so a raised total, an edited or deleted entry is refused by
+        :meth:`from_json` with the same key.  (An attacker who can replace the file with an older
+        signed copy is not detected: a rollback needs a counter kept elsewhere, e.g. the services' database.)
+
+        >>> from privstats.privacy.guarantees import PureDP
+        >>> led, key = BudgetLedger(PureDP(1.0)), BudgetLedger.new_key()
+        >>> led.spend(PureDP(0.5), "a")
+        >>> BudgetLedger.from_json(led.to_json(key), key=key).entries
+        [('a', PureDP(epsilon=0.5))]
+        """
         with self._lock:
             entries = [{"label": lab, "guarantee": g.to_dict()} for lab, g in self._entries]
-        return json.dumps({"total": self._total.to_dict(), "composition": self._composition, "entries": entries})
+        body = {"total": self._total.to_dict(), "composition": self._composition, "entries": entries}
+        if key is None:
+            return json.dumps(body)
+        return json.dumps({**body, "hmac": _mac(_check_key(key), body)})
 
     @classmethod
-    def from_json(cls, text: str) -> "BudgetLedger":
-        """Rebuild a ledger from :meth:`to_json`; the entries are replayed, so an overspent record is refused."""
+    def from_json(cls, text: str, key: bytes | None = None) -> "BudgetLedger":
+        """Rebuild a ledger from :meth:`to_json`; the entries are replayed, so an overspent record is refused.
+
+        ``key``: the owner's key; the document's HMAC must then verify (a signed document is refused
+        without its key, and an unsigned one with a key).  Duplicate JSON keys are always refused.
+        """
+        if not isinstance(text, (str, bytes)):
+            raise TypeError(f"text must be a JSON string, got {type(text).__name__}")
         try:
-            d = json.loads(text)
+            d = json.loads(text, object_pairs_hook=_no_duplicates)
+            if not isinstance(d, dict):
+                raise TypeError("not an object")
+            mac = d.pop("hmac", None)
+            if key is not None:
+                k = _check_key(key)
+                if not isinstance(mac, str) or not hmac.compare_digest(mac, _mac(k, d)):
+                    raise LedgerTamperedError("text: the ledger's HMAC does not verify with this key: the file "
+                                              "was edited (total, entries) or signed with another key")
+            elif mac is not None:
+                raise LedgerTamperedError("text is a signed ledger: pass key= to verify it before loading")
             total = guarantee_from_dict(d["total"])
             composition = d.get("composition", "basic")
             entries = [(e["label"], guarantee_from_dict(e["guarantee"])) for e in d["entries"]]
-        except (KeyError, TypeError, json.JSONDecodeError) as exc:
+        except LedgerTamperedError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"text is not a BudgetLedger JSON document: {exc}") from None
         led = cls(total, composition=composition)
         for label, g in entries:
             led.spend(g, label)
         return led
+
+
+class LedgerTamperedError(ValueError):
+    """A saved ledger whose HMAC does not verify (edited, or signed with another key)."""
+
+
+def _check_key(key: object) -> bytes:
+    if not isinstance(key, (bytes, bytearray)) or len(key) < 16:
+        raise ValueError("key must be bytes of length >= 16 (e.g. BudgetLedger.new_key())")
+    return bytes(key)
+
+
+def _mac(key: bytes, body: dict[str, Any]) -> str:
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
+    return hmac.new(key, b"privstats-ledger-v1\n" + canonical, hashlib.sha256).hexdigest()
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    dup = {k for k in keys if keys.count(k) > 1}
+    if dup:
+        raise ValueError(f"duplicate JSON key(s) {sorted(dup)} (an edited file)")
+    return dict(pairs)

@@ -29,6 +29,8 @@ ROLE_FACTORIES: dict[str, str] = {
     "collector": "privstats.services.collector:create_app",
     "shuffler": "privstats.services.shuffler:create_shuffler_app",
     "analyzer": "privstats.services.shuffler:create_analyzer_app",
+    "leader": "privstats.services.aggregators:create_leader_app",
+    "helper": "privstats.services.aggregators:create_helper_app",
 }
 
 
@@ -85,9 +87,7 @@ def build_app(role: str, task: Task, secrets: RoleSecrets, db: str, **options: A
     return factory(task, secrets, Storage(db), **options)
 
 
-def run_server(
-    app: Any, host: str, port: int, *, log_level: str = "warning", drain_seconds: int = 30
-) -> int:
+def run_server(app: Any, host: str, port: int, *, log_level: str = "warning", drain_seconds: int = 30) -> int:
     """Run ``app`` under uvicorn until SIGTERM/SIGINT; in-flight requests finish; returns 0.
 
     uvicorn re-raises the signal it caught once it has shut down; a no-op handler installed here

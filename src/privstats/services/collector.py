@@ -39,7 +39,6 @@ reports through :func:`privstats.engine.aggregate` (:meth:`Collector.rebuild_sta
 """
 
 import re
-import threading
 from typing import Any
 
 import numpy as np
@@ -84,8 +83,12 @@ class Collector:
         self.tid = task.id_bytes
         self.max_records = max(1, task.max_request_bytes // self.record_size)
         storage.ensure_budget(self.tid, task.budget_value)
+        with storage.read() as conn:
+            has_state = storage.get_aggregate(conn, self.tid, STATE_NAME) is not None
+        if not has_state and storage.count_reports(self.tid):
+            # reports without a state (e.g. restored from a report-only backup): aggregate them all
+            self.rebuild_state(store=True)
         storage.ensure_aggregate(self.tid, STATE_NAME, self.oracle.new_state().to_bytes())
-        self._lock = threading.Lock()
 
     # ---- upload ----------------------------------------------------------------------------------------
     def parse(self, body: bytes) -> tuple[list[bytes], np.ndarray, CountState]:

@@ -25,8 +25,8 @@ returns); PostgreSQL commits are durable by default.  Services acknowledge after
 >>> import os, tempfile
 >>> st = Storage(f"sqlite:///{os.path.join(tempfile.mkdtemp(), 'db.sqlite')}")
 >>> with st.transaction() as conn:
-...     st.insert_reports(conn, bytes(16), [b"a" * 16, b"b" * 16, b"a" * 16], [b"x", b"y", b"z"])
-{b'aaaaaaaaaaaaaaaa', b'bbbbbbbbbbbbbbbb'}
+...     sorted(st.insert_reports(conn, bytes(16), [b"a" * 16, b"b" * 16, b"a" * 16], [b"x", b"y", b"z"]))
+[b'aaaaaaaaaaaaaaaa', b'bbbbbbbbbbbbbbbb']
 >>> st.count_reports(bytes(16))
 2
 """
@@ -307,14 +307,21 @@ class Storage:
             last = bytes(rows[-1][0])
             yield [bytes(r[1]) for r in rows]
 
-    def assign_batch(self, conn: Connection, task_id: bytes, batch_id: bytes, role: str) -> int:
-        """Put every pending report of a task into a new batch (status 'pending'); returns its size."""
-        n = conn.execute(
-            update(reports)
-            .where(reports.c.task_id == task_id)
-            .where(reports.c.batch_id.is_(None))
-            .values(batch_id=batch_id)
-        ).rowcount
+    def assign_batch(
+        self, conn: Connection, task_id: bytes, batch_id: bytes, role: str, limit: int | None = None
+    ) -> int:
+        """Put the pending reports of a task (at most ``limit``) into a new batch (status 'pending');
+        returns its size."""
+        stmt = update(reports).where(reports.c.task_id == task_id).where(reports.c.batch_id.is_(None))
+        if limit is not None:
+            pick = (
+                select(reports.c.report_id)
+                .where(reports.c.task_id == task_id)
+                .where(reports.c.batch_id.is_(None))
+                .limit(int(limit))
+            )
+            stmt = stmt.where(reports.c.report_id.in_(pick.scalar_subquery()))
+        n = conn.execute(stmt.values(batch_id=batch_id)).rowcount
         conn.execute(
             batches.insert().values(
                 task_id=task_id, batch_id=batch_id, role=role, status="pending", n_reports=n

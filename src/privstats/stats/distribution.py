@@ -33,6 +33,7 @@ from privstats.privacy import PureDP, discrete_laplace
 from privstats.privacy.randomness import RNGLike, as_source
 from privstats.validation import (as_binary_labels, as_float_array, check_bounds, check_choice, check_epsilon,
                                   check_positive_int, check_power_of_two, check_same_length)
+from privstats.validation import MAX_GRID, check_array, check_real, check_rng
 
 __all__ = ["ecdf", "quantiles", "roc_curve", "hosmer_lemeshow", "hosmer_lemeshow_accounting", "auc_variance",
            "raw_covariance"]
@@ -43,7 +44,7 @@ NEIGHBOURS = ("replace", "add-remove")
 def _thresholds(grid, bounds) -> np.ndarray:
     lo, hi = bounds
     if isinstance(grid, (int, np.integer)) and not isinstance(grid, bool):
-        return uniform_grid(bounds, check_positive_int(grid, "grid"))
+        return uniform_grid(bounds, check_positive_int(grid, "grid", maximum=MAX_GRID))
     try:
         t = np.asarray(grid, dtype=np.float64)
     except (TypeError, ValueError):
@@ -183,6 +184,11 @@ def ecdf(x, *, epsilon: float, bounds, grid=1024, smoothing: str | None = None, 
     check_choice(smoothing, "smoothing", SMOOTHING_METHODS)
     check_choice(protocol, "protocol", ("aggregation", "fss"))
     check_model("ecdf", model)
+    if not isinstance(method, str):
+        raise ValueError(f"method must be 'auto', 'binary', 'b-ary' or 'b-ary:<b>', got {method!r}")
+    check_positive_int(n_servers, "n_servers", minimum=2, maximum=1024)   # each holds a share of the grid
+    epsilon = check_epsilon(epsilon, model=model)
+    check_rng(rng)
     if model == "local" and neighbours != "replace":
         raise ValueError("model='local' needs neighbours='replace': local DP protects each user's value, and the "
                          "collector counts the reports, so n is public (add/remove would hide participation)")
@@ -288,9 +294,14 @@ def quantiles(x, q, *, epsilon: float, bounds, model: str = "central", method: s
     check_choice(postprocess, "postprocess", ("clip", "none"))
     if not (isinstance(ci_fraction, (int, float)) and 0 <= ci_fraction < 1):
         raise ValueError(f"ci_fraction must be in [0, 1), got {ci_fraction!r}")
-    qs = np.atleast_1d(np.asarray(q, dtype=np.float64))
+    qs = np.atleast_1d(check_array(q, "q", ndim=None))
     if qs.ndim != 1 or qs.size == 0 or not np.all(np.isfinite(qs)) or np.any((qs < 0) | (qs > 1)):
         raise ValueError("q must be probabilities in [0, 1]")
+    check_choice(method, "method", ("auto", "exponential", "independent", "joint", "tree"))
+    check_rng(rng)
+    check_positive_int(grid, "grid", maximum=MAX_GRID)          # checked even where the method ignores it
+    if "bins" in kwargs:
+        check_positive_int(kwargs["bins"], "bins", minimum=2, maximum=MAX_GRID)
     if model == "shuffle":
         from privstats.stats.frequency import shuffle_quantiles
 
@@ -333,6 +344,7 @@ def quantiles(x, q, *, epsilon: float, bounds, model: str = "central", method: s
         else:
             v = independent_exponential_quantiles(sx, qs[order], epsilon=eps_point, bounds=bounds, rng=src,
                                                   neighbours=neighbours)
+            v = np.maximum.accumulate(v)    # post-processing: quantiles ordered like their levels
         values = np.empty(qs.size)
         values[order] = v
         protocol, params = {"joint": "joint-exponential", "exponential": "exponential",
@@ -651,9 +663,13 @@ def hosmer_lemeshow(y_true, y_prob, *, epsilon: float, groups: int = 10, depth: 
     """
     epsilon = check_epsilon(epsilon)
     check_model("hosmer_lemeshow", model)
-    Q = check_positive_int(groups, "groups", minimum=3)
-    L = check_positive_int(depth, "depth")
-    B = check_positive_int(bootstrap, "bootstrap", minimum=100)
+    L = check_positive_int(depth, "depth", maximum=24)               # the quantile grid has 2^depth cells
+    Q = check_positive_int(groups, "groups", minimum=3, maximum=1 << L)
+    B = check_positive_int(bootstrap, "bootstrap", minimum=100, maximum=10**6)   # B x groups bootstrap draws
+    if check_real(min_expected, "min_expected") <= 0:
+        raise ValueError(f"min_expected must be > 0 (the statistic divides by the floored E), got {min_expected!r}")
+    if not isinstance(method, str):
+        raise ValueError(f"method must be 'auto', 'binary', 'b-ary' or 'b-ary:<b>', got {method!r}")
     check_choice(budget, "budget", HL_BUDGETS)
     y = as_binary_labels(y_true, "y_true").astype(np.float64)
     p = as_float_array(y_prob, "y_prob", bounds=(0.0, 1.0))
@@ -711,7 +727,7 @@ def _plan_ecdf_central(*, n, epsilon, grid=1024, **_):
 
 
 @register("ecdf", "secure", "tree+secure-aggregation")
-def _plan_ecdf_secure(*, n, epsilon, grid=1024, n_servers=2, **_):
+def _plan_ecdf_secure(*, n, epsilon, grid=1024, n_servers=2, **_) -> Option:
     from privstats.secure.noise import noise_variance_factor
 
     mech, se = _central_curve(n, epsilon, grid)
@@ -721,7 +737,7 @@ def _plan_ecdf_secure(*, n, epsilon, grid=1024, n_servers=2, **_):
 
 
 @register("ecdf", "local", "hierarchical-histogram")
-def _plan_ecdf_local(*, n, epsilon, grid=1024, **_):
+def _plan_ecdf_local(*, n, epsilon, grid=1024, **_) -> Option:
     from privstats.cdf.local import local_hierarchy, mean_prefix_variance
 
     hh = local_hierarchy(int(grid) + 1, epsilon, n, "auto")

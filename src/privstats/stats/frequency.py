@@ -26,7 +26,7 @@ from privstats.central import add_count_noise, discrete_laplace_variance
 from privstats.estimate import Estimate, constrain
 from privstats.plan import DEFAULT_MODEL, Option, check_model, register, warn_if_useless
 from privstats.privacy.guarantees import ApproxDP, PureDP
-from privstats.privacy.randomness import RNGLike, as_generator
+from privstats.privacy.randomness import RNGLike, as_generator, as_source
 from privstats.shuffle.countmin import CountMinMultiMessage
 from privstats.shuffle.hadamard import HadamardMultiMessage
 from privstats.shuffle.heavy import prefix_tree_heavy_hitters
@@ -34,6 +34,7 @@ from privstats.shuffle.ranges import box_terms, support_nd
 from privstats.shuffle.single import ShuffledKRR, ShuffledRAPPOR
 from privstats.validation import (as_domain_values, as_float_array, check_bounds, check_choice, check_delta,
                                   check_domain_size, check_epsilon, check_positive_int)
+from privstats.validation import MAX_CELLS, check_array, check_real
 
 __all__ = ["frequencies", "range_counts", "heavy_hitters", "shuffle_quantiles", "shuffle_protocol",
            "SHUFFLE_PROTOCOLS", "MODELS", "require_delta"]
@@ -142,6 +143,27 @@ def shuffle_protocol(protocol: str, d: int, n: int, epsilon: float, delta: float
     return min(candidates, key=_worst_se)
 
 
+def _draw_state(proto, values, rng: RNGLike):
+    """The aggregator's state for these users' reports.
+
+    A seeded ``rng`` draws the state with the protocol's vectorized simulation (exact law,
+    numpy Generator).  ``rng=None`` protects real data: every report is drawn by the client
+    code from the OS CSPRNG with exact integer-threshold samplers, in chunks of users, and
+    aggregated (the shuffler's permutation does not change the aggregate).  The cost is the
+    protocol's real one: O(messages) draws (heavy for the count-min blanket).
+    """
+    if rng is not None:
+        return proto.simulate(values, as_generator(rng))
+    src = as_source(None)
+    values = np.asarray(values)
+    width = int(getattr(proto, "messages_per_user", 1) or 1) * max(1, int(getattr(proto, "domain_size", 1)) // 64)
+    chunk = max(256, (1 << 22) // max(1, width))
+    state = proto.new_state()
+    for s in range(0, values.shape[0], chunk):
+        state = proto.aggregate(proto.encode_batch(values[s:s + chunk], src), state)
+    return state
+
+
 def frequencies(values, *, domain, epsilon: float, delta: float | None = None, model: str | None = None,
                 protocol: str | None = None, rng: RNGLike = None, postprocess: str = "clip",
                 **options) -> Estimate:
@@ -168,8 +190,11 @@ def frequencies(values, *, domain, epsilon: float, delta: float | None = None, m
     epsilon = check_epsilon(epsilon)
     model = _resolve_model("frequencies", model, protocol)
     check_choice(postprocess, "postprocess", ("clip", "none"))
+    epsilon = check_epsilon(epsilon, model=model)
     if delta is not None:
         check_delta(delta)
+    if protocol is not None:      # checked whatever the model, so a bad value is never silently ignored
+        check_choice(protocol, "protocol", {"auto", "grr", "oue", "olh", "hr", *SHUFFLE_PROTOCOLS})
     codes, d = _codes(values, domain)
     n = codes.size
     if model == "central":
@@ -184,11 +209,11 @@ def frequencies(values, *, domain, epsilon: float, delta: float | None = None, m
         from privstats.local.choose import ORACLES, make_oracle
         check_choice(protocol or "auto", "protocol", {"auto", *ORACLES})
         oracle = make_oracle(protocol or "auto", d, epsilon)
-        est = oracle.estimate(oracle.simulate(codes, as_generator(rng)))
+        est = oracle.estimate(_draw_state(oracle, codes, rng))
     else:
         delta = require_delta(delta, n)
         proto = shuffle_protocol(protocol or "auto", d, n, epsilon, delta, **options)
-        est = proto.estimate(proto.simulate(codes, as_generator(rng)))
+        est = proto.estimate(_draw_state(proto, codes, rng))
     return _in_range(est, n, postprocess, "frequencies")
 
 
@@ -250,9 +275,12 @@ def range_counts(values, ranges=None, *, domain: int, epsilon: float, delta: flo
     epsilon = check_epsilon(epsilon)
     model = _resolve_model("range_counts", model)
     check_choice(postprocess, "postprocess", ("clip", "none"))
+    epsilon = check_epsilon(epsilon, model=model)
+    if delta is not None:
+        check_delta(delta)
     B0 = check_domain_size(domain, "domain")
     B = _pad_pow2(B0)
-    raw = np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values)
+    raw = check_array(values, "values", kind="any", ndim=None)
     dim = 1 if raw.ndim == 1 else raw.shape[1] if raw.ndim == 2 else 0
     if dim == 0:
         raise ValueError("values must be a 1-d array of integers or an (n, dim) integer array")
@@ -276,13 +304,16 @@ def range_counts(values, ranges=None, *, domain: int, epsilon: float, delta: flo
             except (TypeError, IndexError):
                 raise ValueError(f"ranges must be a list of {shape} (half-open, integer ends), got {r!r}") from None
             if any(not isinstance(e, (int, np.integer)) or isinstance(e, bool) for b in box for e in b):
-                raise ValueError(f"range ends must be integers (half-open [lo, hi) over item codes), got {r!r}")
+                raise ValueError(f"ranges: range ends must be integers (half-open [lo, hi) over item codes), got {r!r}")
             if any(not (0 <= lo <= hi <= B0) for lo, hi in box):
-                raise ValueError(f"each range must be {shape} with 0 <= lo <= hi <= {B0}, got {r!r}")
+                raise ValueError(f"ranges: each range must be {shape} with 0 <= lo <= hi <= {B0}, got {r!r:.80}")
             boxes.append(tuple((int(lo), int(hi)) for lo, hi in box))
     L = int(math.log2(B))
     k = (1 + L) ** dim
     M = B ** dim
+    if M > MAX_CELLS:      # the tree keeps B^dim node counts (and local: B^dim cells x dim coordinates)
+        raise ValueError(f"domain: {B}^{dim} = {M:.3g} cells exceed {MAX_CELLS} (2 GiB of counts); use a smaller "
+                         "domain or fewer dimensions")
     terms = [box_terms(b, B) for b in boxes]
     if model == "local":
         from privstats.local.choose import linear_variance, make_oracle
@@ -290,7 +321,7 @@ def range_counts(values, ranges=None, *, domain: int, epsilon: float, delta: flo
         for s in range(dim):
             flat += pts[:, s] * B ** s
         oracle = make_oracle(options.get("protocol", "auto"), M, epsilon)
-        est = oracle.estimate(oracle.simulate(flat, as_generator(rng)))
+        est = oracle.estimate(_draw_state(oracle, flat, rng))
         grids = np.indices((B,) * dim).reshape(dim, -1)   # axis s of flattened cell (sum id_s B^s, C-order reversed)
         coords = [np.asarray(grids[dim - 1 - s]) for s in range(dim)]
         inside = [np.all([(coords[s] >= lo) & (coords[s] < hi) for s, (lo, hi) in enumerate(b)], axis=0)
@@ -316,7 +347,7 @@ def range_counts(values, ranges=None, *, domain: int, epsilon: float, delta: flo
     else:
         delta = require_delta(delta, n)
         proto = HadamardMultiMessage(M, n=n, epsilon=epsilon, delta=delta, k=k, **options)
-        est = proto.estimate(proto.simulate(sets, as_generator(rng)))
+        est = proto.estimate(_draw_state(proto, sets, rng))
         noisy, node_se = est.value, est.stderr
         guarantee, proto_name = ApproxDP(epsilon, delta), "tree-shuffle-hadamard"
         params = {**proto.params, "domain": B0, "dims": dim, "tree_leaves": B}
@@ -342,14 +373,14 @@ def shuffle_quantiles(x, q, *, epsilon: float, delta: float | None = None, bound
     >>> bool(abs(est.value[0] - 0.5) < 0.2)
     True
     """
-    epsilon = check_epsilon(epsilon)
+    epsilon = check_epsilon(epsilon, model="shuffle")
     lo, hi = check_bounds(bounds)
-    bins = check_positive_int(bins, "bins", minimum=2)
+    bins = check_positive_int(bins, "bins", minimum=2, maximum=MAX_CELLS)
     if bins & (bins - 1):
         raise ValueError(f"bins must be a power of two, got {bins}")
     xs = as_float_array(x, "x", bounds=(lo, hi))
     delta = require_delta(delta, xs.size)
-    qs = np.atleast_1d(np.asarray(q, dtype=np.float64))
+    qs = np.atleast_1d(check_array(q, "q", ndim=None))
     if qs.ndim != 1 or qs.size == 0 or not np.all(np.isfinite(qs)) or np.any((qs < 0) | (qs > 1)):
         raise ValueError("q must be probabilities in [0, 1]")
     width = (hi - lo) / bins
@@ -382,6 +413,11 @@ def heavy_hitters(values, *, domain: int, epsilon: float, delta: float | None = 
     """
     epsilon = check_epsilon(epsilon)
     model = _resolve_model("heavy_hitters", model)
+    epsilon = check_epsilon(epsilon, model=model)
+    if delta is not None:
+        check_delta(delta)
+    if threshold is not None:
+        check_real(threshold, "threshold")
     B0 = check_domain_size(domain, "domain")
     B = _pad_pow2(B0)
     codes = as_domain_values(values, B0)
@@ -406,10 +442,10 @@ def heavy_hitters(values, *, domain: int, epsilon: float, delta: float | None = 
         if model == "local":
             from privstats.local.choose import make_oracle
             oracle = make_oracle("auto", size, epsilon)
-            est = oracle.estimate(oracle.simulate(items, g))
+            est = oracle.estimate(_draw_state(oracle, items, g))
         else:
             proto = HadamardMultiMessage(size, n=m, epsilon=epsilon, delta=shuffle_delta)
-            est = proto.estimate(proto.simulate(items, g))
+            est = proto.estimate(_draw_state(proto, items, g))
         comm["messages"] = est.messages_per_user
         comm["bits"] = max(comm.get("bits", 0), est.bits_per_user)
         return np.asarray(est.value, float), np.asarray(est.stderr, float)
@@ -425,7 +461,7 @@ def heavy_hitters(values, *, domain: int, epsilon: float, delta: float | None = 
             leaf_se = _worst_se(HadamardMultiMessage(B, n=m, epsilon=epsilon, delta=shuffle_delta))
         threshold = 5 * leaf_se * n / m
     items, counts, se = prefix_tree_heavy_hitters(codes, B, threshold=float(threshold),
-                                                  level_estimator=level_estimator, rng=as_generator(rng))
+                                                  level_estimator=level_estimator, rng=rng)
     keep = items < B0
     guarantee = ApproxDP(epsilon, shuffle_delta) if model == "shuffle" else PureDP(epsilon)
     return Estimate(value=items[keep], stderr=None, guarantee=guarantee, model=model,
