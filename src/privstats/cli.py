@@ -576,8 +576,9 @@ def _add_service_parsers(sub) -> None:
     new = tsub.add_parser("new", help="write task.json (public) and one secrets file per party",
                           description="Write a task file: the public part (task.json, safe for clients) and "
                                       "task.<party>.json secrets (HPKE private keys, tokens; mode 0600).")
-    new.add_argument("--statistic", required=True, choices=["frequencies", "sum"],
-                     help="frequencies (items 0..D-1) or sum (shuffle model, values in [0, 1])")
+    new.add_argument("--statistic", required=True, choices=["frequencies", "sum", "ecdf", "quantiles", "roc"],
+                     help="frequencies (items 0..D-1) or sum (shuffle model, values in [0, 1]); "
+                          "ecdf, quantiles or roc (secure model: leader/helper, --bounds and --grid)")
     new.add_argument("--model", required=True, choices=["local", "shuffle", "secure"], help="trust model")
     new.add_argument("--protocol", help="local: auto|grr|oue|olh|hr; shuffle: auto|single-rr|single-rappor|"
                                         "multi-hadamard (default auto)")
@@ -596,7 +597,7 @@ def _add_service_parsers(sub) -> None:
                      help="largest upload body a server accepts (default 16 MiB)")
     new.add_argument("--out", required=True, metavar="FILE", help="task file to write (e.g. task.json)")
 
-    serve = sub.add_parser("serve", help="run a service role (collector, shuffler, analyzer)",
+    serve = sub.add_parser("serve", help="run a service role (collector, shuffler, analyzer, leader, helper)",
                            description="Run one role of a task over HTTP until SIGTERM (drains, exits 0).")
     serve.add_argument("role", choices=["collector", "shuffler", "analyzer", "leader", "helper"])
     serve.add_argument("--task", required=True, metavar="FILE", help="task.json (the role's secrets are read "

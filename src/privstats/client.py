@@ -180,14 +180,23 @@ class Client:
             self._protocol = build_protocol(self.task)
         return self._protocol
 
-    def encode(self, values: Any, rng: RNGLike = None) -> list[Report]:
+    def encode(self, values: Any, rng: RNGLike = None, *, labels: Any = None) -> list[Report]:
         """One report per value, randomized with the task's protocol (OS CSPRNG by default).
 
         Local model: the protocol's report, packed.  Shuffle model: the user's messages, each
-        HPKE-encrypted to the analyzer, bound to the task id.
+        HPKE-encrypted to the analyzer, bound to the task id.  Secure model: the contribution's
+        shares and validity proof, the leader's share sealed to the leader and the helper's seed
+        to the helper (``labels`` for a ROC task); see :mod:`privstats.services.secure_client`.
         """
         from privstats.services.wire import record_layout
 
+        if self.task.model == "secure":
+            from privstats.services.secure_client import encode_reports
+
+            ids, payloads = encode_reports(self.task, values, labels, rng)
+            return [Report(i, p) for i, p in zip(ids, payloads, strict=True)]
+        if labels is not None:
+            raise ValueError("labels: only secure-model ROC tasks take labels")
         src = as_source(rng)
         proto = self.protocol
         layout = record_layout(proto)
@@ -317,9 +326,9 @@ class Client:
             acked += int(out["acknowledged"])
         return acked
 
-    def submit(self, values: Any, rng: RNGLike = None) -> int:
+    def submit(self, values: Any, rng: RNGLike = None, *, labels: Any = None) -> int:
         """:meth:`encode` then :meth:`upload`; returns the number acknowledged."""
-        return self.upload(self.encode(values, rng))
+        return self.upload(self.encode(values, rng, labels=labels))
 
     # ---- analyst role ---------------------------------------------------------------------------------
     def collect(self, collection_id: str | None = None, **query: Any) -> Estimate:
@@ -338,8 +347,31 @@ class Client:
             if exc.code == "budget_exceeded":
                 raise BudgetExceededError(str(exc)) from None
             raise
+        if self.task.model == "secure":
+            from privstats.services.secure_client import open_collection
+
+            res = open_collection(self.task, out, q=query.get("q"), statistic=query.get("statistic"))
+            return res[3] if isinstance(res, tuple) else getattr(res, "estimate", res)
         est = estimate_from_dict(out["estimate"])
         return est
+
+    def collect_secure(self, collection_id: str | None = None, *, q: Any = None, statistic: str | None = None) -> Any:
+        """Secure model: collect and open into the full result — a :class:`~privstats.cdf.result.PrivateECDF`
+        (ecdf), an Estimate (quantiles at ``q``) or ``(fpr, tpr, thresholds, Estimate)`` (roc).
+        ``statistic="quantiles"`` re-reads an ECDF batch; a retried ``collection_id`` returns the same release."""
+        from privstats.services.secure_client import open_collection
+
+        if self.task.model != "secure":
+            raise ValueError("collect_secure is for secure-model tasks")
+        cid = collection_id or uuid.uuid4().hex
+        url = f"{self._base(self.task.collect_role())}/tasks/{self.task.task_id}/collect"
+        try:
+            out = self._request("POST", url, token=self._token("collect"), json={"collection_id": cid})
+        except ServiceError as exc:
+            if exc.code == "budget_exceeded":
+                raise BudgetExceededError(str(exc)) from None
+            raise
+        return open_collection(self.task, out, q=q, statistic=statistic)
 
     def status(self, role: str | None = None) -> dict:
         """A role's status (reports stored, pending, budget): collect token; the shuffler's: upload token."""

@@ -60,24 +60,41 @@ def data():
 
 @pytest.mark.parametrize("model", ["central", "secure"])
 def test_ecdf_add_remove_hides_n(data, model):
-    res = privstats.ecdf(data[0], epsilon=1.0, bounds=(0, 1), grid=64, neighbours="add-remove", model=model, rng=1)
+    res = privstats.ecdf(
+        data[0], epsilon=1.0, bounds=(0, 1), grid=64, neighbours="add-remove", model=model, rng=1
+    )
     assert res.estimate.n is None
     assert _exposes(res, [N]) == []
-    assert abs(res.estimate.details["noisy_n"] - N) < 200           # the noisy n the tree already released
+    assert abs(res.estimate.details["noisy_n"] - N) < 200  # the noisy n the tree already released
 
 
 @pytest.mark.parametrize("method", ["exponential", "independent", "joint", "tree"])
 def test_quantiles_add_remove_hide_n(data, method):
-    est = privstats.quantiles(data[0], [0.25, 0.5], epsilon=1.0, bounds=(0, 1), grid=64, neighbours="add-remove",
-                              method=method, rng=2) if method != "exponential" else \
-        privstats.quantiles(data[0], [0.5], epsilon=1.0, bounds=(0, 1), neighbours="add-remove", method=method, rng=2)
+    est = (
+        privstats.quantiles(
+            data[0],
+            [0.25, 0.5],
+            epsilon=1.0,
+            bounds=(0, 1),
+            grid=64,
+            neighbours="add-remove",
+            method=method,
+            rng=2,
+        )
+        if method != "exponential"
+        else privstats.quantiles(
+            data[0], [0.5], epsilon=1.0, bounds=(0, 1), neighbours="add-remove", method=method, rng=2
+        )
+    )
     assert est.n is None and _exposes(est, [N]) == []
 
 
 @pytest.mark.parametrize("model", ["central", "secure"])
 def test_roc_private_labels_hide_class_sizes(data, model):
     x, y = data
-    *_, est = privstats.roc_curve(y, x, epsilon=1.0, bounds=(0, 1), grid=64, labels="private", model=model, rng=3)
+    *_, est = privstats.roc_curve(
+        y, x, epsilon=1.0, bounds=(0, 1), grid=64, labels="private", model=model, rng=3
+    )
     assert _exposes(est, [N_POS, N - N_POS]) == []
 
 

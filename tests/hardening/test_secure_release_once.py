@@ -42,7 +42,7 @@ def test_report_after_release_is_refused():
             s.merge(AggregationServer(s.index, 2, MECH, rng=0))
         with pytest.raises(BatchClosedError):
             AggregationServer(s.index, 2, MECH, rng=0).merge(s)
-    assert np.array_equal(open_partials([s.partial() for s in servers]), first)   # same release
+    assert np.array_equal(open_partials([s.partial() for s in servers]), first)  # same release
     proto = SecureECDFAggregation(MECH, n_servers=2, rng=3)
     proto.simulate(np.array([1, 2]))
     with pytest.raises(BatchClosedError):
@@ -62,7 +62,7 @@ def test_difference_attack_recovers_nothing():
         hits += int(not d.any())
         diffs.append(d[0])
     assert hits == 0
-    v = 2 * 2 * MECH.count_variance()[0]              # two batches, each with 2 servers' full noise
+    v = 2 * 2 * MECH.count_variance()[0]  # two batches, each with 2 servers' full noise
     assert np.var(diffs) > 0.3 * v
 
 
@@ -73,7 +73,7 @@ def test_fss_batch_keys_are_fixed_and_released_once():
     first = open_partials([s.partial() for s in servers])
     more0, _ = fss_ecdf_keys(np.append(cells, 3), 3, rng=1)
     with pytest.raises(AttributeError):
-        servers[0].keys = more0                        # a batch cannot grow
+        servers[0].keys = more0  # a batch cannot grow
     assert np.array_equal(open_partials([s.partial() for s in servers]), first)
     assert servers[0].closed
 

@@ -61,8 +61,9 @@ def test_honest_one_hot_reports_are_accepted():
     assert _run(multi.one_hot(cells), multi).all()
 
 
-@pytest.mark.parametrize("kind", ["thousand", "two_ones", "negative", "zero", "two_minus_one", "all_ones",
-                                  "half", "p_minus_one"])
+@pytest.mark.parametrize(
+    "kind", ["thousand", "two_ones", "negative", "zero", "two_minus_one", "all_ones", "half", "p_minus_one"]
+)
 def test_invalid_contributions_are_rejected(kind):
     layout = OneHotLayout((64,))
     B = 300
@@ -80,12 +81,12 @@ def test_invalid_contributions_are_rejected(kind):
         x[r, i] = -1
     elif kind == "zero":
         pass
-    elif kind == "two_minus_one":          # sums to 1: only the quadratic check catches it
+    elif kind == "two_minus_one":  # sums to 1: only the quadratic check catches it
         x[r, i] = 2
         x[r, j] = -1
     elif kind == "all_ones":
         x[:] = 1
-    elif kind == "half":                   # 2^-1 in F_p twice: sum 1, entries not bits
+    elif kind == "half":  # 2^-1 in F_p twice: sum 1, entries not bits
         x[r, i] = (P61 + 1) // 2
         x[r, j] = (P61 + 1) // 2
     else:
@@ -99,11 +100,11 @@ def test_cheating_square_pair_cannot_rescue_an_invalid_report():
     B = 500
     x = np.zeros((B, 16), dtype=np.int64)
     x[:, 3] = 2
-    x[:, 5] = -1                           # P(t) = 2t^3 - t^5: P^2 - P(t^2) has no constant term
+    x[:, 5] = -1  # P(t) = 2t^3 - t^5: P^2 - P(t^2) has no constant term
     for delta in (-2, 2, 1, -1, 12345):
         assert not _run(x, layout, square_error=delta).any()
     honest = layout.one_hot(np.full((B, 1), 4))
-    assert not _run(honest, layout, square_error=7).any()     # a bad pair only hurts its own client
+    assert not _run(honest, layout, square_error=7).any()  # a bad pair only hurts its own client
 
 
 def test_shares_of_different_values_are_rejected():
@@ -125,7 +126,7 @@ def test_challenge_depends_on_secret_key_and_report_id():
     r3 = joint_randomness(KEY, b"other-task", ids, 2)
     assert r1.t != r2.t and r1.t != r3.t
     assert not np.array_equal(r1.lam, r2.lam) and not np.array_equal(r1.lam, r3.lam)
-    assert len(set(r1.lam[:, 0].tolist())) == 4                         # per report
+    assert len(set(r1.lam[:, 0].tolist())) == 4  # per report
     assert joint_randomness(KEY, TASK, ids, 2, job_id=b"job-2").t != r1.t  # per verification job
     assert np.array_equal(joint_randomness(KEY, TASK, ids, 2).lam, r1.lam)
     with pytest.raises(ValueError, match="report_ids"):
@@ -138,12 +139,12 @@ def test_messages_reveal_nothing_but_uniform_values_for_honest_reports():
     """d = z - a is uniform; the W shares of an honest report are negatives of each other."""
     layout = OneHotLayout((8,))
     B = 4000
-    x = layout.one_hot(np.zeros((B, 1), dtype=np.int64))           # every client in cell 0
+    x = layout.one_hot(np.zeros((B, 1), dtype=np.int64))  # every client in cell 0
     s0, s1 = share_contributions(x, layout, rng=11)
     rand = joint_randomness(KEY, TASK, _ids(B, 2), 1)
     st0, st1 = prepare(s0, 0, layout, rand), prepare(s1, 1, layout, rand)
     d = FIELD.add(st0.d_share, st1.d_share)[:, 0]
-    top = (d >> np.uint64(58)).astype(np.int64)                    # 8 equiprobable buckets if uniform
+    top = (d >> np.uint64(58)).astype(np.int64)  # 8 equiprobable buckets if uniform
     counts = np.bincount(top, minlength=8)
     expected = B * np.array([1] * 7 + [1]) / 8
     assert np.all(np.abs(counts - expected) < 5 * np.sqrt(expected))
@@ -158,13 +159,26 @@ def _small_acceptance(q, x, square_error, trials, seed, per_job=4):
     xs = np.repeat(x[None, :], trials, axis=0)
     s0, s1 = share_contributions(xs, layout, rng=seed, field=f, square_error=square_error)
     ids = _ids(trials, seed + 1)
-    ok = [validate_shares(s0[i:i + per_job], s1[i:i + per_job], layout, KEY, TASK, ids[i:i + per_job], field=f,
-                          job_id=i.to_bytes(8, "little")) for i in range(0, trials, per_job)]
+    ok = [
+        validate_shares(
+            s0[i : i + per_job],
+            s1[i : i + per_job],
+            layout,
+            KEY,
+            TASK,
+            ids[i : i + per_job],
+            field=f,
+            job_id=i.to_bytes(8, "little"),
+        )
+        for i in range(0, trials, per_job)
+    ]
     return float(np.concatenate(ok).mean()), layout
 
 
-@pytest.mark.parametrize("x, delta", [([0, 2, -1], 0), ([0, 2, -1], 5), ([1, 1, -1], 0), ([3, 0, 0], 0),
-                                      ([0, 1, 1], 0), ([5, -4, 0], 3)])
+@pytest.mark.parametrize(
+    "x, delta",
+    [([0, 2, -1], 0), ([0, 2, -1], 5), ([1, 1, -1], 0), ([3, 0, 0], 0), ([0, 1, 1], 0), ([5, -4, 0], 3)],
+)
 def test_soundness_bound_holds_in_a_small_field(x, delta):
     """Over F_101 the bound (2N - 1)/q = 5/101 is observable; the observed rate must stay under it."""
     q, trials = 101, 20_000
@@ -191,7 +205,7 @@ def test_an_under_powered_check_is_caught():
     rand = joint_randomness(KEY, TASK, _ids(200), 1)
     st0, st1 = prepare(s0, 0, layout, rand), prepare(s1, 1, layout, rand)
     sums = FIELD.sub(FIELD.add(st0.sums, st1.sums), np.uint64(1))
-    assert np.all(sums == 0)                       # a sum-only check passes them all
+    assert np.all(sums == 0)  # a sum-only check passes them all
     assert not decide(check_value(st0, st1.d_share), check_value(st1, st0.d_share)).any()
 
 

@@ -26,16 +26,17 @@ def db(tmp_path):
 
 # ---------------------------------------------------------------------------------------------- task files
 @pytest.mark.parametrize(
-    "model,protocol", [("local", "grr"), ("shuffle", "multi-hadamard"), ("secure", "histogram")]
+    "model,protocol", [("local", "grr"), ("shuffle", "multi-hadamard"), ("secure", "leader-helper")]
 )
 def test_public_task_file_holds_no_secret(tmp_path, model, protocol):
+    secure = model == "secure"  # the secure model runs ecdf/quantiles/roc on a public grid, pure ε
     task, secrets = new_task(
-        "frequencies",
+        "ecdf" if secure else "frequencies",
         model=model,
         protocol=protocol,
-        params={"domain_size": 16},
+        params={"bounds": [0, 1], "grid": 16} if secure else {"domain_size": 16},
         epsilon=1.0,
-        delta=1e-6,
+        delta=None if secure else 1e-6,
         min_batch=1000,
     )
     paths = write_task(task, secrets, tmp_path / "task.json")

@@ -17,7 +17,12 @@ from privstats.privacy.amplification import (
 def test_fmt_closed_form_matches_published_value():
     # apple/ml-shuffling-amplification README (code accompanying FMT21, arXiv:2012.12803):
     # n = 100000, eps0 = 4, delta = 1e-6 -> closed form "eps is at most 0.5378040242374512"
-    assert shuffled_epsilon(4.0, 100_000, 1e-6, method="fmt") == pytest.approx(0.5378040242374512, rel=1e-9)
+    # method="fmt" is the minimum of that form and FMT21 Thm 3.1 (tests/privacy/test_privacy_fmt_min.py)
+    a = 8 * math.sqrt(math.exp(4.0) * math.log(4 / 1e-6)) / math.sqrt(100_000)
+    c = 8 * math.exp(4.0) / 100_000
+    code = math.log(1 + (1 - math.exp(-4.0)) / (1 + math.exp(-4.0 - math.log(1 + a + c))) * (a + c))
+    assert code == pytest.approx(0.5378040242374512, rel=1e-9)
+    assert shuffled_epsilon(4.0, 100_000, 1e-6, method="fmt") <= code
 
 
 def test_fmt_numeric_inside_published_bracket():

@@ -6,6 +6,11 @@ sample an interval between consecutive order statistics (weight = length ×
 exp(ε·utility / (2Δ))), then a uniform point in it.  Sampling uses the given random
 source (CSPRNG by default).
 
+With ``rng=None`` the single-quantile mechanism (``exponential`` / ``independent``) samples
+exactly (:func:`exact_exponential_interval`: integer target rank, rational base β <= e^(ε/2),
+exact rejection with integer arithmetic on the OS CSPRNG).  The joint mechanism and seeded
+simulations use the floating-point sampler below.
+
 Floating-point choices (documented, not an exact sampler): log-weights
 log(length) − ε|i − qn|/(2Δ) are computed in float64 and exponentiated after
 subtracting their maximum; the interval is drawn by inverse CDF on the cumulative sum
@@ -24,10 +29,14 @@ True
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 import numpy as np
+
 from privstats.privacy.randomness import RNGLike, as_source
 
-__all__ = ["inverse_ecdf", "exponential_quantile", "independent_exponential_quantiles",
+__all__ = ["inverse_ecdf", "exponential_quantile", "exact_exponential_interval", "independent_exponential_quantiles",
            "joint_exponential_quantiles", "joint_sensitivity"]
 
 
@@ -90,11 +99,79 @@ def independent_exponential_quantiles(sorted_x: np.ndarray, qs, *, epsilon: floa
     i = np.arange(n + 1)
     eps_each = epsilon / qs.size
     out = np.empty(qs.size)
+    if rng is None:                                    # real data: exact sampler on the OS CSPRNG
+        for k, q in enumerate(qs):
+            j = exact_exponential_interval(left, right, q, eps_each, src)
+            out[k] = left[j] + float(src.random()) * (right[j] - left[j])
+        return out
     for k, q in enumerate(qs):
         logw = loglen - eps_each / 2.0 * np.abs(i - q * n)
         j = _sample_log(logw, float(src.random()))
         out[k] = left[j] + float(src.random()) * (right[j] - left[j])
     return out
+
+
+def _randbelow(high: int, src) -> int:
+    """Exactly uniform integer in [0, high) for a Python int ``high`` (rejection on 64-bit words)."""
+    bits = high.bit_length()
+    words = (bits + 63) // 64
+    while True:
+        r = 0
+        for w in src.uint64(words).tolist():
+            r = (r << 64) | int(w)
+        r >>= words * 64 - bits
+        if r < high:
+            return r
+
+
+def _base_below_exp(eta: float) -> Fraction:
+    """A rational β <= e^eta (denominator 2^32; 1 if e^eta rounds to it)."""
+    num = math.floor(math.exp(eta) * 2.0**32 * (1 - 1e-12))
+    return max(Fraction(num, 1 << 32), Fraction(1))
+
+
+def exact_exponential_interval(left: np.ndarray, right: np.ndarray, q: float, epsilon: float, src) -> int:
+    """Exact exponential mechanism over intervals (index = number of points below).
+
+    Interval j has weight len_j · β^(−|j − t|), t = floor(q n) (sensitivity 1 under replace-one
+    and add/remove), β a rational <= e^(ε/2), lengths the exact dyadic differences of the float
+    endpoints.  Sampling is exact rejection with integer arithmetic only: proposal ∝ integer
+    upper bounds U_j >= len_j 2^(S − k_j) (k_j <= |j − t| log2 β), acceptance probability
+    len_j 2^S β^(−|j − t|) / U_j >= about 1/2 as an exact rational Bernoulli.
+
+    >>> from privstats.privacy.randomness import as_source
+    >>> l, r = np.array([0.0, 1.0, 2.0]), np.array([1.0, 2.0, 3.0])
+    >>> 0 <= exact_exponential_interval(l, r, 0.5, 1.0, as_source(0)) < 3
+    True
+    """
+    n = left.size - 1
+    t = math.floor(Fraction(float(q)) * n)
+    beta = _base_below_exp(epsilon / 2.0)
+    u = np.abs(np.arange(left.size, dtype=np.int64) - t)
+    log2b = math.log2(float(beta))
+    k = np.maximum(np.floor(u * log2b * (1 - 1e-9) - 1e-9), 0).astype(np.int64)
+    lens = right - left
+    with np.errstate(divide="ignore"):
+        top = np.max(np.where(lens > 0, np.log2(np.where(lens > 0, lens, 1.0)) - k, -np.inf))
+    if not np.isfinite(top):
+        return int(_randbelow(left.size, src))     # every interval has length 0: any index
+    S = min(40, 61 - (left.size + 1).bit_length()) - math.ceil(top)   # sum of U fits in int64
+    w = np.ldexp(lens, (S - k).astype(np.int64))
+    U = np.ceil(w).astype(np.int64) + 1            # >= exact len_j 2^(S - k_j) (float error < 2^-13)
+    cum = np.cumsum(U)
+    total = int(cum[-1])
+    while True:
+        j = int(np.searchsorted(cum, _randbelow(total, src), side="right"))
+        length = Fraction(float(right[j])) - Fraction(float(left[j]))
+        if length == 0:
+            continue
+        uj = int(u[j])
+        num = length.numerator * (beta.denominator ** uj) * (1 << S if S >= 0 else 1)
+        den = length.denominator * (beta.numerator ** uj) * int(U[j]) * (1 << -S if S < 0 else 1)
+        if num > den:                              # cannot happen: the proposal bounds the target
+            raise AssertionError("exact exponential mechanism: proposal below target")
+        if _randbelow(den, src) < num:
+            return j
 
 
 def joint_sensitivity(qs: np.ndarray, neighbours: str) -> float:

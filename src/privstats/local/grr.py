@@ -20,7 +20,7 @@ from typing import ClassVar
 import numpy as np
 
 from privstats.local.base import CountState, SupportOracle
-from privstats.privacy.randomness import RNGLike, as_generator, as_source
+from privstats.privacy.randomness import RNGLike, as_generator, as_source, dyadic_threshold
 from privstats.validation import as_domain_values
 
 __all__ = ["GRR", "BinaryRR"]
@@ -55,7 +55,9 @@ class GRR(SupportOracle):
     def encode_batch(self, values, rng: RNGLike = None) -> dict[str, np.ndarray]:
         values = as_domain_values(values, self.domain_size)
         src = as_source(rng)
-        resample = src.random(values.size) < self.domain_size * self.q
+        # exact Bernoulli with an integer threshold, rounded up (more resampling: ratio <= e^ε)
+        resample = src.bernoulli_dyadic(dyadic_threshold(min(1.0, self.domain_size * self.q), round_up=True),
+                                        values.size)
         out = values.copy()
         out[resample] = src.integers(self.domain_size, size=int(resample.sum()))
         return {"value": out}

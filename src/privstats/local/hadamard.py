@@ -31,7 +31,7 @@ from typing import ClassVar
 import numpy as np
 
 from privstats.local.base import CountState, SupportOracle
-from privstats.privacy.randomness import RNGLike, as_generator, as_source
+from privstats.privacy.randomness import RNGLike, as_generator, as_source, dyadic_threshold
 from privstats.validation import as_domain_values
 
 __all__ = ["HadamardResponse", "fwht"]
@@ -110,7 +110,7 @@ class HadamardResponse(SupportOracle):
         values = as_domain_values(values, self.domain_size)
         src = as_source(rng)
         j = src.integers(self.K, size=values.size)
-        own = src.random(values.size) < self.p
+        own = src.bernoulli_dyadic(dyadic_threshold(self.p, round_up=False), values.size)   # p rounded down
         return {"index": self._draw(values, np.asarray(j, dtype=np.int64), own)}
 
     def output_probabilities(self, value: int) -> np.ndarray:

@@ -37,7 +37,7 @@ from typing import ClassVar
 import numpy as np
 
 from privstats.local.base import CountState, SupportOracle
-from privstats.privacy.randomness import RNGLike, as_generator, as_source
+from privstats.privacy.randomness import RNGLike, as_generator, as_source, dyadic_threshold
 from privstats.validation import as_domain_values, check_positive_int
 
 __all__ = ["OLH", "olh_hash"]
@@ -145,7 +145,8 @@ class OLH(SupportOracle):
         src = as_source(rng)
         seeds = src.uint64(values.size)
         bucket = olh_hash(seeds, values, self.g)
-        resample = src.random(values.size) < self.g * self.q
+        # exact Bernoulli with an integer threshold, rounded up (more resampling: ratio <= e^ε)
+        resample = src.bernoulli_dyadic(dyadic_threshold(min(1.0, self.g * self.q), round_up=True), values.size)
         bucket[resample] = src.integers(self.g, size=int(resample.sum()))
         return {"seed": seeds, "bucket": bucket}
 

@@ -3,8 +3,8 @@
 Three bounds, all for replace-one neighbours with n public:
 
 * ``"fmt"`` — the closed form of Feldman, McMillan and Talwar, *Hiding Among the
-  Clones* (FOCS 2021, Thm 3.1 as implemented in apple/ml-shuffling-amplification),
-  valid for ε0 ≤ ln(n / (16 ln(4/δ))).
+  Clones* (FOCS 2021): the minimum of their Thm 3.1 and the form implemented in
+  apple/ml-shuffling-amplification (both valid bounds), for ε0 ≤ ln(n / (16 ln(4/δ))).
 * ``"fmt-numeric"`` — the same paper's clone reduction (their Thm 3.2): the shuffled
   output is a post-processing of the pair (P, Q) with C ~ Bin(n−1, e^−ε0),
   A ~ Bin(C, ½) and P = A + Bern(1/(e^ε0+1)), Q = A + Bern(e^ε0/(e^ε0+1)).  Here its
@@ -20,8 +20,8 @@ Three bounds, all for replace-one neighbours with n public:
   whose δ(ε) ≤ δ.  It raises when the bound certifies no ε < ε0 (it needs roughly
   ε0 ≲ ½ ln(n / ln(1/δ)), cf. their Cor. 5.3.1).
 
->>> round(shuffled_epsilon(4.0, 100_000, 1e-6, method="fmt"), 4)   # apple/ml-shuffling-amplification README
-0.5378
+>>> round(shuffled_epsilon(4.0, 100_000, 1e-6, method="fmt"), 4)   # the README's code form gives 0.5378
+0.5346
 >>> 0.1675 <= shuffled_epsilon(4.0, 100_000, 1e-6, method="fmt-numeric") <= 0.1728
 True
 """
@@ -109,7 +109,10 @@ def _fmt_closed(epsilon0: float, n: int, delta: float) -> float:
     e = math.log(1 + a + c)
     b = 1 - math.exp(-epsilon0)
     d = 1 + math.exp(-epsilon0 - e)
-    return math.log(1 + (b / d) * (a + c))
+    code_form = math.log1p((b / d) * (a + c))                      # the authors' released code
+    # FMT21 Thm 3.1: log(1 + (e^ε0 - 1)/(e^ε0 + 1) (a + c)); both are valid bounds: take the tighter
+    thm_form = math.log1p(math.tanh(epsilon0 / 2) * (a + c))
+    return min(code_form, thm_form)
 
 
 def _balle(epsilon0: float, n: int, delta: float, k: int) -> float:
@@ -246,7 +249,16 @@ def local_epsilon_for(epsilon: float, n: int, delta: float, method: str = "fmt-n
         if val <= 0:
             raise ValueError(f"no epsilon0 > 0 reaches epsilon={epsilon} with the Balle et al. bound for "
                              f"n={n}, k={k}, delta={delta}")
-        return math.log(val) if math.log(val) > 0 else _raise_small(epsilon, n, k, delta)
+        if math.log(val) <= 0:
+            _raise_small(epsilon, n, k, delta)
+        # the closed form can land a rounding error above the target (or above Thm 3.1's ε <= 1):
+        # step down until shuffled_epsilon accepts it, so the pair is consistent
+        e0 = math.log(val)
+        for _ in range(200):
+            if ok(e0):
+                return e0
+            e0 -= max(abs(e0) * 1e-12, 1e-300)
+        _raise_small(epsilon, n, k, delta)
     else:
         hi = max(epsilon, math.log(n) + 2.0)
     lo = epsilon if ok(epsilon) else 0.0

@@ -22,7 +22,7 @@ Sums are compared with a relative tolerance of 1e-12 so that, e.g., ten spends o
 PureDP(epsilon=0.4)
 >>> led.spend(PureDP(0.5), "mean")
 Traceback (most recent call last):
-privstats.privacy.ledger.BudgetExceededError: spending ε=0.5 for 'mean' would exceed the total ε=1: spent ε=0.6, would be ε=1.1
+privstats.privacy.ledger.BudgetExceededError: spending ε=0.5 for 'mean' would exceed the total ε=1: ...
 """
 
 from __future__ import annotations

@@ -34,6 +34,7 @@ __all__ = [
     "RNGLike",
     "as_source",
     "as_generator",
+    "dyadic_threshold",
 ]
 
 _U64_MAX = np.uint64(np.iinfo(np.uint64).max)
@@ -84,6 +85,19 @@ class RandomSource(ABC):
         u = self.random(int(np.prod(shape)) if shape else None)
         u = np.asarray(u).reshape(shape)
         return np.asarray(u < p)
+
+    def bernoulli_dyadic(self, threshold: int, size: int | tuple[int, ...]) -> np.ndarray:
+        """Exact Bernoulli(threshold / 2^64): a uniform 64-bit word below an integer threshold.
+
+        ``threshold`` comes from :func:`dyadic_threshold` (an int in [0, 2^64]).
+        """
+        t = int(threshold)
+        if not 0 <= t <= 1 << 64:
+            raise ValueError("threshold must be in [0, 2**64]")
+        shape = _as_shape(size)
+        if t == 1 << 64:
+            return np.ones(shape, dtype=bool)
+        return self.uint64(shape) < np.uint64(t)
 
     def bernoulli_rational(self, num: Any, den: Any, size: Size = None) -> np.ndarray:
         """Exact Bernoulli(num/den) for non-negative integers num <= den."""
@@ -157,7 +171,7 @@ class GeneratorSource(RandomSource):
         return self.generator.permutation(n)
 
 
-RNGLike: TypeAlias = None | int | np.random.Generator | RandomSource
+RNGLike: TypeAlias = int | np.random.Generator | RandomSource | None
 
 
 def _seed(rng: int | np.integer) -> int:
@@ -202,6 +216,29 @@ def as_generator(rng: RNGLike = None) -> np.random.Generator:
         "rng must be None, an int seed or a numpy Generator for simulation "
         f"(got {type(rng).__name__}; simulation is not a path for protecting real data)"
     )
+
+
+_MARGIN = 2.0 ** -50     # covers the float64 error of a probability computed from exp/log (a few ulp of 1)
+
+
+def dyadic_threshold(p: float, *, round_up: bool) -> int:
+    """The integer T in [0, 2^64] of an exact Bernoulli(T / 2^64) rounded to the safe side of ``p``.
+
+    ``round_up=True`` gives T/2^64 >= p + 2^-50 (capped at 1), ``False`` gives T/2^64 <= p - 2^-50
+    (floored at 0): the 2^-50 margin absorbs the float error of ``p``, so a randomizer whose
+    privacy ratio is monotone in the probability keeps its e^ε bound exactly.
+
+    >>> dyadic_threshold(0.5, round_up=True) > 2**63 > dyadic_threshold(0.5, round_up=False)
+    True
+    """
+    from fractions import Fraction
+    import math
+
+    if not 0.0 <= float(p) <= 1.0:
+        raise ValueError(f"p must be a probability, got {p!r}")
+    if round_up:
+        return min(1 << 64, math.ceil((Fraction(float(p)) + Fraction(_MARGIN)) * (1 << 64)))
+    return max(0, math.floor((Fraction(float(p)) - Fraction(_MARGIN)) * (1 << 64)))
 
 
 def _as_shape(size: int | tuple[int, ...]) -> tuple[int, ...]:

@@ -109,7 +109,7 @@ def gen_lt(alphas: np.ndarray, depth: int, beta: int = 1, rng: RNGLike = None) -
     t0 = np.zeros(n, dtype=np.uint64)
     t1 = np.ones(n, dtype=np.uint64)
     v_alpha = np.zeros(n, dtype=np.uint64)
-    beta = np.uint64(beta % (1 << 64))  # type: ignore[assignment]
+    beta = np.uint64(beta % (1 << 64))
     cw_s = np.zeros((n, L, 2), dtype=np.uint64)
     cw_v = np.zeros((n, L), dtype=np.uint64)
     cw_tl = np.zeros((n, L), dtype=np.uint64)

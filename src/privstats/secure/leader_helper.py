@@ -152,26 +152,39 @@ class SecureSpec:
         return cell[:, None]
 
     def to_dict(self) -> dict:
-        return {"statistic": self.statistic, "epsilon": self.epsilon, "bounds": list(self.bounds),
-                "grid": self.grid, "method": self.method, "neighbours": self.neighbours,
-                "smoothing": self.smoothing}
+        return {
+            "statistic": self.statistic,
+            "epsilon": self.epsilon,
+            "bounds": list(self.bounds),
+            "grid": self.grid,
+            "method": self.method,
+            "neighbours": self.neighbours,
+            "smoothing": self.smoothing,
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> SecureSpec:
-        return cls(statistic=d["statistic"], epsilon=float(d["epsilon"]), bounds=tuple(d["bounds"]),
-                   grid=int(d.get("grid", 1024)), method=d.get("method", "auto"),
-                   neighbours=d.get("neighbours", "replace"), smoothing=d.get("smoothing"))
+        return cls(
+            statistic=d["statistic"],
+            epsilon=float(d["epsilon"]),
+            bounds=tuple(d["bounds"]),
+            grid=int(d.get("grid", 1024)),
+            method=d.get("method", "auto"),
+            neighbours=d.get("neighbours", "replace"),
+            smoothing=d.get("smoothing"),
+        )
 
 
 # ---------------------------------------------------------------------------- client
+
 
 @dataclass(frozen=True)
 class SecureReport:
     """One client's upload (before HPKE): report id, the leader's share, the helper's seed."""
 
     report_id: bytes
-    leader_share: bytes       # share_length little-endian uint64 field elements
-    helper_seed: bytes        # 16 bytes
+    leader_share: bytes  # share_length little-endian uint64 field elements
+    helper_seed: bytes  # 16 bytes
 
 
 def encode(spec: SecureSpec, values, labels=None, *, rng: RNGLike = None) -> list[SecureReport]:
@@ -191,8 +204,8 @@ def encode_vectors(spec: SecureSpec, x, *, rng: RNGLike = None, square_error=Non
     src = as_source(rng)
     B = int(np.asarray(x).shape[0])
     raw = src.uint64((B, 4)).astype("<u8").tobytes() if rng is not None else os.urandom(32 * B)
-    ids = [raw[32 * i:32 * i + 16] for i in range(B)]
-    seeds = [raw[32 * i + 16:32 * i + 32] for i in range(B)]
+    ids = [raw[32 * i : 32 * i + 16] for i in range(B)]
+    seeds = [raw[32 * i + 16 : 32 * i + 32] for i in range(B)]
     leader, _ = share_contributions(x, spec.layout, rng=src, seeds=seeds, square_error=square_error)
     lb = leader.astype("<u8")
     return [SecureReport(ids[i], lb[i].tobytes(), seeds[i]) for i in range(B)]
@@ -218,6 +231,7 @@ def decode_shares(spec: SecureSpec, payloads: list[bytes], party: int) -> np.nda
 
 
 # --------------------------------------------------------------------------- servers
+
 
 def _field_colsum(a: np.ndarray) -> np.ndarray:
     """Column sums of field elements (rows < 2^31)."""
@@ -245,8 +259,9 @@ class BatchTotal:
         self.n_invalid += int((~acc).sum())
 
     def merge(self, other: BatchTotal) -> BatchTotal:
-        return BatchTotal(_F.add(self.total, other.total), self.n_valid + other.n_valid,
-                          self.n_invalid + other.n_invalid)
+        return BatchTotal(
+            _F.add(self.total, other.total), self.n_valid + other.n_valid, self.n_invalid + other.n_invalid
+        )
 
     def to_bytes(self) -> bytes:
         return self.total.astype("<u8").tobytes()
@@ -299,8 +314,9 @@ class SecureAggregator:
 
     def prepare(self, report_ids: list[bytes], shares: np.ndarray, job_id: bytes) -> PrepState:
         """Verification step 1 for a job: the state, whose ``d_share`` is sent to the other server."""
-        rand = joint_randomness(self.verify_key, self.task_id, report_ids, self.spec.layout.n_blocks,
-                                job_id=job_id)
+        rand = joint_randomness(
+            self.verify_key, self.task_id, report_ids, self.spec.layout.n_blocks, job_id=job_id
+        )
         return prepare(shares, self.party, self.spec.layout, rand)
 
     def check(self, state: PrepState, other_d: np.ndarray) -> np.ndarray:
@@ -323,7 +339,7 @@ class SecureAggregator:
         noise = server_noise(spec, self.party, rng)
         parts = []
         for j in range(spec.n_parts):
-            hist = total.total[j * spec.n_cells:(j + 1) * spec.n_cells]
+            hist = total.total[j * spec.n_cells : (j + 1) * spec.n_cells]
             stat = _linear_in_field(lambda h: mech.statistic(np.cumsum(h[:-1])), hist)
             parts.append(_F.add(stat, _F.from_int64(mech.noise_to_statistic(noise[j]))))
         return np.concatenate(parts)
@@ -331,31 +347,52 @@ class SecureAggregator:
 
 # --------------------------------------------------------------------------- analyst
 
+
 def _curve(spec: SecureSpec, noisy: np.ndarray, n: int | None, smoothing: str):
     """PrivateECDF from an opened noisy statistic, post-processed as privstats.ecdf(model='secure')."""
     from privstats.cdf.result import PrivateECDF
     from privstats.cdf.smoothing import smooth
     from privstats.estimate import Estimate
     from privstats.privacy import PureDP
+    from privstats.secure.aggregation import DistributedNoiseMechanism
+    from privstats.secure.noise import noise_variance_factor
 
-    mech = spec.mechanism
+    # each server's share is a full discrete Laplace (the guarantee holds against a server that knows
+    # its share and sees the output): the opened noise has noise_variance_factor(2) = 2 x the central variance
+    mech = DistributedNoiseMechanism(spec.mechanism, noise_variance_factor(2))
     counts = mech.estimate_counts(noisy, n if spec.neighbours == "replace" else None)
     sd = np.sqrt(mech.count_variance())
     total = float(n) if (n is not None and spec.neighbours == "replace") else max(float(counts[-1]), 1.0)
     F, se = counts / total, sd / total
     k = spec.thresholds.size
-    noise_model = {"mechanism": mech, "total": total, "public_total": spec.neighbours == "replace",
-                   "values": F}
+    noise_model = {
+        "mechanism": mech,
+        "total": total,
+        "public_total": spec.neighbours == "replace",
+        "values": F,
+    }
     values = smooth(F[:k], smoothing)
-    params = {**mech.params(), "smoothing": smoothing, "servers": 2, "secure_protocol": "leader-helper",
-              "validity": "sketch (P(t)^2 = P(t^2), sum = 1) over F_p, p = 2^61 - 1",
-              "soundness_error": spec.soundness_error}
-    est = Estimate(values, stderr=se[:k], guarantee=PureDP(spec.curve_epsilon), model="secure",
-                   protocol=mech.name + "+leader-helper", params=params,
-                   n=int(n) if (n is not None and spec.neighbours == "replace") else None,
-                   neighbours=spec.neighbours, messages_per_user=2.0,
-                   bits_per_user=64.0 * spec.layout.share_length + 128.0 + 128.0,
-                   details={"thresholds": spec.thresholds, "raw": F[:k], "noise_model": noise_model})
+    params = {
+        **mech.params(),
+        "smoothing": smoothing,
+        "servers": 2,
+        "secure_protocol": "leader-helper",
+        "validity": "sketch (P(t)^2 = P(t^2), sum = 1) over F_p, p = 2^61 - 1",
+        "soundness_error": spec.soundness_error,
+    }
+    est = Estimate(
+        values,
+        stderr=se[:k],
+        guarantee=PureDP(spec.curve_epsilon),
+        model="secure",
+        protocol=mech.name + "+leader-helper",
+        params=params,
+        n=int(n) if (n is not None and spec.neighbours == "replace") else None,
+        neighbours=spec.neighbours,
+        messages_per_user=2.0,
+        bits_per_user=64.0 * spec.layout.share_length + 128.0 + 128.0,
+        details={"thresholds": spec.thresholds, "raw": F[:k], "noise_model": noise_model},
+    )
     return PrivateECDF(spec.thresholds, values, se[:k], estimate=est, raw=F[:k])
 
 
@@ -367,10 +404,16 @@ def open_result(spec: SecureSpec, leader_partial, helper_partial, n: int, *, q=N
     ``roc`` → ``(fpr, tpr, thresholds, estimate)`` with the AUC and its stderr, as
     :func:`privstats.roc_curve`.  ``n`` is the number of valid reports in the batch.
     """
-    lp = np.frombuffer(leader_partial, dtype="<u8").astype(np.uint64) \
-        if isinstance(leader_partial, (bytes, bytearray)) else np.asarray(leader_partial, dtype=np.uint64)
-    hp = np.frombuffer(helper_partial, dtype="<u8").astype(np.uint64) \
-        if isinstance(helper_partial, (bytes, bytearray)) else np.asarray(helper_partial, dtype=np.uint64)
+    lp = (
+        np.frombuffer(leader_partial, dtype="<u8").astype(np.uint64)
+        if isinstance(leader_partial, (bytes, bytearray))
+        else np.asarray(leader_partial, dtype=np.uint64)
+    )
+    hp = (
+        np.frombuffer(helper_partial, dtype="<u8").astype(np.uint64)
+        if isinstance(helper_partial, (bytes, bytearray))
+        else np.asarray(helper_partial, dtype=np.uint64)
+    )
     if lp.shape != hp.shape:
         raise ValueError("the two partials have different lengths")
     noisy = _F.to_int64(_F.add(lp, hp))
@@ -391,10 +434,19 @@ def open_result(spec: SecureSpec, leader_partial, helper_partial, n: int, *, q=N
         res = _curve(spec, parts[0], n, spec.smoothing or "isotonic")
         values = np.asarray(res.quantile(qs))
         params = {**res.estimate.params, "method": "tree", "q": qs.tolist()}
-        return Estimate(values, stderr=None, guarantee=res.estimate.guarantee, model="secure",
-                        protocol="ecdf-tree+algorithm1", params=params, n=res.estimate.n,
-                        neighbours=spec.neighbours, messages_per_user=2.0,
-                        bits_per_user=res.estimate.bits_per_user, details={"curve": res, **meta})
+        return Estimate(
+            values,
+            stderr=None,
+            guarantee=res.estimate.guarantee,
+            model="secure",
+            protocol="ecdf-tree+algorithm1",
+            params=params,
+            n=res.estimate.n,
+            neighbours=spec.neighbours,
+            messages_per_user=2.0,
+            bits_per_user=res.estimate.bits_per_user,
+            details={"curve": res, **meta},
+        )
     return _open_roc(spec, parts, meta)
 
 
@@ -412,23 +464,47 @@ def _open_roc(spec: SecureSpec, parts, meta):
     auc = float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2))
     auc_raw, _, _ = _auc_terms(pos.raw, neg.raw)
     _, var_hat = auc_variance(pos.raw, neg.raw, raw_covariance(pos), raw_covariance(neg))
-    est = Estimate(auc, stderr=float(np.sqrt(var_hat)), guarantee=PureDP(spec.epsilon), model="secure",
-                   protocol="roc-two-ecdfs+leader-helper",
-                   params={"labels": "private", "epsilon_per_curve": spec.curve_epsilon,
-                           "smoothing": smoothing,
-                           **{f"curve_{k}": v for k, v in pos.estimate.params.items()}},
-                   n=None, neighbours="replace", messages_per_user=2.0,
-                   bits_per_user=pos.estimate.bits_per_user,
-                   details={"fpr": fpr, "tpr": tpr, "thresholds": thresholds, "auc_raw": auc_raw,
-                            "stderr_method": "delta method (curves divided by noisy class totals)",
-                            "positives": pos, "negatives": neg, **meta})
+    est = Estimate(
+        auc,
+        stderr=float(np.sqrt(var_hat)),
+        guarantee=PureDP(spec.epsilon),
+        model="secure",
+        protocol="roc-two-ecdfs+leader-helper",
+        params={
+            "labels": "private",
+            "epsilon_per_curve": spec.curve_epsilon,
+            "smoothing": smoothing,
+            **{f"curve_{k}": v for k, v in pos.estimate.params.items()},
+        },
+        n=None,
+        neighbours="replace",
+        messages_per_user=2.0,
+        bits_per_user=pos.estimate.bits_per_user,
+        details={
+            "fpr": fpr,
+            "tpr": tpr,
+            "thresholds": thresholds,
+            "auc_raw": auc_raw,
+            "stderr_method": "delta method (curves divided by noisy class totals)",
+            "positives": pos,
+            "negatives": neg,
+            **meta,
+        },
+    )
     return fpr, tpr, thresholds, est
 
 
 # ------------------------------------------------------------------ in-process run
 
-def verify_batch(leader: SecureAggregator, helper: SecureAggregator, report_ids: list[bytes],
-                 leader_shares: np.ndarray, helper_shares: np.ndarray, job_id: bytes = b"") -> np.ndarray:
+
+def verify_batch(
+    leader: SecureAggregator,
+    helper: SecureAggregator,
+    report_ids: list[bytes],
+    leader_shares: np.ndarray,
+    helper_shares: np.ndarray,
+    job_id: bytes = b"",
+) -> np.ndarray:
     """Both servers' verification steps in process (the services exchange the same messages)."""
     s0 = leader.prepare(report_ids, leader_shares, job_id)
     s1 = helper.prepare(report_ids, helper_shares, job_id)
@@ -442,8 +518,16 @@ class _Run:
     totals: list[BatchTotal] = field(default_factory=list)
 
 
-def run_in_process(spec: SecureSpec, values, labels=None, *, rng: RNGLike = None, q=None,
-                   chunk: int = 4096, reports: list[SecureReport] | None = None) -> Any:
+def run_in_process(
+    spec: SecureSpec,
+    values,
+    labels=None,
+    *,
+    rng: RNGLike = None,
+    q=None,
+    chunk: int = 4096,
+    reports: list[SecureReport] | None = None,
+) -> Any:
     """Clients → leader + helper (verification, aggregation, noise) → analyst, in one process.
 
     Real per-report messages (shares, seeds, proofs), no network and no HPKE.
@@ -451,12 +535,12 @@ def run_in_process(spec: SecureSpec, values, labels=None, *, rng: RNGLike = None
     src = as_source(rng)
     if reports is None:
         reports = encode(spec, values, labels, rng=src if rng is not None else None)
-    verify_key = (src.uint64(2).astype("<u8").tobytes() if rng is not None else os.urandom(16))
+    verify_key = src.uint64(2).astype("<u8").tobytes() if rng is not None else os.urandom(16)
     task_id = b"in-process"
     agg = [SecureAggregator(spec, p, verify_key, task_id) for p in (0, 1)]
     totals = [BatchTotal.empty(spec), BatchTotal.empty(spec)]
     for start in range(0, len(reports), chunk):
-        block = reports[start:start + chunk]
+        block = reports[start : start + chunk]
         ids = [r.report_id for r in block]
         sh0 = decode_shares(spec, [r.leader_share for r in block], 0)
         sh1 = decode_shares(spec, [r.helper_seed for r in block], 1)

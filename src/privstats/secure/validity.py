@@ -125,11 +125,11 @@ class Field61:
         b = np.asarray(b, dtype=np.uint64)
         a0, a1 = a & _M32, a >> _S32
         b0, b1 = b & _M32, b >> _S32
-        lo = a0 * b0                                   # < 2^64
-        cross = a1 * b0 + a0 * b1                      # < 2^62
-        hi = a1 * b1                                   # < 2^58
+        lo = a0 * b0  # < 2^64
+        cross = a1 * b0 + a0 * b1  # < 2^62
+        hi = a1 * b1  # < 2^58
         total = (hi << np.uint64(3)) + (cross >> _S29) + ((cross & _M29) << _S32) + (lo & _P) + (lo >> _S61)
-        return Field61.reduce(total)                   # total < 2^63
+        return Field61.reduce(total)  # total < 2^63
 
     @staticmethod
     def dot(x: Any, y: Any) -> np.ndarray:
@@ -137,8 +137,8 @@ class Field61:
         prod = Field61.mul(x, y)
         if prod.shape[-1] >= 1 << 31:
             raise ValueError("dot products are limited to 2^31 terms")
-        lo = np.sum(prod & _M32, axis=-1, dtype=np.uint64)      # < 2^63
-        hi = np.sum(prod >> _S32, axis=-1, dtype=np.uint64)     # < 2^60
+        lo = np.sum(prod & _M32, axis=-1, dtype=np.uint64)  # < 2^63
+        hi = np.sum(prod >> _S32, axis=-1, dtype=np.uint64)  # < 2^60
         return Field61.add(Field61.reduce(lo), Field61.mul(Field61.reduce(hi), np.uint64(1 << 32)))
 
     @staticmethod
@@ -155,13 +155,15 @@ class Field61:
         m21 = np.uint64((1 << 21) - 1)
         out = np.zeros((B, k), dtype=np.uint64)
         for c0 in range(0, n, 2048):
-            xc, rc = x[:, c0:c0 + 2048], r[c0:c0 + 2048]
-            r_l = np.concatenate([((rc >> np.uint64(21 * b)) & m21).astype(np.float64) for b in range(3)], axis=1)
+            xc, rc = x[:, c0 : c0 + 2048], r[c0 : c0 + 2048]
+            r_l = np.concatenate(
+                [((rc >> np.uint64(21 * b)) & m21).astype(np.float64) for b in range(3)], axis=1
+            )
             for a in range(3):
                 xa = ((xc >> np.uint64(21 * a)) & m21).astype(np.float64)
-                prod = (xa @ r_l).astype(np.uint64)                        # (B, 3k), exact
+                prod = (xa @ r_l).astype(np.uint64)  # (B, 3k), exact
                 for b in range(3):
-                    term = Field61.reduce(prod[:, b * k:(b + 1) * k])
+                    term = Field61.reduce(prod[:, b * k : (b + 1) * k])
                     term = Field61.mul(term, np.uint64(pow(2, 21 * (a + b), P61)))
                     out = Field61.add(out, term)
         return out
@@ -289,8 +291,8 @@ _PRG_KEY = hashlib.sha256(b"privstats/validity/prg/v1").digest()[:16]
 def expand_seeds(seeds, n_words: int, *, chunk_bytes: int = 1 << 24) -> np.ndarray:
     """(B, n_words) uint64: each 16-byte seed expanded by fixed-key AES-128 (vectorized).
 
-    Word pair i of seed s is π(σ(s ⊕ i)) ⊕ σ(s ⊕ i), π = AES-128 under a fixed public key
-    and σ(a‖b) = (a ⊕ b)‖a: the tweakable correlation-robust hash of Guo, Katz, Wang and
+    Word pair i of seed s is pi(sigma(s XOR i)) XOR sigma(s XOR i), pi = AES-128 under a fixed public key
+    and sigma(a||b) = (a XOR b)||a: the tweakable correlation-robust hash of Guo, Katz, Wang and
     Yu (S&P 2020), the construction behind VDAF's fixed-key AES XOF.  One cipher call
     per chunk of reports, no per-report Python work.
     """
@@ -307,12 +309,12 @@ def expand_seeds(seeds, n_words: int, *, chunk_bytes: int = 1 << 24) -> np.ndarr
     ctr = np.arange(m, dtype=np.uint64)
     enc = Cipher(algorithms.AES(_PRG_KEY), modes.ECB()).encryptor()
     for start in range(0, B, rows):
-        blk = np.repeat(s[start:start + rows], m, axis=1)             # (b, m, 2)
+        blk = np.repeat(s[start : start + rows], m, axis=1)  # (b, m, 2)
         y0 = blk[:, :, 0] ^ ctr[None, :]
         y1 = blk[:, :, 1]
         sig = np.stack([y0 ^ y1, y0], axis=2).astype("<u8")
         pi = np.frombuffer(enc.update(sig.tobytes()), dtype="<u8").reshape(sig.shape)
-        out[start:start + rows] = (pi ^ sig).reshape(-1, 2 * m)
+        out[start : start + rows] = (pi ^ sig).reshape(-1, 2 * m)
     return out[:, :n_words]
 
 
@@ -321,8 +323,15 @@ def expand_field_seed(seed: bytes, n: int, field: Any = FIELD) -> np.ndarray:
     return field.from_words(expand_seeds([seed], n)[0])
 
 
-def share_contributions(x, layout: OneHotLayout, *, rng: RNGLike = None, field: Any = FIELD,
-                        square_error=None, seeds: list[bytes] | None = None):
+def share_contributions(
+    x,
+    layout: OneHotLayout,
+    *,
+    rng: RNGLike = None,
+    field: Any = FIELD,
+    square_error=None,
+    seeds: list[bytes] | None = None,
+):
     """Leader and helper shares (each ``(B, share_length)`` uint64) of contributions ``x``.
 
     ``x`` is any (B, length) integer array: an honest client passes a one-hot, tests pass
@@ -340,8 +349,11 @@ def share_contributions(x, layout: OneHotLayout, *, rng: RNGLike = None, field: 
     c = field.mul(a, a)
     if square_error is not None:
         c = field.add(c, field.from_int64(np.broadcast_to(np.asarray(square_error, dtype=np.int64), c.shape)))
-    xf = x.astype(np.uint64) if x.dtype.kind in "iu" and x.size and x.min() >= 0 and x.max() < field.p \
+    xf = (
+        x.astype(np.uint64)
+        if x.dtype.kind in "iu" and x.size and x.min() >= 0 and x.max() < field.p
         else field.from_int64(x)
+    )
     full = np.concatenate([xf, a, c], axis=1)
     if seeds is None:
         helper = field.from_words(src.uint64((B, layout.share_length)))
@@ -368,8 +380,9 @@ def _prf_key(verify_key: bytes, task_id: bytes) -> bytes:
     return hmac.new(verify_key, b"privstats/validity/v1" + bytes(task_id), hashlib.sha256).digest()
 
 
-def joint_randomness(verify_key: bytes, task_id: bytes, report_ids, n_blocks: int, field: Any = FIELD,
-                     *, job_id: bytes = b"") -> JointRandomness:
+def joint_randomness(
+    verify_key: bytes, task_id: bytes, report_ids, n_blocks: int, field: Any = FIELD, *, job_id: bytes = b""
+) -> JointRandomness:
     """Challenges both servers derive from their shared ``verify_key`` (never given to clients).
 
     t = HMAC-SHA256(K, "t" ‖ job_id) for the verification job (one evaluation point for all
@@ -418,7 +431,7 @@ class PrepState:
     """One server's state between the two verification messages."""
 
     party: int
-    d_share: np.ndarray       # (B, n_blocks): its share of z - a (sent to the other server)
+    d_share: np.ndarray  # (B, n_blocks): its share of z - a (sent to the other server)
     a: np.ndarray
     c: np.ndarray
     zs: np.ndarray
@@ -426,8 +439,9 @@ class PrepState:
     rand: JointRandomness
 
 
-def prepare(shares: np.ndarray, party: int, layout: OneHotLayout, rand: JointRandomness,
-            field: Any = FIELD) -> PrepState:
+def prepare(
+    shares: np.ndarray, party: int, layout: OneHotLayout, rand: JointRandomness, field: Any = FIELD
+) -> PrepState:
     """First step on one server (``party`` 0 = leader, 1 = helper): shares of z - a, z*, Σx."""
     sh = np.asarray(shares, dtype=np.uint64)
     if sh.ndim != 2 or sh.shape[1] != layout.share_length:
@@ -441,23 +455,25 @@ def prepare(shares: np.ndarray, party: int, layout: OneHotLayout, rand: JointRan
     z = np.empty((sh.shape[0], nb), dtype=np.uint64)
     zs = np.empty_like(z)
     sums = np.empty_like(z)
-    for b, size in enumerate(layout.sizes):          # a few blocks; the arithmetic is over the batch
-        res = field.matmul(sh[:, off[b]:off[b + 1]], ch[:size])
+    for b, size in enumerate(layout.sizes):  # a few blocks; the arithmetic is over the batch
+        res = field.matmul(sh[:, off[b] : off[b + 1]], ch[:size])
         z[:, b], zs[:, b], sums[:, b] = res[:, 0], res[:, 1], res[:, 2]
-    a = sh[:, layout.length:layout.length + nb]
-    c = sh[:, layout.length + nb:]
+    a = sh[:, layout.length : layout.length + nb]
+    c = sh[:, layout.length + nb :]
     return PrepState(party, field.sub(z, a), a, c, zs, sums, rand)
 
 
 def check_value(state: PrepState, other_d: np.ndarray, field: Any = FIELD) -> np.ndarray:
     """Second step: this server's share of W, given the other server's d shares. (B,) uint64."""
     d = field.add(state.d_share, np.asarray(other_d, dtype=np.uint64))
-    sq = field.add(field.mul(field.add(d, d), state.a), state.c)          # 2 d a + c
+    sq = field.add(field.mul(field.add(d, d), state.a), state.c)  # 2 d a + c
     if state.party == 0:
-        sq = field.add(sq, field.mul(d, d))                                 # + d^2 once
+        sq = field.add(sq, field.mul(d, d))  # + d^2 once
     one = np.uint64(1 if state.party == 0 else 0)
-    w = field.add(field.mul(state.rand.lam, field.sub(sq, state.zs)),
-                  field.mul(state.rand.mu, field.sub(state.sums, one)))
+    w = field.add(
+        field.mul(state.rand.lam, field.sub(sq, state.zs)),
+        field.mul(state.rand.mu, field.sub(state.sums, one)),
+    )
     out = w[:, 0]
     for b in range(1, w.shape[1]):
         out = field.add(out, w[:, b])
@@ -469,8 +485,17 @@ def decide(w_leader: np.ndarray, w_helper: np.ndarray, field: Any = FIELD) -> np
     return field.add(np.asarray(w_leader, dtype=np.uint64), np.asarray(w_helper, dtype=np.uint64)) == 0
 
 
-def validate_shares(leader: np.ndarray, helper: np.ndarray, layout: OneHotLayout, verify_key: bytes,
-                    task_id: bytes, report_ids, field: Any = FIELD, *, job_id: bytes = b"") -> np.ndarray:
+def validate_shares(
+    leader: np.ndarray,
+    helper: np.ndarray,
+    layout: OneHotLayout,
+    verify_key: bytes,
+    task_id: bytes,
+    report_ids,
+    field: Any = FIELD,
+    *,
+    job_id: bytes = b"",
+) -> np.ndarray:
     """Run both servers' steps in process; returns the (B,) accept mask.
 
     >>> lay = OneHotLayout((3,))
@@ -482,7 +507,6 @@ def validate_shares(leader: np.ndarray, helper: np.ndarray, layout: OneHotLayout
     st0 = prepare(leader, 0, layout, rand, field)
     st1 = prepare(helper, 1, layout, rand, field)
     return decide(check_value(st0, st1.d_share, field), check_value(st1, st0.d_share, field), field)
-
 
 
 def soundness_error(layout: OneHotLayout, p: int = P61) -> float:

@@ -337,12 +337,10 @@ def resolve_protocol(
             )
         return proto.name, json.loads(json.dumps(proto.params))
     if model == "secure":
-        if not protocol:
-            raise ValueError("--protocol: the secure model needs a protocol name")
-        params = {"epsilon": float(epsilon), **({"delta": float(delta)} if delta else {}), **options}
-        if domain_size is not None:
-            params["domain_size"] = int(domain_size)
-        return protocol, params
+        from privstats.services.secure_tasks import resolve_secure
+
+        return resolve_secure(statistic, protocol, epsilon=epsilon, delta=delta, domain_size=domain_size,
+                              options=options)
     raise ValueError(f"--model must be one of {sorted(MODEL_ROLES)}, got {model!r}")
 
 
@@ -457,6 +455,10 @@ def new_task(
         secrets[receiver] = RoleSecrets(
             task_id, receiver, r.hpke_private_key, {**r.token_hashes, "forward": _hash_token(fwd)}, r.tokens
         )
+    if model == "secure":  # the leader's and helper's shared key for the validity check
+        from privstats.services.secure_tasks import add_verify_key
+
+        secrets = add_verify_key(secrets)
     task = Task(
         task_id=task_id,
         statistic=statistic,

@@ -23,7 +23,7 @@ from typing import Callable
 
 import numpy as np
 
-from privstats.privacy.randomness import RNGLike, as_generator
+from privstats.privacy.randomness import RNGLike, as_generator, as_source
 
 __all__ = ["prefix_tree_heavy_hitters"]
 
@@ -37,9 +37,11 @@ def prefix_tree_heavy_hitters(values: np.ndarray, B: int, *, threshold: float,
     prefixes (values in [0, 2^level)) and returns (count estimates, stderrs) over [0, 2^level).
     """
     L = int(round(math.log2(B)))
-    g = as_generator(rng)
     n = values.size
-    group = g.integers(0, L, size=n)
+    # rng=None (real data): the level assignment comes from the OS CSPRNG and the level estimators
+    # receive None (their own secure path); a seed gives one reproducible numpy stream
+    g = None if rng is None else as_generator(rng)
+    group = as_source(None).integers(L, size=n) if g is None else g.integers(0, L, size=n)
     frontier = np.array([0], dtype=np.int64)
     max_frontier = max_frontier or max(4, int(4 * n / max(threshold, 1.0)))
     est_last = se_last = None

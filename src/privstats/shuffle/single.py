@@ -31,7 +31,7 @@ from privstats.local.base import CountState
 from privstats.local.grr import GRR
 from privstats.privacy.amplification import krr_blanket_delta, local_epsilon_for
 from privstats.privacy.guarantees import ApproxDP
-from privstats.privacy.randomness import RNGLike, as_generator, as_source
+from privstats.privacy.randomness import RNGLike, as_generator, as_source, dyadic_threshold
 from privstats.validation import as_domain_values, check_delta, check_domain_size, check_epsilon, check_positive_int
 
 __all__ = ["ShuffledKRR", "ShuffledRAPPOR", "krr_gamma"]
@@ -178,7 +178,9 @@ class ShuffledRAPPOR(_ShuffleBase):
         src = as_source(rng)
         bits = np.zeros((values.size, self.domain_size), dtype=bool)
         bits[np.arange(values.size), values] = True
-        flips = src.random(values.size * self.domain_size).reshape(bits.shape) < self.p
+        # exact Bernoulli, flip probability rounded up toward 1/2 (ratio <= e^(ε0/2) per bit)
+        t = dyadic_threshold(self.p, round_up=True)
+        flips = src.bernoulli_dyadic(t, values.size * self.domain_size).reshape(bits.shape)
         return np.packbits(bits ^ flips, axis=1)
 
     def aggregate(self, messages, state: CountState | None = None) -> CountState:

@@ -26,7 +26,7 @@ from privstats.central import add_count_noise, discrete_laplace_variance
 from privstats.estimate import Estimate, constrain
 from privstats.plan import DEFAULT_MODEL, Option, check_model, register, warn_if_useless
 from privstats.privacy.guarantees import ApproxDP, PureDP
-from privstats.privacy.randomness import RNGLike, as_generator
+from privstats.privacy.randomness import RNGLike, as_generator, as_source
 from privstats.shuffle.countmin import CountMinMultiMessage
 from privstats.shuffle.hadamard import HadamardMultiMessage
 from privstats.shuffle.heavy import prefix_tree_heavy_hitters
@@ -143,6 +143,27 @@ def shuffle_protocol(protocol: str, d: int, n: int, epsilon: float, delta: float
     return min(candidates, key=_worst_se)
 
 
+def _draw_state(proto, values, rng: RNGLike):
+    """The aggregator's state for these users' reports.
+
+    A seeded ``rng`` draws the state with the protocol's vectorized simulation (exact law,
+    numpy Generator).  ``rng=None`` protects real data: every report is drawn by the client
+    code from the OS CSPRNG with exact integer-threshold samplers, in chunks of users, and
+    aggregated (the shuffler's permutation does not change the aggregate).  The cost is the
+    protocol's real one: O(messages) draws (heavy for the count-min blanket).
+    """
+    if rng is not None:
+        return proto.simulate(values, as_generator(rng))
+    src = as_source(None)
+    values = np.asarray(values)
+    width = int(getattr(proto, "messages_per_user", 1) or 1) * max(1, int(getattr(proto, "domain_size", 1)) // 64)
+    chunk = max(256, (1 << 22) // max(1, width))
+    state = proto.new_state()
+    for s in range(0, values.shape[0], chunk):
+        state = proto.aggregate(proto.encode_batch(values[s:s + chunk], src), state)
+    return state
+
+
 def frequencies(values, *, domain, epsilon: float, delta: float | None = None, model: str | None = None,
                 protocol: str | None = None, rng: RNGLike = None, postprocess: str = "clip",
                 **options) -> Estimate:
@@ -187,11 +208,11 @@ def frequencies(values, *, domain, epsilon: float, delta: float | None = None, m
         from privstats.local.choose import ORACLES, make_oracle
         check_choice(protocol or "auto", "protocol", {"auto", *ORACLES})
         oracle = make_oracle(protocol or "auto", d, epsilon)
-        est = oracle.estimate(oracle.simulate(codes, as_generator(rng)))
+        est = oracle.estimate(_draw_state(oracle, codes, rng))
     else:
         delta = require_delta(delta, n)
         proto = shuffle_protocol(protocol or "auto", d, n, epsilon, delta, **options)
-        est = proto.estimate(proto.simulate(codes, as_generator(rng)))
+        est = proto.estimate(_draw_state(proto, codes, rng))
     return _in_range(est, n, postprocess, "frequencies")
 
 
@@ -299,7 +320,7 @@ def range_counts(values, ranges=None, *, domain: int, epsilon: float, delta: flo
         for s in range(dim):
             flat += pts[:, s] * B ** s
         oracle = make_oracle(options.get("protocol", "auto"), M, epsilon)
-        est = oracle.estimate(oracle.simulate(flat, as_generator(rng)))
+        est = oracle.estimate(_draw_state(oracle, flat, rng))
         grids = np.indices((B,) * dim).reshape(dim, -1)   # axis s of flattened cell (sum id_s B^s, C-order reversed)
         coords = [np.asarray(grids[dim - 1 - s]) for s in range(dim)]
         inside = [np.all([(coords[s] >= lo) & (coords[s] < hi) for s, (lo, hi) in enumerate(b)], axis=0)
@@ -325,7 +346,7 @@ def range_counts(values, ranges=None, *, domain: int, epsilon: float, delta: flo
     else:
         delta = require_delta(delta, n)
         proto = HadamardMultiMessage(M, n=n, epsilon=epsilon, delta=delta, k=k, **options)
-        est = proto.estimate(proto.simulate(sets, as_generator(rng)))
+        est = proto.estimate(_draw_state(proto, sets, rng))
         noisy, node_se = est.value, est.stderr
         guarantee, proto_name = ApproxDP(epsilon, delta), "tree-shuffle-hadamard"
         params = {**proto.params, "domain": B0, "dims": dim, "tree_leaves": B}
@@ -420,10 +441,10 @@ def heavy_hitters(values, *, domain: int, epsilon: float, delta: float | None = 
         if model == "local":
             from privstats.local.choose import make_oracle
             oracle = make_oracle("auto", size, epsilon)
-            est = oracle.estimate(oracle.simulate(items, g))
+            est = oracle.estimate(_draw_state(oracle, items, g))
         else:
             proto = HadamardMultiMessage(size, n=m, epsilon=epsilon, delta=shuffle_delta)
-            est = proto.estimate(proto.simulate(items, g))
+            est = proto.estimate(_draw_state(proto, items, g))
         comm["messages"] = est.messages_per_user
         comm["bits"] = max(comm.get("bits", 0), est.bits_per_user)
         return np.asarray(est.value, float), np.asarray(est.stderr, float)
@@ -439,7 +460,7 @@ def heavy_hitters(values, *, domain: int, epsilon: float, delta: float | None = 
             leaf_se = _worst_se(HadamardMultiMessage(B, n=m, epsilon=epsilon, delta=shuffle_delta))
         threshold = 5 * leaf_se * n / m
     items, counts, se = prefix_tree_heavy_hitters(codes, B, threshold=float(threshold),
-                                                  level_estimator=level_estimator, rng=as_generator(rng))
+                                                  level_estimator=level_estimator, rng=rng)
     keep = items < B0
     guarantee = ApproxDP(epsilon, shuffle_delta) if model == "shuffle" else PureDP(epsilon)
     return Estimate(value=items[keep], stderr=None, guarantee=guarantee, model=model,

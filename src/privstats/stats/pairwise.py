@@ -147,8 +147,44 @@ def _run_quantized(A, bins, epsilon, oracle, rng, extra_matrices=()):
     return proto, value, var, extras
 
 
-def _run_pairs(kernel, x, epsilon, P, kernel_range, mechanism, rng):
-    proto = PairsProtocol(kernel, epsilon=epsilon, P=P, kernel_range=kernel_range, mechanism=mechanism)
+PAIR_BACKENDS = ("simulated", "spu")
+
+
+def _backend_model(model, backend):
+    """``backend="spu"`` implies the secure model when ``model`` is not given."""
+    check_choice(backend, "backend", PAIR_BACKENDS)
+    return "secure" if model is None and backend != "simulated" else model
+
+
+def _check_backend(backend, model, method):
+    if backend != "simulated" and (model != "secure" or method == "all-pairs"):
+        raise ValueError(f"backend={backend!r} runs Protocol C: use model='secure', method='pairs'")
+
+
+def _pair_backend(backend, spu_kernel, epsilon, P, mechanism, **kw):
+    """None (simulated pairs) or the SPU two-party backend for a built-in kernel (privstats.ustat.mpc)."""
+    check_choice(backend, "backend", PAIR_BACKENDS)
+    if backend == "simulated":
+        return None
+    if spu_kernel is None:
+        raise ValueError("backend='spu' runs the built-in kernels only (auc, kendall_tau, gini_mean_difference, "
+                         "collision_probability, or ustatistic with a kernel name from privstats.ustat.mpc.SPECS)")
+    from privstats.ustat.mpc import SpuTwoParty
+
+    return SpuTwoParty(spu_kernel, pair_epsilon=epsilon / P, mechanism=mechanism, **kw)
+
+
+def _backend_info(backends, P):
+    """(δ, details) of real two-party backends: δ adds up over the P pairs of a user (basic composition)."""
+    real = [b for b in backends if b is not None]
+    if not real:
+        return 0.0, {}
+    return P * sum(b.delta for b in real), {"backend": real[0].details}
+
+
+def _run_pairs(kernel, x, epsilon, P, kernel_range, mechanism, rng, backend=None):
+    proto = PairsProtocol(kernel, epsilon=epsilon, P=P, kernel_range=kernel_range, mechanism=mechanism,
+                          backend=backend)
     g = as_generator(rng) if _simulating(rng) else None
     pairs = proto.make_pairs(len(x), g)
     outputs = proto.backend.compute(x[pairs[:, 0]], x[pairs[:, 1]], g)
@@ -222,13 +258,14 @@ def _quantization(quantization):
 def auc(y_true, y_score, *, epsilon: float, delta: float = 0.0, model: str | None = None, method: str = "auto",
         bounds=(0.0, 1.0), domain_size: int | None = None, ties: str | None = None, splitting: str = "users",
         discard: str = "half", a: float | None = None, oracle: str = "auto", P: int | None = None,
-        zeta=None, rng: RNGLike = None, postprocess: str = "clip") -> Estimate:
+        zeta=None, rng: RNGLike = None, postprocess: str = "clip", backend: str = "simulated") -> Estimate:
     """Private AUC (Wilcoxon–Mann–Whitney) with public labels and private scores in public ``bounds``.
 
     ``ties``: ``"half"`` (default, as scikit-learn) or ``"zero"`` (strict, as the paper's tree).
     ``domain_size``: bins d (a power of two for ``tree``; chosen by the parameter helpers when omitted).
     ``splitting``/``discard``/``a``: Protocol B options; ``oracle``: Protocol A's frequency oracle;
-    ``P``/``zeta``: Protocol C's permutations (given, or from ζ estimates / the worst case).
+    ``P``/``zeta``: Protocol C's permutations (given, or from ζ estimates / the worst case);
+    ``backend``: ``"simulated"`` pairs or ``"spu"`` (real two-party computation, :mod:`privstats.ustat.mpc`).
     ``delta > 0`` is needed for ``splitting="advanced"`` and ``method="all-pairs"``.
 
     >>> import privstats
@@ -236,8 +273,10 @@ def auc(y_true, y_score, *, epsilon: float, delta: float = 0.0, model: str | Non
     >>> est.model, est.params["sensitivity"]
     ('central', 0.5)
     """
+    model = _backend_model(model, backend)
     epsilon, delta, model = _common(epsilon, delta, model, method, "auc", postprocess,
                                      (domain_size, None if splitting == "users" else splitting, None if discard == "half" else discard, a, None if oracle == "auto" else oracle))
+    _check_backend(backend, model, method)
     _options(P=P, oracle=oracle)
     if a is not None:
         check_real(a, "a")
@@ -274,13 +313,16 @@ def auc(y_true, y_score, *, epsilon: float, delta: float = 0.0, model: str | Non
         mech = "rr" if t == "zero" else "laplace"
         P = _resolve_P(P, epsilon, min(n_pos, n_neg) * 2, (0.0, 1.0), mech, zeta)
         kernel = (lambda a_, b_: (a_ > b_) + 0.5 * (a_ == b_)) if t == "half" else (lambda a_, b_: (a_ > b_) * 1.0)
-        proto: Any = PairsProtocol(kernel, epsilon=epsilon, P=P, kernel_range=(0.0, 1.0), mechanism=mech)
+        be = _pair_backend(backend, "greater_half" if t == "half" else "greater", epsilon, P, mech)
+        proto: Any = PairsProtocol(kernel, epsilon=epsilon, P=P, kernel_range=(0.0, 1.0), mechanism=mech,
+                                   backend=be)
         g = as_generator(rng) if _simulating(rng) else None
         pairs = proto.make_bipartite_pairs(n_pos, n_neg, g)
         outputs = proto.backend.compute(pos[pairs[:, 0]], neg[pairs[:, 1]], g)
         value, var, info = proto.estimate_two_sample(outputs, pairs, n_pos=n_pos, n_neg=n_neg)
-        return _estimate(value, var, epsilon=epsilon, model=model, protocol="ustat-pairs",
-                         params={"ties": t, **proto.params}, n=n, messages=float(P), details=info, support=(0.0, 1.0), postprocess=postprocess, statistic="auc")
+        d_be, det_be = _backend_info([be], P)
+        return _estimate(value, var, epsilon=epsilon, delta=d_be, model=model, protocol="ustat-pairs",
+                         params={"ties": t, **proto.params}, n=n, messages=float(P), details={**info, **det_be}, support=(0.0, 1.0), postprocess=postprocess, statistic="auc")
 
     # local model
     if method == "auto" and (splitting != "users" or discard != "half" or a is not None):
@@ -545,7 +587,8 @@ def _pair_bounds(bounds):
 
 def kendall_tau(x, y, *, epsilon: float, delta: float = 0.0, model: str | None = None, method: str = "auto",
                 bounds=None, bins: int | None = None, variant: str = "b", oracle: str = "auto",
-                P: int | None = None, zeta=None, rng: RNGLike = None, postprocess: str = "clip") -> Estimate:
+                P: int | None = None, zeta=None, rng: RNGLike = None, postprocess: str = "clip",
+                backend: str = "simulated") -> Estimate:
     """Private Kendall's tau of paired values (tau-b by default, as SciPy; ``variant="a"``: (C−D)/C(n,2)).
 
     ``bounds``: public ``(lo, hi)`` for both, or ``((lo_x, hi_x), (lo_y, hi_y))``; needed (and
@@ -559,8 +602,10 @@ def kendall_tau(x, y, *, epsilon: float, delta: float = 0.0, model: str | None =
     >>> est.params["variant"]
     'b'
     """
+    model = _backend_model(model, backend)
     epsilon, delta, model = _common(epsilon, delta, model, method, "kendall_tau", postprocess,
                                      (bins, None if oracle == "auto" else oracle))
+    _check_backend(backend, model, method)
     _options(P=P, oracle=oracle, bins=bins)
     check_choice(variant, "variant", ("a", "b"))
     if model == "local" or bounds is not None:        # only the local quantisation uses bounds
@@ -610,16 +655,22 @@ def kendall_tau(x, y, *, epsilon: float, delta: float = 0.0, model: str | None =
         sign = lambda u, v: np.sign(u[..., 0] - v[..., 0]) * np.sign(u[..., 1] - v[..., 1])  # noqa: E731
         if variant == "a":
             P = _resolve_P(P, epsilon, n, (-1.0, 1.0), "laplace", zeta)
-            proto, value, var, info = _run_pairs(sign, xy, epsilon, P, (-1.0, 1.0), "laplace", rng)
-            return _estimate(value, var, epsilon=epsilon, model=model, protocol="ustat-pairs",
-                             params={"variant": "a", **proto.params}, n=n, messages=float(P), details=info, support=(-1.0, 1.0), postprocess=postprocess, statistic="kendall_tau")
+            be = _pair_backend(backend, "sign_product", epsilon, P, "laplace")
+            proto, value, var, info = _run_pairs(sign, xy, epsilon, P, (-1.0, 1.0), "laplace", rng, be)
+            d_be, det_be = _backend_info([be], P)
+            return _estimate(value, var, epsilon=epsilon, delta=d_be, model=model, protocol="ustat-pairs",
+                             params={"variant": "a", **proto.params}, n=n, messages=float(P),
+                             details={**info, **det_be}, support=(-1.0, 1.0), postprocess=postprocess, statistic="kendall_tau")
         P = _resolve_P(P, epsilon / 2, n, (-1.0, 1.0), "laplace", zeta)
         g = as_generator(rng) if _simulating(rng) else None
-        proto = PairsProtocol(sign, epsilon=epsilon / 2, P=P, kernel_range=(-1.0, 1.0))
+        bes = [_pair_backend(backend, k, e, P, mech) for k, e, mech in
+               (("sign_product", epsilon / 2, "laplace"), ("not_equal_0", epsilon / 4, "rr"),
+                ("not_equal_1", epsilon / 4, "rr"))]
+        proto = PairsProtocol(sign, epsilon=epsilon / 2, P=P, kernel_range=(-1.0, 1.0), backend=bes[0])
         ties_y = PairsProtocol(lambda u, v: (u[..., 0] != v[..., 0]) * 1.0, epsilon=epsilon / 4, P=P,
-                               kernel_range=(0.0, 1.0), mechanism="rr")
+                               kernel_range=(0.0, 1.0), mechanism="rr", backend=bes[1])
         ties_z = PairsProtocol(lambda u, v: (u[..., 1] != v[..., 1]) * 1.0, epsilon=epsilon / 4, P=P,
-                               kernel_range=(0.0, 1.0), mechanism="rr")
+                               kernel_range=(0.0, 1.0), mechanism="rr", backend=bes[2])
         pairs = proto.make_pairs(n, g)
         left, right = xy[pairs[:, 0]], xy[pairs[:, 1]]
         outputs = [p.backend.compute(left, right, g) for p in (proto, ties_y, ties_z)]
@@ -629,9 +680,10 @@ def kendall_tau(x, y, *, epsilon: float, delta: float = 0.0, model: str | None =
         # delta method: the three share the pairs (correlated subsampling), their noises are independent
         var = combination_variance(outputs, grad, [p.backend.noise_variance for p in (proto, ties_y, ties_z)],
                                    pairs, n=n, P=P)
-        return _estimate(value, var, epsilon=epsilon, model=model, protocol="ustat-pairs",
+        d_be, det_be = _backend_info(bes, P)
+        return _estimate(value, var, epsilon=epsilon, delta=d_be, model=model, protocol="ustat-pairs",
                          params={"variant": "b", **proto.params, "budget_split": [0.5, 0.25, 0.25]}, n=n,
-                         messages=float(P), details=info, support=(-1.0, 1.0), postprocess=postprocess, statistic="kendall_tau")
+                         messages=float(P), details={**info, **det_be}, support=(-1.0, 1.0), postprocess=postprocess, statistic="kendall_tau")
 
     k = bins or _kendall_bins(n, epsilon)
     check_positive_int(k, "bins", minimum=2, maximum=math.isqrt(STRUCTURED_MAX_CATEGORIES))   # k² categories
@@ -677,8 +729,12 @@ def _independent_delta(grad, stds) -> float:
 # ---------------------------------------------------------------------------------------------
 def gini_mean_difference(x, *, epsilon: float, bounds, delta: float = 0.0, model: str | None = None,
                          method: str = "auto", bins: int | None = None, quantization: str = "avg",
-                         oracle: str = "auto", P: int | None = None, zeta=None, rng: RNGLike = None, postprocess: str = "clip") -> Estimate:
+                         oracle: str = "auto", P: int | None = None, zeta=None, rng: RNGLike = None,
+                         postprocess: str = "clip", backend: str = "simulated", grid_bits: int = 10) -> Estimate:
     """Private Gini mean difference Σ_{i<j}|x_i − x_j| / C(n, 2) of values in public ``bounds``.
+
+    ``backend="spu"`` (secure pairs): real two-party computation of |x_i − x_j| with each value
+    rounded to a public grid of ``(hi − lo)·2^-grid_bits`` and discrete Laplace on that grid.
 
     >>> import numpy as np, privstats
     >>> x = np.random.default_rng(0).random(200000)
@@ -686,8 +742,10 @@ def gini_mean_difference(x, *, epsilon: float, bounds, delta: float = 0.0, model
     >>> bool(abs(est.value - 1 / 3) < 5 * est.stderr + 0.01)
     True
     """
+    model = _backend_model(model, backend)
     epsilon, delta, model = _common(epsilon, delta, model, method, "gini_mean_difference", postprocess,
                                      (bins, None if quantization == "avg" else quantization, None if oracle == "auto" else oracle))
+    _check_backend(backend, model, method)
     _options(P=P, oracle=oracle, bins=bins, quantization=quantization)
     lo, hi = check_bounds(bounds)
     xs = as_float_array(x, "x", bounds=(lo, hi))
@@ -707,9 +765,12 @@ def gini_mean_difference(x, *, epsilon: float, bounds, delta: float = 0.0, model
                              delta=delta, model=model, protocol="ustat-all-pairs", params={"pair_epsilon": eps0}, n=n,
                              messages=float(n - 1), details={"simulated_noise": "normal (CLT)"}, support=(0.0, w), postprocess=postprocess, statistic="gini_mean_difference", bounds=bounds)
         P = _resolve_P(P, epsilon, n, (0.0, 1.0), "laplace", zeta)
-        proto, value, var, info = _run_pairs(lambda a_, b_: np.abs(a_ - b_), u, epsilon, P, (0.0, 1.0), "laplace", rng)
-        return _estimate(w * value, w * w * var, epsilon=epsilon, model=model, protocol="ustat-pairs",
-                         params=proto.params, n=n, messages=float(P), details=info, support=(0.0, w), postprocess=postprocess, statistic="gini_mean_difference", bounds=bounds)
+        be = _pair_backend(backend, "absdiff", epsilon, P, "laplace", grid_bits=grid_bits)
+        proto, value, var, info = _run_pairs(lambda a_, b_: np.abs(a_ - b_), u, epsilon, P, (0.0, 1.0), "laplace", rng,
+                                             be)
+        d_be, det_be = _backend_info([be], P)
+        return _estimate(w * value, w * w * var, epsilon=epsilon, delta=d_be, model=model, protocol="ustat-pairs",
+                         params=proto.params, n=n, messages=float(P), details={**info, **det_be}, support=(0.0, w), postprocess=postprocess, statistic="gini_mean_difference", bounds=bounds)
     k = bins or choose_bins(n, epsilon, lipschitz=1.0, assumption="kernel")
     check_positive_int(k, "bins", minimum=2, maximum=STRUCTURED_MAX_CATEGORIES)
     orc = _pick_oracle(oracle, n, epsilon, k)
@@ -784,7 +845,7 @@ def _local_mean(xs, lo, hi, epsilon, rng, g):
 
 def collision_probability(x, *, epsilon: float, domain_size: int, delta: float = 0.0, model: str | None = None,
                           method: str = "auto", oracle: str = "auto", P: int | None = None, zeta=None,
-                          rng: RNGLike = None, postprocess: str = "clip") -> Estimate:
+                          rng: RNGLike = None, postprocess: str = "clip", backend: str = "simulated") -> Estimate:
     """Private collision probability Σ_{i<j} I[x_i = x_j]/C(n, 2) of values in ``[0, domain_size)``;
     ``details["renyi2_entropy"]`` is −ln of the estimate clipped into (0, 1].
 
@@ -794,8 +855,10 @@ def collision_probability(x, *, epsilon: float, domain_size: int, delta: float =
     >>> bool(abs(est.value - 0.25) < 5 * est.stderr)
     True
     """
+    model = _backend_model(model, backend)
     epsilon, delta, model = _common(epsilon, delta, model, method, "collision_probability", postprocess,
                                      (None if oracle == "auto" else oracle,))
+    _check_backend(backend, model, method)
     _options(P=P, oracle=oracle)
     d = check_positive_int(domain_size, "domain_size", minimum=2, maximum=STRUCTURED_MAX_CATEGORIES)
     xs = as_domain_values(x, d, "x")
@@ -812,8 +875,9 @@ def collision_probability(x, *, epsilon: float, domain_size: int, delta: float =
                {"simulated_noise": "normal (CLT)"})
     elif model == "secure":
         P = _resolve_P(P, epsilon, n, (0.0, 1.0), "rr", zeta)
-        proto, value, var, info = _run_pairs(lambda a_, b_: (a_ == b_) * 1.0, xs, epsilon, P, (0.0, 1.0), "rr", rng)
-        est = (value, var, "ustat-pairs", proto.params, float(P), None, info)
+        be = _pair_backend(backend, "equal", epsilon, P, "rr")
+        proto, value, var, info = _run_pairs(lambda a_, b_: (a_ == b_) * 1.0, xs, epsilon, P, (0.0, 1.0), "rr", rng, be)
+        est = (value, var, "ustat-pairs", proto.params, float(P), None, {**info, **_backend_info([be], P)[1]})
     else:
         orc = _pick_oracle(oracle, n, epsilon, d)
         _check_structured(d, "domain_size", orc)
@@ -828,14 +892,16 @@ def collision_probability(x, *, epsilon: float, domain_size: int, delta: float =
 def ustatistic(x, kernel, *, epsilon: float, bounds=None, kernel_range=None, delta: float = 0.0,
                model: str | None = None, method: str = "auto", bins: int | None = None, quantization: str = "avg",
                lipschitz: float = 1.0, oracle: str = "auto", P: int | None = None, zeta=None,
-               rng: RNGLike = None, postprocess: str = "clip") -> Estimate:
+               rng: RNGLike = None, postprocess: str = "clip", backend: str = "simulated") -> Estimate:
     """Private U-statistic Σ_{i<j} f(x_i, x_j)/C(n, 2) of a symmetric kernel.
 
     ``kernel``: a vectorized callable ``f(x, y)`` on the original values (needs public ``bounds``;
     ``kernel_range`` (lo, hi) for the secure and central models), or a k×k matrix on integer values
     in ``[0, k)`` (its range is taken from the matrix).  The local model quantises a callable into
     ``bins`` bins with the ``quantization`` ("avg", "mid", "center") matrix; ``lipschitz`` (on
-    [0, 1]) drives the default number of bins.
+    [0, 1]) drives the default number of bins.  ``backend="spu"`` (secure pairs, real two-party
+    computation) takes ``kernel`` as a name from ``privstats.ustat.mpc.SPECS`` (e.g. ``"absdiff"``
+    on values in [0, 1], ``"greater_half"``, ``"equal"``), since only those are compiled by the parties.
 
     >>> import numpy as np, privstats
     >>> x = np.random.default_rng(0).random(100000)
@@ -844,12 +910,16 @@ def ustatistic(x, kernel, *, epsilon: float, bounds=None, kernel_range=None, del
     >>> bool(abs(est.value - 1 / 12) < 5 * est.stderr)
     True
     """
+    model = _backend_model(model, backend)
     epsilon, delta, model = _common(epsilon, delta, model, method, "ustatistic", postprocess,
                                      (bins, None if quantization == "avg" else quantization, None if oracle == "auto" else oracle))
+    _check_backend(backend, model, method)
     _options(P=P, oracle=oracle, bins=bins, quantization=quantization)
     lipschitz = check_real(lipschitz, "lipschitz")
     if lipschitz <= 0:
         raise ValueError(f"lipschitz must be > 0, got {lipschitz!r}")
+    if isinstance(kernel, str):
+        return _ustat_spu(x, kernel, epsilon, backend, P, zeta, rng, postprocess)
     if callable(kernel):
         lo, hi = check_bounds(bounds)
         xs = as_float_array(x, "x", bounds=(lo, hi))
@@ -888,7 +958,8 @@ def ustatistic(x, kernel, *, epsilon: float, bounds=None, kernel_range=None, del
                              protocol="ustat-all-pairs", params={"pair_epsilon": eps0}, n=n, messages=float(n - 1),
                              details={"simulated_noise": "normal (CLT)"}, support=None if kr is None else kr, postprocess=postprocess, statistic="ustatistic", bounds=bounds)
         P = _resolve_P(P, epsilon, n, kr, "laplace", zeta)
-        proto, value, var, info = _run_pairs(f, xs, epsilon, P, kr, "laplace", rng)
+        proto, value, var, info = _run_pairs(f, xs, epsilon, P, kr, "laplace", rng,
+                                             _pair_backend(backend, None, epsilon, P, "laplace"))
         return _estimate(value, var, epsilon=epsilon, model=model, protocol="ustat-pairs", params=proto.params, n=n,
                          messages=float(P), details=info, support=None if kr is None else kr, postprocess=postprocess, statistic="ustatistic", bounds=bounds)
     if A is None:
@@ -912,3 +983,28 @@ def ustatistic(x, kernel, *, epsilon: float, bounds=None, kernel_range=None, del
     proto, value, var, _ = _run_quantized(A, cells, epsilon, orc, rng)
     return _estimate(value, var, epsilon=epsilon, model="local", protocol="ustat-quantized",
                      params={**params, "oracle": orc}, n=n, bits=proto.bits_per_user, support=None if kr is None else kr, postprocess=postprocess, statistic="ustatistic", bounds=bounds)
+
+
+def _ustat_spu(x, name, epsilon, backend, P, zeta, rng, postprocess) -> Estimate:
+    """ustatistic with a named two-party kernel (backend='spu'): inputs as the kernel expects them."""
+    if backend != "spu":
+        raise ValueError("a kernel given by name needs backend='spu' (model='secure'); pass a callable or a matrix")
+    from privstats.ustat.mpc import SPECS, SpuTwoParty
+
+    check_choice(name, "kernel", SPECS)
+    be0 = SpuTwoParty(name, pair_epsilon=epsilon, mechanism="laplace")
+    xs = as_float_array(x, "x", bounds=(0.0, 1.0)) if name == "absdiff" else np.asarray(x, dtype=np.float64)
+    if be0.spec.columns > 1 and (xs.ndim != 2 or xs.shape[1] != be0.spec.columns):
+        raise ValueError(f"x must have shape (n, {be0.spec.columns}) for kernel {name!r}")
+    n = len(xs)
+    if n < 2:
+        raise ValueError("x must hold at least two users")
+    kr = (be0.lo, be0.hi)
+    mech = "rr" if be0.spec.units == 1 else "laplace"
+    P = _resolve_P(P, epsilon, n, kr, mech, zeta)
+    be = SpuTwoParty(name, pair_epsilon=epsilon / P, mechanism=mech)
+    proto, value, var, info = _run_pairs(be.spec.reference, xs, epsilon, P, kr, mech, rng, be)
+    d_be, det_be = _backend_info([be], P)
+    return _estimate(value, var, epsilon=epsilon, delta=d_be, model="secure", protocol="ustat-pairs",
+                     params={**proto.params, "kernel": name}, n=n, messages=float(P), details={**info, **det_be},
+                     support=kr, postprocess=postprocess, statistic="ustatistic")

@@ -105,7 +105,7 @@ class PairsProtocol:
     """Protocol C for a symmetric kernel with public range ``kernel_range``."""
 
     def __init__(self, kernel: Callable, *, epsilon: float, P: int = 1, kernel_range: tuple[float, float],
-                 mechanism: str = "laplace", backend: TwoPartyBackend | None = None):
+                 mechanism: str = "laplace", backend: TwoPartyBackend | str | None = None):
         self.epsilon = check_epsilon(epsilon)
         self.P = check_positive_int(P, "P")
         self.mechanism = check_choice(mechanism, "mechanism", MECHANISMS)
@@ -113,6 +113,8 @@ class PairsProtocol:
         if not hi > lo:
             raise ValueError(f"kernel_range must have lo < hi, got {kernel_range!r}")
         self.kernel_range = (float(lo), float(hi))
+        if isinstance(backend, str):  # "spu": ``kernel`` names a two-party kernel of privstats.ustat.mpc
+            backend = _named_backend(backend, kernel, self.epsilon / self.P, mechanism)
         self.backend = backend or SimulatedTwoParty(kernel, self.kernel_range, self.epsilon / self.P, mechanism)
 
     # ---- aggregator: pairing -----------------------------------------------------------------
@@ -173,6 +175,9 @@ class PairsProtocol:
 
     @property
     def security(self) -> str:
+        stated = getattr(self.backend, "security", None)
+        if isinstance(stated, str):  # a real 2PC backend states its security model
+            return f"ε-CDP per user against semi-honest pairs; {stated}"
         kind = "simulated" if isinstance(self.backend, SimulatedTwoParty) else type(self.backend).__name__
         return f"ε-CDP per user against semi-honest pairs; two-party computation {kind}"
 
@@ -180,6 +185,17 @@ class PairsProtocol:
     def params(self) -> dict:
         return {"P": self.P, "mechanism": self.mechanism, "pair_epsilon": self.epsilon / self.P,
                 "kernel_range": list(self.kernel_range)}
+
+
+def _named_backend(name: str, kernel, pair_epsilon: float, mechanism: str) -> TwoPartyBackend | None:
+    check_choice(name, "backend", ("simulated", "spu"))
+    if name == "simulated":
+        return None
+    if not isinstance(kernel, str):
+        raise ValueError("backend='spu' needs the kernel as a name from privstats.ustat.mpc.SPECS")
+    from privstats.ustat.mpc import SpuTwoParty
+
+    return SpuTwoParty(kernel, pair_epsilon=pair_epsilon, mechanism=mechanism)
 
 
 def _design_variance(n: int, P: int, zeta1: float, zeta2: float, noise_variance: float) -> float:
