@@ -500,7 +500,7 @@ def roc_curve(y_true, y_score, *, epsilon: float, bounds=(0.0, 1.0), labels: str
     auc = float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2))
     auc_raw, _, _ = _auc_terms(pos.raw, neg.raw)
     _, var_hat = auc_variance(pos.raw, neg.raw, raw_covariance(pos), raw_covariance(neg))
-    est = Estimate(auc, stderr=float(np.sqrt(var_hat)), guarantee=PureDP(epsilon), model=model, protocol="roc-two-ecdfs",
+    est = Estimate(auc, stderr=float(np.sqrt(max(var_hat, 0.0))), guarantee=PureDP(epsilon), model=model, protocol="roc-two-ecdfs",
                    params={"labels": labels, "epsilon_per_curve": eps_each, "smoothing": smoothing,
                            **{f"curve_{k}": v for k, v in pos.estimate.params.items()}},
                    n=int(y.size), neighbours="replace",
