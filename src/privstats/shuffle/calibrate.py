@@ -44,10 +44,10 @@ __all__ = [
 # scipy binomial terms, ~5 µs each on a CI core, and the search for ρ runs ~2 log2(ρ) evaluations.
 # Tiny ε with few users needs millions of blanket tuples (ε = 0.01, n = 40: > 300 s; shuffle quantiles
 # at n = 2^20, ε = 1: 280 s).  The search's cost is predicted from the Gaussian limit of the counts
-# before anything runs, and refused when above HADAMARD_SEARCH_WORK_MAX (~15 s); a single evaluation
+# before anything runs, and refused when above HADAMARD_SEARCH_WORK_MAX (~30 s); a single evaluation
 # above HADAMARD_WORK_MAX (~5 s) is refused as a backstop.
 HADAMARD_WORK_MAX = 1_000_000
-HADAMARD_SEARCH_WORK_MAX = 3_000_000
+HADAMARD_SEARCH_WORK_MAX = 6_000_000
 
 
 def _swap_work(n_blanket: float, tau: int) -> float:
