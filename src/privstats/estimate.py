@@ -23,7 +23,7 @@ import numpy as np
 
 from privstats.privacy.guarantees import Guarantee
 
-__all__ = ["Estimate", "TRUST_MODELS", "POSTPROCESS", "constrain", "laplace_normal_halfwidth"]
+__all__ = ["POSTPROCESS", "TRUST_MODELS", "Estimate", "constrain", "laplace_normal_halfwidth"]
 
 TRUST_MODELS = ("local", "shuffle", "secure", "central")
 POSTPROCESS = ("clip", "none")
@@ -116,7 +116,9 @@ class Estimate:
         else:
             if self.stderr is None:
                 raise ValueError("this estimate has no standard error, so no confidence interval")
-            centre = self.details.get("unbiased", self.value) if isinstance(self.details, dict) else self.value
+            centre = (
+                self.details.get("unbiased", self.value) if isinstance(self.details, dict) else self.value
+            )
             v, s = np.asarray(centre, dtype=float), np.asarray(self.stderr, dtype=float)
             law = self.details.get("ci_law") if isinstance(self.details, dict) else None
             if law is not None and v.ndim == 0:
@@ -178,11 +180,15 @@ class Estimate:
             return f"array(shape={a.shape})" if a.ndim else f"{float(a):.6g}"
 
         se = "None" if self.stderr is None else short(self.stderr)
-        return (f"Estimate(value={short(self.value)}, stderr={se}, guarantee={self.guarantee}, "
-                f"model={self.model!r}, protocol={self.protocol!r}, n={self.n})")
+        return (
+            f"Estimate(value={short(self.value)}, stderr={se}, guarantee={self.guarantee}, "
+            f"model={self.model!r}, protocol={self.protocol!r}, n={self.n})"
+        )
 
 
-def constrain(est: Estimate, lo: float, hi: float, *, postprocess: str = "clip", monotone: bool = False) -> Estimate:
+def constrain(
+    est: Estimate, lo: float, hi: float, *, postprocess: str = "clip", monotone: bool = False
+) -> Estimate:
     """``est`` with its value projected into ``[lo, hi]`` (and sorted if ``monotone``).
 
     ``postprocess="clip"`` (default): the value is clipped (post-processing, no privacy

@@ -24,11 +24,23 @@ from __future__ import annotations
 import importlib
 import math
 import warnings
-from dataclasses import dataclass, field
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
-__all__ = ["plan", "Plan", "Option", "register", "check_model", "SUPPORTED", "DEFAULT_MODEL", "TRUST",
-           "UselessResultWarning", "statistic_range", "warn_if_useless"]
+__all__ = [
+    "DEFAULT_MODEL",
+    "SUPPORTED",
+    "TRUST",
+    "Option",
+    "Plan",
+    "UselessResultWarning",
+    "check_model",
+    "plan",
+    "register",
+    "statistic_range",
+    "warn_if_useless",
+]
 
 DEFAULT_MODEL = "central"
 
@@ -58,10 +70,14 @@ SUPPORTED: dict[str, tuple[str, ...]] = {
 
 # modules whose import registers the statistics' predictors
 _MODULES = {
-    "auc": "privstats.stats.pairwise", "kendall_tau": "privstats.stats.pairwise",
-    "gini_mean_difference": "privstats.stats.pairwise", "collision_probability": "privstats.stats.pairwise",
-    "ecdf": "privstats.stats.distribution", "quantiles": "privstats.stats.distribution",
-    "roc_curve": "privstats.stats.distribution", "hosmer_lemeshow": "privstats.stats.distribution",
+    "auc": "privstats.stats.pairwise",
+    "kendall_tau": "privstats.stats.pairwise",
+    "gini_mean_difference": "privstats.stats.pairwise",
+    "collision_probability": "privstats.stats.pairwise",
+    "ecdf": "privstats.stats.distribution",
+    "quantiles": "privstats.stats.distribution",
+    "roc_curve": "privstats.stats.distribution",
+    "hosmer_lemeshow": "privstats.stats.distribution",
     "frequencies": "privstats.stats.frequency",
 }
 
@@ -106,9 +122,9 @@ class Option:
     model: str
     protocol: str
     params: dict
-    stderr: float                 # predicted root mean squared error (bias included)
-    bias: float = 0.0             # predicted bias part of ``stderr`` (quantisation, clipping)
-    bits_per_user: float = 0.0    # NaN where the cost is not a fixed number of bits (2PC sessions)
+    stderr: float  # predicted root mean squared error (bias included)
+    bias: float = 0.0  # predicted bias part of ``stderr`` (quantisation, clipping)
+    bits_per_user: float = 0.0  # NaN where the cost is not a fixed number of bits (2PC sessions)
     messages_per_user: float = 0.0
     delta: float = 0.0
     note: str = ""
@@ -118,14 +134,21 @@ class Option:
         return TRUST[self.model]
 
     def as_row(self) -> dict:
-        return {"model": self.model, "protocol": self.protocol, "stderr": self.stderr, "bias": self.bias,
-                "bits_per_user": self.bits_per_user, "messages_per_user": self.messages_per_user,
-                "delta": self.delta, "trust": self.trust,
-                "params": ", ".join(f"{k}={v}" for k, v in self.params.items())}
+        return {
+            "model": self.model,
+            "protocol": self.protocol,
+            "stderr": self.stderr,
+            "bias": self.bias,
+            "bits_per_user": self.bits_per_user,
+            "messages_per_user": self.messages_per_user,
+            "delta": self.delta,
+            "trust": self.trust,
+            "params": ", ".join(f"{k}={v}" for k, v in self.params.items()),
+        }
 
 
 Predictor = Callable[..., "Option | list[Option] | None"]
-_P = TypeVar("_P", bound=Predictor)   # register() returns the predictor unchanged, with its own type
+_P = TypeVar("_P", bound=Predictor)  # register() returns the predictor unchanged, with its own type
 _REGISTRY: dict[str, list[tuple[str, str, Predictor]]] = {}
 
 
@@ -149,8 +172,16 @@ def register(statistic: str, model: str, protocol: str) -> Callable[[_P], _P]:
 class Plan(list):
     """Options sorted by predicted error (``best`` first), with the warnings of the plan."""
 
-    def __init__(self, statistic: str, options: list[Option], *, n: int, epsilon: float, delta: float,
-                 range_: tuple[float, float] | None):
+    def __init__(
+        self,
+        statistic: str,
+        options: list[Option],
+        *,
+        n: int,
+        epsilon: float,
+        delta: float,
+        range_: tuple[float, float] | None,
+    ):
         super().__init__(sorted(options, key=lambda o: (o.stderr, o.bits_per_user)))
         self.statistic, self.n, self.epsilon, self.delta, self.range = statistic, n, epsilon, delta, range_
 
@@ -161,16 +192,35 @@ class Plan(list):
         return self[0]
 
     def for_model(self, model: str) -> Plan:
-        return Plan(self.statistic, [o for o in self if o.model == model], n=self.n, epsilon=self.epsilon,
-                    delta=self.delta, range_=self.range)
+        return Plan(
+            self.statistic,
+            [o for o in self if o.model == model],
+            n=self.n,
+            epsilon=self.epsilon,
+            delta=self.delta,
+            range_=self.range,
+        )
 
     def table(self) -> str:
         """A plain-text table, one row per option."""
         head = ("model", "protocol", "pred. stderr", "bias", "bits/user", "trust needed", "parameters")
-        rows = [(o.model, o.protocol, f"{o.stderr:.4g}", f"{o.bias:.2g}", ("-" if math.isnan(o.bits_per_user) else f"{o.bits_per_user:.4g}"), o.trust,
-                 ", ".join(f"{k}={v}" for k, v in o.params.items())) for o in self]
+        rows = [
+            (
+                o.model,
+                o.protocol,
+                f"{o.stderr:.4g}",
+                f"{o.bias:.2g}",
+                ("-" if math.isnan(o.bits_per_user) else f"{o.bits_per_user:.4g}"),
+                o.trust,
+                ", ".join(f"{k}={v}" for k, v in o.params.items()),
+            )
+            for o in self
+        ]
         widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
-        lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in [head, *rows]]
+        lines = [
+            "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=False)).rstrip()
+            for r in [head, *rows]
+        ]
         lines.insert(1, "  ".join("-" * w for w in widths))
         return "\n".join(lines)
 
@@ -187,9 +237,11 @@ class Plan(list):
         factor = best.stderr / (0.5 * width)
         need_eps = self.epsilon * factor
         need_n = self.n * (factor if best.model in ("central", "secure") else factor**2)
-        return (f"{self.statistic} ({best.model}, {best.protocol}): predicted stderr {best.stderr:.3g} is larger "
-                f"than the statistic's range {width:g}; the result would be noise. Roughly n >= {need_n:.3g} "
-                f"or epsilon >= {need_eps:.3g} is needed for a stderr of half the range.")
+        return (
+            f"{self.statistic} ({best.model}, {best.protocol}): predicted stderr {best.stderr:.3g} is larger "
+            f"than the statistic's range {width:g}; the result would be noise. Roughly n >= {need_n:.3g} "
+            f"or epsilon >= {need_eps:.3g} is needed for a stderr of half the range."
+        )
 
 
 def _load(statistic: str) -> None:
@@ -198,8 +250,17 @@ def _load(statistic: str) -> None:
         importlib.import_module(mod)
 
 
-def plan(statistic: str, *, n: int, epsilon: float, delta: float = 0.0, bounds=None, model: str | None = None,
-         warn: bool = True, **options) -> Plan:
+def plan(
+    statistic: str,
+    *,
+    n: int,
+    epsilon: float,
+    delta: float = 0.0,
+    bounds=None,
+    model: str | None = None,
+    warn: bool = True,
+    **options,
+) -> Plan:
     """Every applicable (trust model, protocol, parameters) for ``statistic`` with its predicted error.
 
     Public parameters only: ``n`` (users; for AUC/ROC ``n_pos`` may be passed as an option,
@@ -237,8 +298,14 @@ def plan(statistic: str, *, n: int, epsilon: float, delta: float = 0.0, bounds=N
             continue
         out.extend(got if isinstance(got, list) else [got])
     out = [o for o in out if math.isfinite(o.stderr)]
-    result = Plan(statistic, out, n=n, epsilon=epsilon, delta=delta,
-                  range_=statistic_range(statistic, n=n, bounds=bounds))
+    result = Plan(
+        statistic,
+        out,
+        n=n,
+        epsilon=epsilon,
+        delta=delta,
+        range_=statistic_range(statistic, n=n, bounds=bounds),
+    )
     if warn:
         msg = result.useless()
         if msg:
@@ -246,8 +313,17 @@ def plan(statistic: str, *, n: int, epsilon: float, delta: float = 0.0, bounds=N
     return result
 
 
-def warn_if_useless(statistic: str, est_stderr: float | None, *, n: int, epsilon: float, model: str,
-                    protocol: str, bounds=None, stacklevel: int = 4) -> None:
+def warn_if_useless(
+    statistic: str,
+    est_stderr: float | None,
+    *,
+    n: int,
+    epsilon: float,
+    model: str,
+    protocol: str,
+    bounds=None,
+    stacklevel: int = 4,
+) -> None:
     """Warn when an estimate's stderr exceeds its statistic's range (with the n or ε needed)."""
     rng_ = statistic_range(statistic, n=n, bounds=bounds)
     if est_stderr is None or rng_ is None or not math.isfinite(float(est_stderr)):

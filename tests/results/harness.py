@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -25,10 +25,10 @@ class Case:
     model: str
     n: int
     epsilon: float
-    run: Callable[[int], privstats.Estimate]      # seed -> Estimate
+    run: Callable[[int], privstats.Estimate]  # seed -> Estimate
     exact: float | np.ndarray
     predicted: float
-    pick: Callable[[privstats.Estimate], np.ndarray] | None = None   # value compared (default: unbiased)
+    pick: Callable[[privstats.Estimate], np.ndarray] | None = None  # value compared (default: unbiased)
 
 
 def _unbiased(est) -> np.ndarray:
@@ -38,13 +38,20 @@ def _unbiased(est) -> np.ndarray:
 def auc_case(model: str, n: int, epsilon: float, seed: int = 0) -> Case:
     g = np.random.default_rng(seed)
     y = np.r_[np.ones(n // 2, int), np.zeros(n - n // 2, int)]
-    s = g.random(n)                                   # uniform scores: the planner's public assumption
+    s = g.random(n)  # uniform scores: the planner's public assumption
     pos, neg = s[y == 1], s[y == 0]
     exact = float(np.mean(pos[:, None] > neg[None, :])) if n <= 4000 else _auc_exact(pos, neg)
     opt = privstats.plan("auc", n=n, epsilon=epsilon, bounds=(0, 1), model=model, warn=False).best
     kw = {"method": "quantized"} if opt.protocol == "ustat-quantized" else {}
-    return Case("auc", model, n, epsilon, lambda r: privstats.auc(y, s, epsilon=epsilon, model=model, rng=r, **kw),
-                exact, opt.stderr)
+    return Case(
+        "auc",
+        model,
+        n,
+        epsilon,
+        lambda r: privstats.auc(y, s, epsilon=epsilon, model=model, rng=r, **kw),
+        exact,
+        opt.stderr,
+    )
 
 
 def _auc_exact(pos, neg) -> float:
@@ -58,12 +65,18 @@ def tau_case(model: str, n: int, epsilon: float, seed: int = 0) -> Case:
     from scipy.stats import kendalltau
 
     g = np.random.default_rng(seed)
-    x, z = g.random(n), g.random(n)                   # independent: tau ≈ 0, the planner's assumption
+    x, z = g.random(n), g.random(n)  # independent: tau ≈ 0, the planner's assumption
     exact = float(kendalltau(x, z).statistic)
     opt = privstats.plan("kendall_tau", n=n, epsilon=epsilon, model=model, warn=False).best
-    return Case("kendall_tau", model, n, epsilon,
-                lambda r: privstats.kendall_tau(x, z, epsilon=epsilon, model=model, bounds=(0, 1), rng=r),
-                exact, opt.stderr)
+    return Case(
+        "kendall_tau",
+        model,
+        n,
+        epsilon,
+        lambda r: privstats.kendall_tau(x, z, epsilon=epsilon, model=model, bounds=(0, 1), rng=r),
+        exact,
+        opt.stderr,
+    )
 
 
 def gmd_case(model: str, n: int, epsilon: float, seed: int = 0) -> Case:
@@ -71,22 +84,39 @@ def gmd_case(model: str, n: int, epsilon: float, seed: int = 0) -> Case:
     x = g.random(n)
     xs = np.sort(x)
     exact = float(np.sum(xs * (2 * np.arange(n) - n + 1)) / (n * (n - 1) / 2))
-    opt = privstats.plan("gini_mean_difference", n=n, epsilon=epsilon, bounds=(0, 1), model=model, warn=False).best
-    return Case("gini_mean_difference", model, n, epsilon,
-                lambda r: privstats.gini_mean_difference(x, epsilon=epsilon, bounds=(0, 1), model=model, rng=r),
-                exact, opt.stderr)
+    opt = privstats.plan(
+        "gini_mean_difference", n=n, epsilon=epsilon, bounds=(0, 1), model=model, warn=False
+    ).best
+    return Case(
+        "gini_mean_difference",
+        model,
+        n,
+        epsilon,
+        lambda r: privstats.gini_mean_difference(x, epsilon=epsilon, bounds=(0, 1), model=model, rng=r),
+        exact,
+        opt.stderr,
+    )
 
 
 def freq_case(model: str, n: int, epsilon: float, seed: int = 0, delta: float = 0.0) -> Case:
     d = 16
     g = np.random.default_rng(seed)
-    x = g.integers(0, d // 2, n)                      # the upper half of the domain is empty
+    x = g.integers(0, d // 2, n)  # the upper half of the domain is empty
     exact = np.bincount(x, minlength=d).astype(float)
-    opt = privstats.plan("frequencies", n=n, epsilon=epsilon, delta=delta, domain=d, model=model, warn=False).best
+    opt = privstats.plan(
+        "frequencies", n=n, epsilon=epsilon, delta=delta, domain=d, model=model, warn=False
+    ).best
     kw = {"delta": delta} if model == "shuffle" else {}
-    return Case("frequencies", model, n, epsilon,
-                lambda r: privstats.frequencies(x, domain=d, epsilon=epsilon, model=model, rng=r, **kw),
-                exact[d // 2:], opt.stderr, pick=lambda e: _unbiased(e)[d // 2:])
+    return Case(
+        "frequencies",
+        model,
+        n,
+        epsilon,
+        lambda r: privstats.frequencies(x, domain=d, epsilon=epsilon, model=model, rng=r, **kw),
+        exact[d // 2 :],
+        opt.stderr,
+        pick=lambda e: _unbiased(e)[d // 2 :],
+    )
 
 
 def ecdf_case(model: str, n: int, epsilon: float, seed: int = 0) -> Case:
@@ -96,23 +126,44 @@ def ecdf_case(model: str, n: int, epsilon: float, seed: int = 0) -> Case:
     t = np.arange(1, grid + 1) / grid
     exact = np.searchsorted(np.sort(x), t, side="right") / n
     opt = privstats.plan("ecdf", n=n, epsilon=epsilon, bounds=(0, 1), grid=grid, model=model, warn=False).best
-    return Case("ecdf", model, n, epsilon,
-                lambda r: privstats.ecdf(x, epsilon=epsilon, bounds=(0, 1), grid=grid, model=model, rng=r).estimate,
-                exact, opt.stderr, pick=lambda e: np.asarray(e.details["raw"], dtype=float))
+    return Case(
+        "ecdf",
+        model,
+        n,
+        epsilon,
+        lambda r: privstats.ecdf(x, epsilon=epsilon, bounds=(0, 1), grid=grid, model=model, rng=r).estimate,
+        exact,
+        opt.stderr,
+        pick=lambda e: np.asarray(e.details["raw"], dtype=float),
+    )
 
 
 def quantile_case(model: str, n: int, epsilon: float, seed: int = 0) -> Case:
     g = np.random.default_rng(seed)
     x = g.random(n)
-    exact = np.array([np.sort(x)[int(math.ceil(0.5 * n)) - 1]])
-    opt = privstats.plan("quantiles", n=n, epsilon=epsilon, bounds=(0, 1), q=[0.5], model=model, warn=False).best
-    return Case("quantiles", model, n, epsilon,
-                lambda r: privstats.quantiles(x, [0.5], epsilon=epsilon, bounds=(0, 1), model=model, rng=r),
-                exact, opt.stderr)
+    exact = np.array([np.sort(x)[math.ceil(0.5 * n) - 1]])
+    opt = privstats.plan(
+        "quantiles", n=n, epsilon=epsilon, bounds=(0, 1), q=[0.5], model=model, warn=False
+    ).best
+    return Case(
+        "quantiles",
+        model,
+        n,
+        epsilon,
+        lambda r: privstats.quantiles(x, [0.5], epsilon=epsilon, bounds=(0, 1), model=model, rng=r),
+        exact,
+        opt.stderr,
+    )
 
 
-BUILDERS = {"auc": auc_case, "kendall_tau": tau_case, "gini_mean_difference": gmd_case,
-            "frequencies": freq_case, "ecdf": ecdf_case, "quantiles": quantile_case}
+BUILDERS = {
+    "auc": auc_case,
+    "kendall_tau": tau_case,
+    "gini_mean_difference": gmd_case,
+    "frequencies": freq_case,
+    "ecdf": ecdf_case,
+    "quantiles": quantile_case,
+}
 
 
 def measure_rmse(case: Case, reps: int) -> float:

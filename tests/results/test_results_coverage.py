@@ -15,7 +15,7 @@ import pytest
 from privstats.estimate import Estimate, laplace_normal_halfwidth
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from harness import BUILDERS, coverage  # noqa: E402
+from harness import BUILDERS, coverage
 
 
 def test_laplace_normal_halfwidth_is_the_exact_quantile():
@@ -36,11 +36,13 @@ def test_central_coverage_400_seeds(statistic):
     assert 0.93 <= c <= 0.97, (statistic, c)
 
 
-FULL = [("auc", m) for m in ("central", "secure", "local")] + \
-       [("kendall_tau", m) for m in ("central", "secure", "local")] + \
-       [("gini_mean_difference", m) for m in ("central", "secure", "local")] + \
-       [("frequencies", m) for m in ("central", "local")] + \
-       [("quantiles", m) for m in ("central", "secure", "local")]
+FULL = (
+    [("auc", m) for m in ("central", "secure", "local")]
+    + [("kendall_tau", m) for m in ("central", "secure", "local")]
+    + [("gini_mean_difference", m) for m in ("central", "secure", "local")]
+    + [("frequencies", m) for m in ("central", "local")]
+    + [("quantiles", m) for m in ("central", "secure", "local")]
+)
 
 
 @pytest.mark.slow

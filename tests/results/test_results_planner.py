@@ -19,10 +19,16 @@ import privstats
 from privstats.plan import UselessResultWarning
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from harness import BUILDERS, measure_rmse  # noqa: E402
+from harness import BUILDERS, measure_rmse
 
-FAST = [("auc", "central", 300), ("kendall_tau", "central", 300), ("frequencies", "central", 300),
-        ("frequencies", "local", 100), ("ecdf", "central", 100), ("gini_mean_difference", "local", 60)]
+FAST = [
+    ("auc", "central", 300),
+    ("kendall_tau", "central", 300),
+    ("frequencies", "central", 300),
+    ("frequencies", "local", 100),
+    ("ecdf", "central", 100),
+    ("gini_mean_difference", "local", 60),
+]
 
 
 @pytest.mark.parametrize("statistic,model,reps", FAST)
@@ -33,12 +39,14 @@ def test_predicted_stderr_matches_measured_rmse(statistic, model, reps, n):
     assert 0.8 <= ratio <= 1.25, (statistic, model, n, ratio)
 
 
-FULL = [("auc", m) for m in ("central", "secure", "local")] + \
-       [("kendall_tau", m) for m in ("central", "secure", "local")] + \
-       [("gini_mean_difference", m) for m in ("central", "secure", "local")] + \
-       [("frequencies", m) for m in ("central", "local")] + \
-       [("ecdf", m) for m in ("central", "secure", "local")] + \
-       [("quantiles", m) for m in ("central", "secure", "local")]
+FULL = (
+    [("auc", m) for m in ("central", "secure", "local")]
+    + [("kendall_tau", m) for m in ("central", "secure", "local")]
+    + [("gini_mean_difference", m) for m in ("central", "secure", "local")]
+    + [("frequencies", m) for m in ("central", "local")]
+    + [("ecdf", m) for m in ("central", "secure", "local")]
+    + [("quantiles", m) for m in ("central", "secure", "local")]
+)
 
 
 @pytest.mark.slow
@@ -66,7 +74,9 @@ def test_plan_lists_every_model_sorted_with_costs():
     assert all(o.bits_per_user > 0 and o.trust == "nobody" for o in local)
     # shuffle-model protocols appear only when delta is given (δ is never invented)
     assert "shuffle" not in {o.model for o in privstats.plan("frequencies", n=10**5, epsilon=1.0, domain=64)}
-    assert "shuffle" in {o.model for o in privstats.plan("frequencies", n=10**5, epsilon=1.0, delta=1e-7, domain=64)}
+    assert "shuffle" in {
+        o.model for o in privstats.plan("frequencies", n=10**5, epsilon=1.0, delta=1e-7, domain=64)
+    }
     with pytest.raises(ValueError, match="hosmer_lemeshow supports model in"):
         privstats.plan("hosmer_lemeshow", n=1000, epsilon=1.0, model="local")
     with pytest.raises(ValueError, match="n must be"):
@@ -88,12 +98,13 @@ def test_useless_result_warns_with_the_needed_n_or_epsilon():
         privstats.kendall_tau(np.arange(50.0), np.arange(50.0), epsilon=0.01, rng=0)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UselessResultWarning)
-        privstats.plan("kendall_tau", n=10**5, epsilon=1.0)           # a useful plan: no warning
+        privstats.plan("kendall_tau", n=10**5, epsilon=1.0)  # a useful plan: no warning
 
 
 def test_plan_cli_table_and_json():
-    run = lambda *a: subprocess.run([sys.executable, "-m", "privstats", "plan", *a],  # noqa: E731
-                                    capture_output=True, text=True, timeout=120)
+    run = lambda *a: subprocess.run(
+        [sys.executable, "-m", "privstats", "plan", *a], capture_output=True, text=True, timeout=120
+    )
     out = run("auc", "--n", "1e5", "--epsilon", "1", "--bounds", "0", "1")
     assert out.returncode == 0 and out.stdout.splitlines()[0].split()[:2] == ["model", "protocol"]
     assert {"central", "secure", "local"} <= {line.split()[0] for line in out.stdout.splitlines()[2:]}
@@ -101,5 +112,7 @@ def test_plan_cli_table_and_json():
     assert bad.returncode == 2 and "ecdf supports model in" in bad.stderr and "Traceback" not in bad.stderr
     import json
 
-    rows = json.loads(run("frequencies", "--n", "1000", "--epsilon", "1", "--domain-size", "8", "--json").stdout)
+    rows = json.loads(
+        run("frequencies", "--n", "1000", "--epsilon", "1", "--domain-size", "8", "--json").stdout
+    )
     assert math.isfinite(rows["options"][0]["stderr"])
