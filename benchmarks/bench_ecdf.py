@@ -46,8 +46,13 @@ def opendp_cdf(x, N, eps, d_in):
 
     dp.enable_features("contrib")
     b = dp.t.choose_branching_factor(N)
-    hist = dp.t.make_count_by_categories(dp.vector_domain(dp.atom_domain(T=int)), dp.symmetric_distance(),
-                                         categories=list(range(N - 1)), null_category=True, MO=dp.L1Distance[int])
+    hist = dp.t.make_count_by_categories(
+        dp.vector_domain(dp.atom_domain(T=int)),
+        dp.symmetric_distance(),
+        categories=list(range(N - 1)),
+        null_category=True,
+        MO=dp.L1Distance[int],
+    )
     tree = hist >> dp.t.then_b_ary_tree(leaf_count=N, branching_factor=b)
     meas = dp.binary_search_chain(lambda s: tree >> dp.m.then_laplace(s), d_in=d_in, d_out=eps)
     cons, cdf = dp.t.make_consistent_b_ary_tree(branching_factor=b), dp.t.make_cdf()
@@ -79,8 +84,12 @@ def diffprivlib_python(venv: str) -> str | None:
         return py
     try:
         subprocess.run([sys.executable, "-m", "venv", venv], check=True, capture_output=True)
-        subprocess.run([py, "-m", "pip", "install", "-q", *DIFFPRIVLIB_PINS], check=True, capture_output=True,
-                       timeout=900)
+        subprocess.run(
+            [py, "-m", "pip", "install", "-q", *DIFFPRIVLIB_PINS],
+            check=True,
+            capture_output=True,
+            timeout=900,
+        )
     except (subprocess.SubprocessError, OSError) as e:
         print(f"  (could not create the diffprivlib virtualenv: {e})")
         return None
@@ -94,8 +103,12 @@ def diffprivlib_quantiles(x, qs, runs, venv):
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "beta.npy")
         np.save(path, x)
-        out = subprocess.run([py, "-c", DIFFPRIVLIB_RUNNER, path, json.dumps(list(qs)), str(runs)],
-                             capture_output=True, text=True, timeout=1800)
+        out = subprocess.run(
+            [py, "-c", DIFFPRIVLIB_RUNNER, path, json.dumps(list(qs)), str(runs)],
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
     if out.returncode != 0:
         print("  (diffprivlib run failed: " + out.stderr.strip().splitlines()[-1] + ")")
         return None
@@ -109,10 +122,16 @@ def opendp_quantiles(x, qs, epsilon, candidates=4097):
     dp.enable_features("contrib")
     dom = dp.vector_domain(dp.atom_domain(bounds=(0.0, 1.0), nan=False), size=x.size)
     cands = np.linspace(0, 1, candidates).tolist()
-    meas = [dp.binary_search_chain(
-        lambda s, q=q: dp.m.make_private_quantile(dom, dp.symmetric_distance(), dp.max_divergence(),
-                                                  candidates=cands, alpha=q, scale=s),
-        d_in=2, d_out=epsilon / len(qs)) for q in qs]
+    meas = [
+        dp.binary_search_chain(
+            lambda s, q=q: dp.m.make_private_quantile(
+                dom, dp.symmetric_distance(), dp.max_divergence(), candidates=cands, alpha=q, scale=s
+            ),
+            d_in=2,
+            d_out=epsilon / len(qs),
+        )
+        for q in qs
+    ]
     assert abs(sum(m.map(2) for m in meas) - epsilon) < 1e-6 * epsilon
     return meas
 
@@ -120,11 +139,14 @@ def opendp_quantiles(x, qs, epsilon, candidates=4097):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--venv", default=os.path.join(tempfile.gettempdir(), "privstats-bench-diffprivlib"),
-                    help="virtualenv for diffprivlib (created on first use)")
+    ap.add_argument(
+        "--venv",
+        default=os.path.join(tempfile.gettempdir(), "privstats-bench-diffprivlib"),
+        help="virtualenv for diffprivlib (created on first use)",
+    )
     args = ap.parse_args(argv)
     rng = np.random.default_rng(0)
-    N = 2 ** 15
+    N = 2**15
     cnt = rng.poisson(3, N)
     x = np.repeat(np.arange(N), cnt)
     F = np.cumsum(cnt) / x.size
@@ -135,8 +157,9 @@ def main(argv=None) -> int:
             ours_err, ours_t, ref_err, ref_t = [], [], [], []
             for r in range(args.runs):
                 t = time.perf_counter()
-                res = privstats.ecdf(x, epsilon=eps, bounds=(0, N - 1), grid=N, smoothing="none", neighbours=nb,
-                                     rng=r)
+                res = privstats.ecdf(
+                    x, epsilon=eps, bounds=(0, N - 1), grid=N, smoothing="none", neighbours=nb, rng=r
+                )
                 ours_t.append(time.perf_counter() - t)
                 ours_err.append(((res.probabilities - F) ** 2).sum())
                 try:
@@ -146,26 +169,32 @@ def main(argv=None) -> int:
                     ref_err.append(((out - F) ** 2).sum())
                 except ImportError:
                     pass
-            line = (f"  eps={eps:<4} {nb:<10} ours {np.mean(ours_err):.4g} ({res.estimate.params['mechanism']}, "
-                    f"b={res.estimate.params['branching']}) in {np.median(ours_t):.3f}s")
+            line = (
+                f"  eps={eps:<4} {nb:<10} ours {np.mean(ours_err):.4g} ({res.estimate.params['mechanism']}, "
+                f"b={res.estimate.params['branching']}) in {np.median(ours_t):.3f}s"
+            )
             if ref_err:
-                line += (f" | OpenDP {np.mean(ref_err):.4g} in {np.median(ref_t):.3f}s | error ratio "
-                         f"{np.mean(ours_err) / np.mean(ref_err):.2f}, time ratio {np.median(ours_t) / np.median(ref_t):.2f}")
+                line += (
+                    f" | OpenDP {np.mean(ref_err):.4g} in {np.median(ref_t):.3f}s | error ratio "
+                    f"{np.mean(ours_err) / np.mean(ref_err):.2f}, time ratio {np.median(ours_t) / np.median(ref_t):.2f}"
+                )
             print(line)
     paper = BinaryTreeMechanism(N, 1.0)
-    print(f"  paper's binary tree (replace, eps=1): exact SSE {paper.count_variance().sum() / x.size ** 2:.4g}")
+    print(f"  paper's binary tree (replace, eps=1): exact SSE {paper.count_variance().sum() / x.size**2:.4g}")
 
     print("Eq. 3 smoothing at N = 2^15 (eps = 1, paper's tree), best of 7, runs interleaved in one process")
     Fh = paper.release(np.cumsum(cnt), rng=1) / x.size
     try:
         t_ours = t_cvx = np.inf
-        for _ in range(7):                      # alternate so both see the same load on a shared machine
+        for _ in range(7):  # alternate so both see the same load on a shared machine
             t, S = _best(lambda: smooth(Fh, "l2"), repeat=1)
             t_ours = min(t_ours, t)
             t, S_ref = _best(lambda: smooth(Fh, "l2", solver="cvxopt"), repeat=1)
             t_cvx = min(t_cvx, t)
-        print(f"  L2: ours {t_ours:.3f}s, cvxopt {t_cvx:.3f}s, speed-up {t_cvx / t_ours:.1f}x, "
-              f"max |difference| {np.abs(S - S_ref).max():.1e}")
+        print(
+            f"  L2: ours {t_ours:.3f}s, cvxopt {t_cvx:.3f}s, speed-up {t_cvx / t_ours:.1f}x, "
+            f"max |difference| {np.abs(S - S_ref).max():.1e}"
+        )
     except ImportError:
         t_ours, S = _best(lambda: smooth(Fh, "l2"), repeat=7)
         print(f"  L2: ours {t_ours:.3f}s (cvxopt not installed)")
@@ -173,12 +202,12 @@ def main(argv=None) -> int:
     t_iso, _ = _best(lambda: smooth(Fh, "isotonic"))
     print(f"  L1 (HiGHS) {t_l1:.3f}s, isotonic {t_iso:.4f}s")
 
-    big = np.random.default_rng(2).uniform(0, 1, 10 ** 7)
+    big = np.random.default_rng(2).uniform(0, 1, 10**7)
     t_sort, _ = _best(lambda: np.sort(big), repeat=2)
     t_ecdf, _ = _best(lambda: privstats.ecdf(big, epsilon=1.0, bounds=(0, 1), rng=0), repeat=2)
     print(f"ECDF of 1e7 values: {t_ecdf:.3f}s vs np.sort {t_sort:.3f}s (ratio {t_ecdf / t_sort:.2f})")
 
-    xb = np.random.default_rng(3).beta(2, 5, 10 ** 5)
+    xb = np.random.default_rng(3).beta(2, 5, 10**5)
     qs = [0.1, 0.25, 0.5, 0.75, 0.9]
     true = np.quantile(xb, qs)
     print("5 quantiles of 1e5 Beta(2,5), eps = 1: MAE (mean ± s.e. over runs), best and median time per call")
@@ -198,14 +227,16 @@ def main(argv=None) -> int:
             vals.append(est.value)
         record(f"ours:{method}" + (f"={est.params['method']}" if method == "auto" else ""), vals, ts)
     vals, ts = [], []
-    for r in range(runs_q):                     # production path: OS CSPRNG (rng=None)
+    for _ in range(runs_q):  # production path: OS CSPRNG (rng=None)
         t = time.perf_counter()
         vals.append(privstats.quantiles(xb, qs, epsilon=1.0, bounds=(0, 1)).value)
         ts.append(time.perf_counter() - t)
     record("ours:auto CSPRNG", vals, ts)
     dpl = diffprivlib_quantiles(xb, qs, runs_q, args.venv)
     if dpl is not None:
-        record(f"diffprivlib {dpl['versions'][0]} (sklearn {dpl['versions'][1]})", dpl["values"], dpl["times"])
+        record(
+            f"diffprivlib {dpl['versions'][0]} (sklearn {dpl['versions'][1]})", dpl["values"], dpl["times"]
+        )
     try:
         meas = opendp_quantiles(xb, qs, 1.0)
         data = xb.tolist()
@@ -219,8 +250,11 @@ def main(argv=None) -> int:
         print("  (OpenDP not installed)")
     base = next((v for k, v in rows.items() if k.startswith("diffprivlib")), None)
     for k, (e, se, tb, tm) in rows.items():
-        extra = (f" | MAE ratio {e / base[0]:.2f}, speed-up {base[2] / tb:.1f}x (best) {base[3] / tm:.1f}x (median)"
-                 if base and not k.startswith("diffprivlib") else "")
+        extra = (
+            f" | MAE ratio {e / base[0]:.2f}, speed-up {base[2] / tb:.1f}x (best) {base[3] / tm:.1f}x (median)"
+            if base and not k.startswith("diffprivlib")
+            else ""
+        )
         print(f"  {k:<46} MAE {e:.3g} ± {se:.2g} in {tb:.4f}s / {tm:.4f}s{extra}")
     return 0
 

@@ -52,7 +52,9 @@ def step_pyarrow(path: str, chunk_size: int, repeat: int) -> dict:
     for _ in range(repeat):
         t = time.perf_counter()
         rows = 0
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=chunk_size, columns=["value"], use_threads=False):
+        for batch in pq.ParquetFile(path).iter_batches(
+            batch_size=chunk_size, columns=["value"], use_threads=False
+        ):
             batch.column(0).to_numpy()
             rows += batch.num_rows
         best = min(best, time.perf_counter() - t)
@@ -71,8 +73,13 @@ def step_local(path: str, chunk_size: int, repeat: int) -> dict:
         t = time.perf_counter()
         state = aggregate(oracle, path, chunk_size=chunk_size, progress=False)
         best = min(best, time.perf_counter() - t)
-    return {"seconds": best, "rows": state.n, "peak_rss_mib": _peak_rss_mib(), "rss_before_mib": rss_before,
-            "counts_sha": _digest(state.counts)}
+    return {
+        "seconds": best,
+        "rows": state.n,
+        "peak_rss_mib": _peak_rss_mib(),
+        "rss_before_mib": rss_before,
+        "counts_sha": _digest(state.counts),
+    }
 
 
 def step_dask(path: str, chunk_size: int, repeat: int, workers: int) -> dict:
@@ -82,15 +89,24 @@ def step_dask(path: str, chunk_size: int, repeat: int, workers: int) -> dict:
     from privstats.local import GRR
 
     oracle = GRR(D, EPSILON)
-    with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  scheduler_kwargs={"dashboard_address": ":0"}) as cluster, \
-            distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            scheduler_kwargs={"dashboard_address": ":0"},
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         client.run(lambda: __import__("privstats.engine.core") and __import__("pyarrow.parquet"))  # warm up
         best, state, cpu = float("inf"), None, []
         for _ in range(repeat):
             before = client.run(time.process_time)
             t = time.perf_counter()
-            state = aggregate(oracle, path, engine="dask", client=client, chunk_size=chunk_size, progress=False)
+            state = aggregate(
+                oracle, path, engine="dask", client=client, chunk_size=chunk_size, progress=False
+            )
             wall = time.perf_counter() - t
             after = client.run(time.process_time)
             if wall < best:
@@ -128,8 +144,18 @@ def _digest(counts) -> str:
 
 
 def _run_step(args, step: str, **extra) -> dict:
-    cmd = [sys.executable, __file__, "--_step", step, "--_path", str(args.path), "--chunk-size", str(args.chunk_size),
-           "--repeat", str(args.repeat)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--_step",
+        step,
+        "--_path",
+        str(args.path),
+        "--chunk-size",
+        str(args.chunk_size),
+        "--repeat",
+        str(args.repeat),
+    ]
     for k, v in extra.items():
         cmd += [f"--{k}", str(v)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -175,13 +201,17 @@ def main(argv=None) -> int:
     n = int(args.n)
     tmp = Path(tempfile.mkdtemp(prefix="bench_engine_", dir=args.dir))
     args.path = tmp / "grr_reports.parquet"
-    print(f"bench_engine: n={n:,} GRR reports, d={D}, chunk_size={args.chunk_size:,}, best of {args.repeat}; "
-          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (shared: timings are noisy)")
+    print(
+        f"bench_engine: n={n:,} GRR reports, d={D}, chunk_size={args.chunk_size:,}, best of {args.repeat}; "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (shared: timings are noisy)"
+    )
     try:
         t_write = write_file(args.path, n, args.chunk_size, args.seed)
         size = args.path.stat().st_size
-        print(f"write_reports: {t_write:.1f} s ({n / t_write:,.0f} reports/s); file {size / 2**20:,.1f} MiB on disk "
-              f"({8 * size / n:.2f} bits/report)")
+        print(
+            f"write_reports: {t_write:.1f} s ({n / t_write:,.0f} reports/s); file {size / 2**20:,.1f} MiB on disk "
+            f"({8 * size / n:.2f} bits/report)"
+        )
         floor = _run_step(args, "pyarrow")
         local = _run_step(args, "local")
         dask1 = _run_step(args, "dask", workers=1)
@@ -196,19 +226,32 @@ def main(argv=None) -> int:
             print(f"kept {args.path}")
     assert local["rows"] == dask1["rows"] == dask2["rows"] == n
     same = local["counts_sha"] == dask1["counts_sha"] == dask2["counts_sha"]
-    rate = {k: n / v["seconds"] for k, v in [("pyarrow", floor), ("local", local), ("dask1", dask1), ("dask2", dask2)]}
+    rate = {
+        k: n / v["seconds"]
+        for k, v in [("pyarrow", floor), ("local", local), ("dask1", dask1), ("dask2", dask2)]
+    }
     print(f"{'path':<28}{'seconds':>9}{'reports/s':>16}{'x pyarrow floor':>17}")
-    for label, key, res in [("pyarrow iter_batches (floor)", "pyarrow", floor), ("engine local", "local", local),
-                            ("engine dask, 1 worker", "dask1", dask1), ("engine dask, 2 workers", "dask2", dask2)]:
+    for label, key, res in [
+        ("pyarrow iter_batches (floor)", "pyarrow", floor),
+        ("engine local", "local", local),
+        ("engine dask, 1 worker", "dask1", dask1),
+        ("engine dask, 2 workers", "dask2", dask2),
+    ]:
         print(f"{label:<28}{res['seconds']:>9.2f}{rate[key]:>16,.0f}{rate[key] / rate['pyarrow']:>17.2f}")
-    print(f"local engine peak RSS {local['peak_rss_mib']:,.0f} MiB (process after imports: "
-          f"{local['rss_before_mib']:,.0f} MiB; pyarrow-only reader peak {floor['peak_rss_mib']:,.0f} MiB); "
-          f"target < 1024 MiB: {'met' if local['peak_rss_mib'] < 1024 else 'NOT met'}")
-    print(f"dask 2 workers / 1 worker: {rate['dask2'] / rate['dask1']:.2f}x (target >= 1.6); the same numpy job "
-          f"in 2 processes vs 1 during this run: {machine:.2f}x (how much parallelism the shared machine offered)")
+    print(
+        f"local engine peak RSS {local['peak_rss_mib']:,.0f} MiB (process after imports: "
+        f"{local['rss_before_mib']:,.0f} MiB; pyarrow-only reader peak {floor['peak_rss_mib']:,.0f} MiB); "
+        f"target < 1024 MiB: {'met' if local['peak_rss_mib'] < 1024 else 'NOT met'}"
+    )
+    print(
+        f"dask 2 workers / 1 worker: {rate['dask2'] / rate['dask1']:.2f}x (target >= 1.6); the same numpy job "
+        f"in 2 processes vs 1 during this run: {machine:.2f}x (how much parallelism the shared machine offered)"
+    )
     cpu1, cpu2 = dask1["worker_cpu"], dask2["worker_cpu"]
-    print(f"worker CPU seconds: 1 worker {sum(cpu1):.2f}; 2 workers {' + '.join(f'{c:.2f}' for c in cpu2)}; "
-          f"if each worker had a core of its own: 2w/1w ~ {sum(cpu1) / max(cpu2):.2f}x (projection, not measured)")
+    print(
+        f"worker CPU seconds: 1 worker {sum(cpu1):.2f}; 2 workers {' + '.join(f'{c:.2f}' for c in cpu2)}; "
+        f"if each worker had a core of its own: 2w/1w ~ {sum(cpu1) / max(cpu2):.2f}x (projection, not measured)"
+    )
     print(f"local and dask states identical (sha256 of counts): {same}")
     return 0
 

@@ -68,10 +68,13 @@ def load_pure_ldp():
         sys.modules.setdefault("statsmodels.api", stub.api)
     try:
         from pure_ldp.frequency_oracles.direct_encoding import DEClient, DEServer
-        from pure_ldp.frequency_oracles.hadamard_response import HadamardResponseClient, HadamardResponseServer
+        from pure_ldp.frequency_oracles.hadamard_response import (
+            HadamardResponseClient,
+            HadamardResponseServer,
+        )
         from pure_ldp.frequency_oracles.local_hashing import LHClient, LHServer
         from pure_ldp.frequency_oracles.unary_encoding import UEClient, UEServer
-    except Exception as exc:  # noqa: BLE001 - optional dependency, report why
+    except Exception as exc:
         print(f"pure-LDP not available ({type(exc).__name__}: {exc}); ratios to it are omitted")
         return None
 
@@ -145,15 +148,31 @@ def main(argv=None) -> int:
         t_enc = best_time(lambda: oracle.encode_batch(values[:n_enc]), repeat=2)
         ratio = mse_ratio(oracle, counts, reps if name != "hr" else max(10, reps // 2), seed=13)
         pure_rate = pure_ldp_rate(pure, name, pure_n[name]) if pure else float("nan")
-        rows.append((name, n, rate, rate / base_rate, rate / pure_rate, n_srv / t_srv, n_srv / t_srv / pure_rate,
-                     n_enc / t_enc, ratio, pure_rate))
+        rows.append(
+            (
+                name,
+                n,
+                rate,
+                rate / base_rate,
+                rate / pure_rate,
+                n_srv / t_srv,
+                n_srv / t_srv / pure_rate,
+                n_enc / t_enc,
+                ratio,
+                pure_rate,
+            )
+        )
 
-    print("| oracle | n | simulate+estimate users/s | vs plain numpy GRR | vs pure-LDP | server encode→aggregate "
-          "users/s | server vs pure-LDP | client encode (CSPRNG) users/s | MSE/exact | pure-LDP users/s |")
+    print(
+        "| oracle | n | simulate+estimate users/s | vs plain numpy GRR | vs pure-LDP | server encode→aggregate "
+        "users/s | server vs pure-LDP | client encode (CSPRNG) users/s | MSE/exact | pure-LDP users/s |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r[0]} | {r[1]:.0e} | {r[2]:.3g} | {r[3]:.2f}x | {r[4]:.0f}x | {r[5]:.3g} | {r[6]:.0f}x | "
-              f"{r[7]:.3g} | {r[8]:.3f} | {r[9]:.3g} |")
+        print(
+            f"| {r[0]} | {r[1]:.0e} | {r[2]:.3g} | {r[3]:.2f}x | {r[4]:.0f}x | {r[5]:.3g} | {r[6]:.0f}x | "
+            f"{r[7]:.3g} | {r[8]:.3f} | {r[9]:.3g} |"
+        )
 
     # n = 10^7 in bounded memory: GRR from the histogram, HR drawing per user in chunks
     big = zipf_counts(10**7, seed=21)
@@ -166,7 +185,9 @@ def main(argv=None) -> int:
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         err = np.max(np.abs(est.value - big) / est.stderr)
-        print(f"n=1e7 {name}: {dt:.2f} s, peak traced memory {peak / 2**20:.1f} MiB, max |error|/stderr {err:.2f}")
+        print(
+            f"n=1e7 {name}: {dt:.2f} s, peak traced memory {peak / 2**20:.1f} MiB, max |error|/stderr {err:.2f}"
+        )
     return 0
 
 

@@ -90,11 +90,13 @@ def part1(n_reports: int, grid: int) -> dict:
         f"client: shares + proof {t_share * per:8.1f} us/report, HPKE seal x2 {t_seal * per:8.1f} us/report"
     )
     print(
-        f"leader: HPKE open {t_open_l * per:7.1f}  decode {t_dec_l * per:6.1f}  verify {(t_prep_l + t_chk_l) * per:6.1f}"
+        f"leader: HPKE open {t_open_l * per:7.1f}  decode {t_dec_l * per:6.1f}  "
+        f"verify {(t_prep_l + t_chk_l) * per:6.1f}"
         f"  aggregate {t_add_l * per:5.1f}  = {leader * per:7.1f} us/report -> {n_reports / leader:8.0f} reports/s"
     )
     print(
-        f"helper: HPKE open {t_open_h * per:7.1f}  seeds  {t_dec_h * per:6.1f}  verify {(t_prep_h + t_chk_h) * per:6.1f}"
+        f"helper: HPKE open {t_open_h * per:7.1f}  seeds  {t_dec_h * per:6.1f}  "
+        f"verify {(t_prep_h + t_chk_h) * per:6.1f}"
         f"  aggregate {t_add_h * per:5.1f}  = {helper * per:7.1f} us/report -> {n_reports / helper:8.0f} reports/s"
     )
     share = {

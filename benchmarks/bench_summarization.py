@@ -38,19 +38,26 @@ def main(argv=None) -> int:
     greedy = privstats.summarize(owners, target, size=greedy_rounds, method="greedy", **kw)
     t_greedy = time.perf_counter() - t0
 
-    for label, extra in (("gaussian (default)", {}), ("gaussian, release every round", {"release_every": 1}),
-                         ("mwem (paper)", {"sketch": "mwem"})):
+    for label, extra in (
+        ("gaussian (default)", {}),
+        ("gaussian, release every round", {"release_every": 1}),
+        ("mwem (paper)", {"sketch": "mwem"}),
+    ):
         t0 = time.perf_counter()
         res = privstats.summarize(owners, target, size=args.size, epsilon=1.0, delta=1e-5, **kw, **extra)
         wall = time.perf_counter() - t0
         tm = res.timings
-        print(f"private summary, {label}: {args.size} points from {args.owners} owners x {args.points}, "
-              f"d={args.features}")
+        print(
+            f"private summary, {label}: {args.size} points from {args.owners} owners x {args.points}, "
+            f"d={args.features}"
+        )
         print(f"  total {wall:.2f} s (target < 30 s)   per round {1e3 * tm['per_round']:.1f} ms")
         for part, name in (("owners", "owners"), ("curator", "curator"), ("mwem", "sketches")):
             print(f"  {name:8s} {tm[part]:7.2f} s  ({100 * tm[part] / tm['total']:4.1f} %)")
-        print(f"  accessed {res.accessed} source points (+{res.accessed_target} target), "
-              f"{res.accessed / args.size:.2f} per selected point")
+        print(
+            f"  accessed {res.accessed} source points (+{res.accessed_target} target), "
+            f"{res.accessed / args.size:.2f} per selected point"
+        )
         print(f"  privacy: target {res.privacy['target']}, owners {res.privacy['owners']}")
     g_round = greedy.timings["per_round"]
     print(f"non-private greedy ({greedy_rounds} rounds): {t_greedy:.2f} s, per round {1e3 * g_round:.1f} ms")

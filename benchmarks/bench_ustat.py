@@ -42,7 +42,9 @@ def _best(f, repeat):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--scale", type=float, default=1.0, help="multiply every size (e.g. 0.01 for a smoke run)")
+    ap.add_argument(
+        "--scale", type=float, default=1.0, help="multiply every size (e.g. 0.01 for a smoke run)"
+    )
     ap.add_argument("--mpc-only", action="store_true", help="only the SPU two-party section")
     args = ap.parse_args(argv)
     if args.mpc_only:
@@ -61,29 +63,40 @@ def main(argv=None) -> int:
     y = np.r_[np.ones(n, dtype=np.int8), np.zeros(n, dtype=np.int8)]
     s = np.r_[g.beta(3, 2, n), g.beta(2, 3, n)]
     t_sk, auc_sk = _best(lambda: roc_auc_score(y, s), args.repeat)
-    t_b, est = _best(lambda: privstats.auc(y, s, epsilon=1.0, method="tree", domain_size=2**16, rng=1), args.repeat)
-    print(f"Protocol B AUC, {2 * n:,} scores, d=2^16: {t_b:.3f} s vs roc_auc_score {t_sk:.3f} s "
-          f"-> ratio {t_b / t_sk:.2f} (target <= 3); AUC {est.value:.4f} ± {est.stderr:.4f} vs {auc_sk:.4f}, "
-          f"explored nodes {est.details['explored_nodes']}")
+    t_b, est = _best(
+        lambda: privstats.auc(y, s, epsilon=1.0, method="tree", domain_size=2**16, rng=1), args.repeat
+    )
+    print(
+        f"Protocol B AUC, {2 * n:,} scores, d=2^16: {t_b:.3f} s vs roc_auc_score {t_sk:.3f} s "
+        f"-> ratio {t_b / t_sk:.2f} (target <= 3); AUC {est.value:.4f} ± {est.stderr:.4f} vs {auc_sk:.4f}, "
+        f"explored nodes {est.details['explored_nodes']}"
+    )
 
     n = int(10**7 * args.scale)
     proto = QuantizedUStat(gini_matrix(64), 1.0, "grr")
     reports = proto.encode_batch(g.integers(0, 64, n), g)
     t_bc, _ = _best(lambda: np.bincount(reports["value"], minlength=64), args.repeat)
     t_a, (val, _, _) = _best(lambda: proto.estimate(proto.aggregate(reports)), args.repeat)
-    print(f"Protocol A k=64, {n:,} reports: aggregate+estimate {t_a:.3f} s vs np.bincount {t_bc:.3f} s "
-          f"-> ratio {t_a / t_bc:.2f} (target <= 3); estimate {val:.4f}")
+    print(
+        f"Protocol A k=64, {n:,} reports: aggregate+estimate {t_a:.3f} s vs np.bincount {t_bc:.3f} s "
+        f"-> ratio {t_a / t_bc:.2f} (target <= 3); estimate {val:.4f}"
+    )
 
     k, half = 2**16, int(5 * 10**6 * args.scale)
     proto = QuantizedUStat(AUCOperator(k, "half"), 4.0, "grr")
     rep_pos = proto.encode_batch(np.minimum((g.beta(3, 2, half) * k).astype(np.int64), k - 1), g)
     rep_neg = proto.encode_batch(np.minimum((g.beta(2, 3, half) * k).astype(np.int64), k - 1), g)
-    t_bc, _ = _best(lambda: (np.bincount(rep_pos["value"], minlength=k), np.bincount(rep_neg["value"], minlength=k)),
-                    args.repeat)
-    t_a, (val, var) = _best(lambda: proto.estimate_two_sample(proto.aggregate(rep_pos), proto.aggregate(rep_neg)),
-                            args.repeat)
-    print(f"Protocol A AUC k=2^16 (structured), {2 * half:,} reports: aggregate+estimate {t_a:.3f} s vs np.bincount "
-          f"{t_bc:.3f} s -> ratio {t_a / t_bc:.2f}; AUC {val:.4f} ± {var ** 0.5:.4f}")
+    t_bc, _ = _best(
+        lambda: (np.bincount(rep_pos["value"], minlength=k), np.bincount(rep_neg["value"], minlength=k)),
+        args.repeat,
+    )
+    t_a, (val, var) = _best(
+        lambda: proto.estimate_two_sample(proto.aggregate(rep_pos), proto.aggregate(rep_neg)), args.repeat
+    )
+    print(
+        f"Protocol A AUC k=2^16 (structured), {2 * half:,} reports: aggregate+estimate {t_a:.3f} s vs np.bincount "
+        f"{t_bc:.3f} s -> ratio {t_a / t_bc:.2f}; AUC {val:.4f} ± {var**0.5:.4f}"
+    )
 
     n = int(10**6 * args.scale)
     x = g.random(n)
@@ -96,8 +109,10 @@ def main(argv=None) -> int:
         return pc.estimate(out, pairs, n=n)
 
     t_c, (val, var, _) = _best(pairs_run, args.repeat)
-    print(f"Protocol C P=5, {n:,} users ({5 * (n // 2):,} pairs): {t_c:.3f} s (target < 2 s); "
-          f"GMD {val:.4f} ± {var ** 0.5:.4f} (exact ≈ 1/3)")
+    print(
+        f"Protocol C P=5, {n:,} users ({5 * (n // 2):,} pairs): {t_c:.3f} s (target < 2 s); "
+        f"GMD {val:.4f} ± {var**0.5:.4f} (exact ≈ 1/3)"
+    )
     return _mpc_section(args)
 
 
@@ -107,7 +122,9 @@ def _mpc_section(args) -> int:
     from privstats.ustat.pairs import SimulatedTwoParty
 
     if not spu_available():
-        print("Protocol C / SPU: skipped (spu not importable; run --mpc-only in the mpc virtualenv, see .ci/mpc)")
+        print(
+            "Protocol C / SPU: skipped (spu not importable; run --mpc-only in the mpc virtualenv, see .ci/mpc)"
+        )
         return 0
     import privstats
     from privstats.ustat import central as C
@@ -127,12 +144,15 @@ def _mpc_section(args) -> int:
         real.raw(a[:mm], b[:mm])  # compile + warm
         t_real, _ = _best(lambda: real.compute(a[:mm], b[:mm]), 1)
         ref = real.spec.reference
-        sim = SimulatedTwoParty(lambda u, v: ref(u, v) * real.spec.unit + real.spec.lo,
-                                (real.lo, real.hi), 1.0, mech)
+        sim = SimulatedTwoParty(
+            lambda u, v: ref(u, v) * real.spec.unit + real.spec.lo, (real.lo, real.hi), 1.0, mech
+        )
         t_sim, _ = _best(lambda: sim.compute(a[:mm], b[:mm], rng=None), args.repeat)
-        print(f"Protocol C noisy kernel '{kernel}' ({mech}, {real.plan.n_random} random words/pair), {mm:,} pairs: "
-              f"SPU {mm / t_real:,.0f}/s vs simulated (CSPRNG) {mm / t_sim:,.0f}/s -> ratio {t_real / t_sim:.0f}"
-              + (" (target >= 10k/s)" if kernel == "greater" else ""))
+        print(
+            f"Protocol C noisy kernel '{kernel}' ({mech}, {real.plan.n_random} random words/pair), {mm:,} pairs: "
+            f"SPU {mm / t_real:,.0f}/s vs simulated (CSPRNG) {mm / t_sim:,.0f}/s -> ratio {t_real / t_sim:.0f}"
+            + (" (target >= 10k/s)" if kernel == "greater" else "")
+        )
     sess.close()
     print(f"SPU session setup (2 processes + link + Cheetah OT setup, first 1k-pair job): {t_setup:.1f} s")
 
@@ -147,9 +167,11 @@ def _mpc_section(args) -> int:
         est = privstats.auc(y, sc, epsilon=1.0, model="secure", method="pairs", P=1, ties=ties, backend="spu")
         t_c = time.perf_counter() - t0
         exact = C.exact_auc(sc[y == 1], sc[y == 0], ties)
-        print(f"Protocol C AUC via SPU, n={n:,}, P=1, ties={ties} ({'rr' if ties == 'zero' else 'laplace'}), "
-              f"end to end incl. setup: {t_c:.1f} s (target < 60 s); AUC {est.value:.4f} ± {est.stderr:.4f} "
-              f"vs exact {exact:.4f}")
+        print(
+            f"Protocol C AUC via SPU, n={n:,}, P=1, ties={ties} ({'rr' if ties == 'zero' else 'laplace'}), "
+            f"end to end incl. setup: {t_c:.1f} s (target < 60 s); AUC {est.value:.4f} ± {est.stderr:.4f} "
+            f"vs exact {exact:.4f}"
+        )
     return 0
 
 

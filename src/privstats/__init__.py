@@ -47,8 +47,20 @@ _LAZY = {
 }
 
 # submodules, imported on first attribute access (``privstats.local.GRR``)
-_SUBMODULES = ("local", "shuffle", "secure", "privacy", "engine", "central", "cdf", "ustat", "stats",
-               "summarization", "estimate", "validation")
+_SUBMODULES = (
+    "local",
+    "shuffle",
+    "secure",
+    "privacy",
+    "engine",
+    "central",
+    "cdf",
+    "ustat",
+    "stats",
+    "summarization",
+    "estimate",
+    "validation",
+)
 
 __all__ = ["Estimate", "__version__", "plan", *_LAZY, *_SUBMODULES]
 

@@ -27,7 +27,7 @@ from privstats.validation import check_epsilon
 __all__ = ["add_count_noise", "add_real_noise", "discrete_laplace_variance", "real_noise_scale"]
 
 
-_MAX_SCALE = 1 << 50     # the exact discrete Laplace sampler's limit
+_MAX_SCALE = 1 << 50  # the exact discrete Laplace sampler's limit
 _MAX_GRID_INDEX = 2**51  # |value|/granularity below this: float rounding moves the index by < 1/4
 
 
@@ -37,8 +37,10 @@ def _scale(sensitivity: float, epsilon: float) -> Fraction:
 
 def _check_scale(scale: Fraction, epsilon: float) -> None:
     if scale >= _MAX_SCALE:
-        raise ValueError(f"epsilon={epsilon!r} is too small for this sensitivity: the noise scale "
-                         f"{float(scale):.3g} exceeds 2**50 (the output would be pure noise)")
+        raise ValueError(
+            f"epsilon={epsilon!r} is too small for this sensitivity: the noise scale "
+            f"{float(scale):.3g} exceeds 2**50 (the output would be pure noise)"
+        )
 
 
 def add_count_noise(counts, epsilon: float, *, sensitivity: int = 1, rng: RNGLike = None) -> np.ndarray:
@@ -64,16 +66,20 @@ def real_noise_scale(sensitivity: float, epsilon: float, granularity: float) -> 
     return scale, granularity * math.sqrt(discrete_laplace_variance(float(scale)))
 
 
-def add_real_noise(value, epsilon: float, *, sensitivity: float, granularity: float | None = None,
-                   rng: RNGLike = None) -> tuple[np.ndarray | float, float]:
+def add_real_noise(
+    value, epsilon: float, *, sensitivity: float, granularity: float | None = None, rng: RNGLike = None
+) -> tuple[np.ndarray | float, float]:
     """ε-DP release of a real statistic with the given L1 sensitivity.
 
     Returns ``(noisy_value, noise_std)``.  ``granularity`` defaults to sensitivity/2^20,
     which costs a relative 1e-6 more noise than continuous Laplace.
     """
     epsilon = check_epsilon(epsilon)
-    if isinstance(sensitivity, bool) or not isinstance(sensitivity, (numbers.Real, np.number)) or not (
-            math.isfinite(sensitivity) and sensitivity > 0):
+    if (
+        isinstance(sensitivity, bool)
+        or not isinstance(sensitivity, (numbers.Real, np.number))
+        or not (math.isfinite(sensitivity) and sensitivity > 0)
+    ):
         raise ValueError(f"sensitivity must be a finite number > 0, got {sensitivity!r}")
     sensitivity = float(sensitivity)
     gamma = sensitivity / 2**20 if granularity is None else float(granularity)
@@ -86,8 +92,10 @@ def add_real_noise(value, epsilon: float, *, sensitivity: float, granularity: fl
     _check_scale(scale, epsilon)
     # the grid index must be exact enough for the sensitivity bound (and fit int64): a public limit
     if v.size and np.max(np.abs(v)) / gamma >= _MAX_GRID_INDEX:
-        raise ValueError(f"value is too large for granularity {gamma:.6g}: |value|/granularity must stay "
-                         f"below 2**51 (clip value to public bounds or pass a larger granularity)")
+        raise ValueError(
+            f"value is too large for granularity {gamma:.6g}: |value|/granularity must stay "
+            f"below 2**51 (clip value to public bounds or pass a larger granularity)"
+        )
     k = np.rint(v / gamma).astype(np.int64)
     noise = np.asarray(discrete_laplace(scale, size=v.shape if v.ndim else None, rng=rng), dtype=np.int64)
     out = (k + noise) * gamma

@@ -221,8 +221,8 @@ class Client:
                 f"Client.encode covers the local and shuffle models; a {self.task.model} task "
                 "needs its own client role"
             )
-        ids = os.urandom(16 * len(payloads))
-        return [Report(ids[16 * i : 16 * (i + 1)], p) for i, p in enumerate(payloads)]
+        id_bytes = os.urandom(16 * len(payloads))
+        return [Report(id_bytes[16 * i : 16 * (i + 1)], p) for i, p in enumerate(payloads)]
 
     def upload_body(self, reports: Sequence[Report]) -> bytes:
         """The binary upload body of ``reports`` (see :mod:`privstats.services.wire`)."""
@@ -355,7 +355,9 @@ class Client:
         est = estimate_from_dict(out["estimate"])
         return est
 
-    def collect_secure(self, collection_id: str | None = None, *, q: Any = None, statistic: str | None = None) -> Any:
+    def collect_secure(
+        self, collection_id: str | None = None, *, q: Any = None, statistic: str | None = None
+    ) -> Any:
         """Secure model: collect and open into the full result — a :class:`~privstats.cdf.result.PrivateECDF`
         (ecdf), an Estimate (quantiles at ``q``) or ``(fpr, tpr, thresholds, Estimate)`` (roc).
         ``statistic="quantiles"`` re-reads an ECDF batch; a retried ``collection_id`` returns the same release."""

@@ -183,8 +183,10 @@ class Estimate:
             return f"array(shape={a.shape})" if a.ndim else f"{float(a):.6g}"
 
         se = "None" if self.stderr is None else short(self.stderr)
-        return (f"Estimate(value={short(self.value)}, stderr={se}, guarantee={self.guarantee}, "
-                f"model={self.model!r}, protocol={self.protocol!r}, n={self.n})")
+        return (
+            f"Estimate(value={short(self.value)}, stderr={se}, guarantee={self.guarantee}, "
+            f"model={self.model!r}, protocol={self.protocol!r}, n={self.n})"
+        )
 
 
 def constrain(est: Estimate, lo: float, hi: float, *, postprocess: str = "clip",

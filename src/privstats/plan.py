@@ -150,7 +150,7 @@ class Option:
 
 
 Predictor = Callable[..., "Option | list[Option] | None"]
-_P = TypeVar("_P", bound=Predictor)   # register() returns the predictor unchanged, with its own type
+_P = TypeVar("_P", bound=Predictor)  # register() returns the predictor unchanged, with its own type
 _REGISTRY: dict[str, list[tuple[str, str, Predictor]]] = {}
 
 

@@ -20,24 +20,24 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "check_epsilon",
-    "check_delta",
-    "check_positive_int",
-    "check_domain_size",
-    "check_power_of_two",
-    "check_bounds",
-    "as_float_array",
-    "as_domain_values",
-    "as_binary_labels",
-    "check_same_length",
-    "check_probability",
-    "check_choice",
-    "check_option",
-    "check_real",
-    "check_rng",
-    "check_array",
     "EPSILON_MIN",
     "MAX_CELLS",
+    "as_binary_labels",
+    "as_domain_values",
+    "as_float_array",
+    "check_array",
+    "check_bounds",
+    "check_choice",
+    "check_delta",
+    "check_domain_size",
+    "check_epsilon",
+    "check_option",
+    "check_positive_int",
+    "check_power_of_two",
+    "check_probability",
+    "check_real",
+    "check_rng",
+    "check_same_length",
 ]
 
 EPSILON_MIN = 1e-12
@@ -87,11 +87,19 @@ def check_real(x: Any, name: str, *, finite: bool = True) -> float:
     return v
 
 
-def check_epsilon(epsilon: Any, name: str = "epsilon", *, allow_inf: bool = False,
-                  minimum: float = EPSILON_MIN, model: str | None = None) -> float:
+def check_epsilon(
+    epsilon: Any,
+    name: str = "epsilon",
+    *,
+    allow_inf: bool = False,
+    minimum: float = EPSILON_MIN,
+    model: str | None = None,
+) -> float:
     """A privacy parameter ε in [``minimum``, ∞) (finite unless ``allow_inf``); see :data:`EPSILON_MIN`."""
     if not _is_number(epsilon):
-        raise ValueError(f"{name} must be a finite number > 0, got {type(epsilon).__name__} {_short(epsilon)}")
+        raise ValueError(
+            f"{name} must be a finite number > 0, got {type(epsilon).__name__} {_short(epsilon)}"
+        )
     try:
         v = float(epsilon)
     except (OverflowError, ValueError):
@@ -99,13 +107,17 @@ def check_epsilon(epsilon: Any, name: str = "epsilon", *, allow_inf: bool = Fals
     if math.isnan(v) or v <= 0 or (math.isinf(v) and not allow_inf):
         raise ValueError(f"{name} must be a finite number > 0, got {_short(epsilon)}")
     if v < minimum:
-        raise ValueError(f"{name} must be >= {minimum:g}, got {v:g}: below it the noise exceeds {1 / minimum:.0e} "
-                         "times the sensitivity, so nothing could be estimated, and variances (∝ 1/ε²) "
-                         "overflow towards inf/NaN")
+        raise ValueError(
+            f"{name} must be >= {minimum:g}, got {v:g}: below it the noise exceeds {1 / minimum:.0e} "
+            "times the sensitivity, so nothing could be estimated, and variances (∝ 1/ε²) "
+            "overflow towards inf/NaN"
+        )
     if model in ("local", "shuffle") and v > RANDOMIZER_EPSILON_MAX:
-        raise ValueError(f"{name} must be <= {RANDOMIZER_EPSILON_MAX:g} for model={model!r}, got {v:g}: the "
-                         "randomizers and the shuffle accountant work with e^ε, which overflows a float above "
-                         "ε ≈ 709 (and such an ε protects nothing; use model='central' for noise-free checks)")
+        raise ValueError(
+            f"{name} must be <= {RANDOMIZER_EPSILON_MAX:g} for model={model!r}, got {v:g}: the "
+            "randomizers and the shuffle accountant work with e^ε, which overflows a float above "
+            "ε ≈ 709 (and such an ε protects nothing; use model='central' for noise-free checks)"
+        )
     return v
 
 
@@ -176,15 +188,17 @@ def check_rng(rng: Any, name: str = "rng") -> Any:
         if rng < 0:
             raise ValueError(f"{name} seed must be an integer >= 0, got {_short(rng)}")
         return rng
-    if hasattr(rng, "random") and hasattr(rng, "integers"):          # privstats RandomSource and friends
+    if hasattr(rng, "random") and hasattr(rng, "integers"):  # privstats RandomSource and friends
         return rng
-    raise TypeError(f"{name} must be None, a seed (integer >= 0) or a numpy Generator, got "
-                    f"{type(rng).__name__} {_short(rng)}")
+    raise TypeError(
+        f"{name} must be None, a seed (integer >= 0) or a numpy Generator, got "
+        f"{type(rng).__name__} {_short(rng)}"
+    )
 
 
 def check_domain_size(d: Any, name: str = "domain_size", *, power_of_two: bool = False) -> int:
     """A domain size d >= 2 (optionally a power of two)."""
-    d = check_positive_int(d, name, minimum=2, maximum=MAX_CELLS)   # counts of d cells must fit in memory
+    d = check_positive_int(d, name, minimum=2, maximum=MAX_CELLS)  # counts of d cells must fit in memory
     if power_of_two:
         check_power_of_two(d, name)
     return d
@@ -218,7 +232,7 @@ def check_bounds(bounds: Any, name: str = "bounds") -> tuple[float, float]:
         raise ValueError(f"{name} must be a pair (lo, hi) of finite numbers, got {_short(bounds)}") from None
     if not (math.isfinite(lo) and math.isfinite(hi)) or lo >= hi:
         raise ValueError(f"{name} must be finite with lo < hi, got {_short(bounds)}")
-    if not math.isfinite(hi - lo):          # (-1e308, 1e308): every scaled value and sensitivity overflows
+    if not math.isfinite(hi - lo):  # (-1e308, 1e308): every scaled value and sensitivity overflows
         raise ValueError(f"{name} width hi - lo overflows a float, got {_short(bounds)}")
     return lo, hi
 
@@ -240,7 +254,9 @@ def check_array(x: Any, name: str, *, kind: str = "float", ndim: int | None = 1)
     try:
         raw = np.asarray(obj)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a rectangular array (equal-length rows), got ragged nesting") from None
+        raise ValueError(
+            f"{name} must be a rectangular array (equal-length rows), got ragged nesting"
+        ) from None
     if raw.dtype.kind == "O":
         flat = raw.ravel().tolist() if raw.ndim else [raw.item()]
         if any(v is None for v in flat):
@@ -265,8 +281,9 @@ def check_array(x: Any, name: str, *, kind: str = "float", ndim: int | None = 1)
     return raw.astype(np.float64, copy=False) if kind == "float" else raw
 
 
-def as_float_array(x: Any, name: str, *, bounds: tuple[float, float] | None = None, ndim: int = 1,
-                   allow_empty: bool = False) -> np.ndarray:
+def as_float_array(
+    x: Any, name: str, *, bounds: tuple[float, float] | None = None, ndim: int = 1, allow_empty: bool = False
+) -> np.ndarray:
     """A float array without NaN or infinities, optionally inside ``bounds``.
 
     Accepts anything array-like (lists, numpy, pandas or polars columns); refuses booleans,
@@ -281,11 +298,15 @@ def as_float_array(x: Any, name: str, *, bounds: tuple[float, float] | None = No
     if bounds is not None and arr.size:
         lo, hi = bounds
         if arr.min() < lo or arr.max() > hi:
-            raise ValueError(f"{name} has values outside bounds [{lo}, {hi}]: min {arr.min()}, max {arr.max()}")
+            raise ValueError(
+                f"{name} has values outside bounds [{lo}, {hi}]: min {arr.min()}, max {arr.max()}"
+            )
     return arr
 
 
-def as_domain_values(values: Any, domain_size: int, name: str = "values", *, allow_empty: bool = False) -> np.ndarray:
+def as_domain_values(
+    values: Any, domain_size: int, name: str = "values", *, allow_empty: bool = False
+) -> np.ndarray:
     """Integer items in ``[0, domain_size)`` as an int64 array."""
     raw = check_array(values, name, kind="any", ndim=None)
     if raw.ndim == 0:
@@ -323,7 +344,9 @@ def as_binary_labels(y: Any, name: str = "y_true") -> np.ndarray:
         raise ValueError(f"{name} contains NaN")
     classes = np.unique(arr)
     if classes.size != 2:
-        raise ValueError(f"{name} must contain exactly two classes (both present), got {classes.tolist()[:5]}")
+        raise ValueError(
+            f"{name} must contain exactly two classes (both present), got {classes.tolist()[:5]}"
+        )
     if set(classes.tolist()) not in ({0, 1}, {-1, 1}, {False, True}):
         raise ValueError(f"{name} classes must be {{0, 1}}, {{-1, 1}} or booleans, got {classes.tolist()}")
     return arr == classes[1]

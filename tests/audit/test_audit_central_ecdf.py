@@ -23,6 +23,7 @@ EPS, TRIALS = 1.0, 10_000
 def test_real_noise_audit():
     """Neighbours: statistic 0 vs 1 with sensitivity 1 (the sensitivity is attained).  Output: the noisy value.
     Planned: real 0.85, under-noised 1.78 (best events are the tails {o ≥ t})."""
+
     def run(eps, value, seed):
         return add_real_noise(np.full(TRIALS, value), eps, sensitivity=1.0, rng=seed)[0]
 
@@ -63,7 +64,7 @@ def test_bary_tree_audit(method):
         mech = choose_mechanism(4, eps, "replace", method)
         assert isinstance(mech, BaryTreeMechanism)
         na, nb = mech.statistic(ca), mech.statistic(cb)
-        assert np.abs(na - nb).sum() == mech.sensitivity   # the worst case is attained
+        assert np.abs(na - nb).sum() == mech.sensitivity  # the worst case is attained
 
         def llr(y):
             return (np.abs(y - na) - np.abs(y - nb)).sum(axis=1)
@@ -97,7 +98,9 @@ def test_binary_tree_audit_add_remove():
         def llr(y):
             u, v = (y[:, 0] - ca[0])[:, None], (y[:, 1] - ca[1])[:, None]
             base = -(np.abs(r)[None, :] + np.abs(u - r)) / s
-            return logsumexp(base - np.abs(v - 1 - r) / s, axis=1) - logsumexp(base - np.abs(v - r) / s, axis=1)
+            return logsumexp(base - np.abs(v - 1 - r) / s, axis=1) - logsumexp(
+                base - np.abs(v - r) / s, axis=1
+            )
 
         return epsilon_lower_bound(_releases(mech, ca, seed), _releases(mech, cb, seed + 1), statistic=llr)
 
@@ -132,8 +135,10 @@ def test_exponential_quantile_audit():
 
     def audit(eps, seed):
         g = np.random.default_rng(seed)
-        outs = [np.array([exponential_quantile(x, 0.5, epsilon=eps, bounds=(0, 1), rng=g) for _ in range(TRIALS)])
-                for x in (xa, xb)]
+        outs = [
+            np.array([exponential_quantile(x, 0.5, epsilon=eps, bounds=(0, 1), rng=g) for _ in range(TRIALS)])
+            for x in (xa, xb)
+        ]
         la, lb = _em_log_density(xa, 0.5, eps), _em_log_density(xb, 0.5, eps)
         return epsilon_lower_bound(outs[0], outs[1], statistic=lambda o: la(o) - lb(o))
 

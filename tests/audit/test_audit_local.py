@@ -75,4 +75,3 @@ def test_real_oracle_passes_and_under_noised_fails(name):
     weak = _audit(make, stat, 2 * EPS, seed + 2)  # the same client built with 2ε, as if it claimed ε
     print(f"audit {name}: trials={TRIALS} real={real:.3f} under-noised(2ε)={weak:.3f}")
     assert weak > EPS, f"{name}: audit did not catch the under-noised variant (bound {weak:.3f})"
-

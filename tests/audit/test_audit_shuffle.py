@@ -64,6 +64,8 @@ def test_shuffled_krr_audit():
     weak_proto = ShuffledKRR(K, n=N, epsilon=3 * EPS, delta=DELTA)
     assert weak_proto.gamma < real_proto.gamma
     weak = _audit(weak_proto, 61)
-    print(f"audit shuffle k-RR: trials={TRIALS} gamma={real_proto.gamma:.3f} real={real:.3f} "
-          f"under-noised(gamma for 3ε = {weak_proto.gamma:.3f})={weak:.3f}")
+    print(
+        f"audit shuffle k-RR: trials={TRIALS} gamma={real_proto.gamma:.3f} real={real:.3f} "
+        f"under-noised(gamma for 3ε = {weak_proto.gamma:.3f})={weak:.3f}"
+    )
     assert real <= EPS < weak

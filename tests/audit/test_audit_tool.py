@@ -23,7 +23,9 @@ def test_bound_is_below_the_true_epsilon_and_near_it_with_many_trials():
 
 def test_expected_bound_matches_the_closed_form_limit():
     p = math.exp(2.0) / (1 + math.exp(2.0))
-    assert expected_epsilon_lower_bound([0, 1], [p, 1 - p], [1 - p, p], 10**12) == pytest.approx(2.0, abs=0.01)
+    assert expected_epsilon_lower_bound([0, 1], [p, 1 - p], [1 - p, p], 10**12) == pytest.approx(
+        2.0, abs=0.01
+    )
     # fewer trials: strictly smaller (the confidence interval costs something)
     assert expected_epsilon_lower_bound([0, 1], [p, 1 - p], [1 - p, p], 1000) < 1.9
 

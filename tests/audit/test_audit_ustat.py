@@ -31,7 +31,7 @@ def test_protocol_c_pairs_audit(mechanism):
     Planned: laplace real 0.77 / under-noised 1.66; rr 0.86 / 1.83."""
     proto = PairsProtocol(_kernel, epsilon=EPS, P=P, kernel_range=(0.0, 1.0), mechanism=mechanism)
     pairs = proto.make_pairs(10, rng=0)
-    assert np.count_nonzero(pairs == 0) == P    # user 0 is in exactly P pairs
+    assert np.count_nonzero(pairs == 0) == P  # user 0 is in exactly P pairs
 
     def stat(y):
         return np.clip(2 * y - 1, -1, 1).sum(axis=1) if mechanism == "laplace" else (y > 0.5).sum(axis=1)
@@ -39,7 +39,9 @@ def test_protocol_c_pairs_audit(mechanism):
     def audit(backend, seed):
         g = np.random.default_rng(seed)
         partner = np.zeros(TRIALS * P)
-        outs = [backend.compute(np.full(TRIALS * P, v), partner, rng=g).reshape(TRIALS, P) for v in (0.0, 1.0)]
+        outs = [
+            backend.compute(np.full(TRIALS * P, v), partner, rng=g).reshape(TRIALS, P) for v in (0.0, 1.0)
+        ]
         return epsilon_lower_bound(outs[0], outs[1], statistic=stat)
 
     real = audit(proto.backend, 40)
@@ -51,10 +53,18 @@ def test_protocol_c_pairs_audit(mechanism):
 CENTRAL = {
     # statistic name: (API call on a dataset, dataset A, dataset B) — B replaces one record of A and
     # moves the statistic by exactly the sensitivity the API states (checked)
-    "gini_mean_difference": (lambda x, **kw: privstats.gini_mean_difference(x, bounds=(0, 1), **kw),
-                             lambda x: C.exact_gini_mean_difference(x), [0.0, 0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]),
-    "auc": (lambda s, **kw: privstats.auc([1, 0, 0], s, **kw), lambda s: C.exact_auc(s[:1], s[1:]),
-            [0.0, 0.5, 0.5], [1.0, 0.5, 0.5]),
+    "gini_mean_difference": (
+        lambda x, **kw: privstats.gini_mean_difference(x, bounds=(0, 1), **kw),
+        lambda x: C.exact_gini_mean_difference(x),
+        [0.0, 0.0, 0.0, 0.0],
+        [1.0, 0.0, 0.0, 0.0],
+    ),
+    "auc": (
+        lambda s, **kw: privstats.auc([1, 0, 0], s, **kw),
+        lambda s: C.exact_auc(s[:1], s[1:]),
+        [0.0, 0.5, 0.5],
+        [1.0, 0.5, 0.5],
+    ),
 }
 
 
@@ -68,7 +78,7 @@ def test_central_pairwise_audit(name):
     est = api(np.array(xa), epsilon=EPS, model="central", rng=0)
     sens = est.params["sensitivity"]
     va, vb = exact(np.array(xa)), exact(np.array(xb))
-    assert abs(vb - va) == pytest.approx(sens)           # the worst case is attained
+    assert abs(vb - va) == pytest.approx(sens)  # the worst case is attained
     assert est.stderr == pytest.approx(add_real_noise(va, EPS, sensitivity=sens, rng=0)[1])
 
     def audit(s, seed):

@@ -11,10 +11,9 @@ import pytest
 
 
 def run_cli(*args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "privstats", *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout)
-
-
+    return subprocess.run(
+        [sys.executable, "-m", "privstats", *map(str, args)], capture_output=True, text=True, timeout=timeout
+    )
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +21,7 @@ def table():
     rng = np.random.default_rng(11)
     n = 3000
     item = rng.choice(8, size=n, p=np.array([8, 7, 6, 5, 4, 3, 2, 1]) / 36)
-    other = rng.integers(0, 8, size=n)             # a decoy column with a different distribution
+    other = rng.integers(0, 8, size=n)  # a decoy column with a different distribution
     income = np.round(rng.uniform(0, 100, size=n), 3)
     label = rng.integers(0, 2, size=n)
     score = np.clip(0.5 + 0.25 * (label - 0.5) + rng.normal(0, 0.15, n), 0, 1).round(4)
@@ -57,8 +56,25 @@ def _json(proc):
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
 def test_frequencies_from_file(fmt, table, csv_file, parquet_file):
     path = csv_file if fmt == "csv" else parquet_file
-    out = _json(run_cli("estimate", "frequencies", "--input", path, "--column", "item", "--domain-size", 8,
-                        "--epsilon", 4, "--model", "local", "--seed", 5, "--json"))
+    out = _json(
+        run_cli(
+            "estimate",
+            "frequencies",
+            "--input",
+            path,
+            "--column",
+            "item",
+            "--domain-size",
+            8,
+            "--epsilon",
+            4,
+            "--model",
+            "local",
+            "--seed",
+            5,
+            "--json",
+        )
+    )
     truth = np.bincount(table["item"], minlength=8)
     value, se = np.asarray(out["value"]), np.asarray(out["stderr"])
     assert out["model"] == "local" and out["n"] == truth.sum()
@@ -69,24 +85,79 @@ def test_frequencies_from_file(fmt, table, csv_file, parquet_file):
 
 
 def test_frequencies_of_text_categories(table, csv_file):
-    out = _json(run_cli("estimate", "frequencies", "--input", csv_file, "--column", "city",
-                        "--categories", "paris,lyon,nice", "--epsilon", 3, "--model", "central", "--seed", 1,
-                        "--json"))
+    out = _json(
+        run_cli(
+            "estimate",
+            "frequencies",
+            "--input",
+            csv_file,
+            "--column",
+            "city",
+            "--categories",
+            "paris,lyon,nice",
+            "--epsilon",
+            3,
+            "--model",
+            "central",
+            "--seed",
+            1,
+            "--json",
+        )
+    )
     truth = [np.sum(table["city"] == c) for c in ("paris", "lyon", "nice")]
     assert out["categories"] == ["paris", "lyon", "nice"]
     assert np.all(np.abs(np.asarray(out["value"]) - truth) < 5 * np.asarray(out["stderr"]) + 1e-9)
 
 
 def test_quantiles_parquet_text_output(parquet_file, table):
-    proc = run_cli("estimate", "quantiles", "--input", parquet_file, "--column", "income", "--bounds", 0, 100,
-                   "--epsilon", 1, "--quantiles", 0.5, "--model", "central", "--seed", 3)
+    proc = run_cli(
+        "estimate",
+        "quantiles",
+        "--input",
+        parquet_file,
+        "--column",
+        "income",
+        "--bounds",
+        0,
+        100,
+        "--epsilon",
+        1,
+        "--quantiles",
+        0.5,
+        "--model",
+        "central",
+        "--seed",
+        3,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "guarantee" in proc.stdout and "central" in proc.stdout
 
 
 def test_ecdf_json_evaluates_at_points(csv_file, table):
-    out = _json(run_cli("estimate", "ecdf", "--input", csv_file, "--column", "income", "--bounds", 0, 100,
-                        "--epsilon", 50, "--model", "central", "--at", 25, 50, 75, "--seed", 2, "--json"))
+    out = _json(
+        run_cli(
+            "estimate",
+            "ecdf",
+            "--input",
+            csv_file,
+            "--column",
+            "income",
+            "--bounds",
+            0,
+            100,
+            "--epsilon",
+            50,
+            "--model",
+            "central",
+            "--at",
+            25,
+            50,
+            75,
+            "--seed",
+            2,
+            "--json",
+        )
+    )
     exact = [np.mean(table["income"] <= t) for t in (25, 50, 75)]
     assert out["at"] == [25, 50, 75]
     assert np.allclose(out["cdf"], exact, atol=0.05)
@@ -95,24 +166,57 @@ def test_ecdf_json_evaluates_at_points(csv_file, table):
 def test_auc_with_label_column(csv_file, table):
     from sklearn.metrics import roc_auc_score
 
-    out = _json(run_cli("estimate", "auc", "--input", csv_file, "--column", "score", "--label", "label",
-                        "--bounds", 0, 1, "--epsilon", 20, "--model", "central", "--seed", 4, "--json"))
+    out = _json(
+        run_cli(
+            "estimate",
+            "auc",
+            "--input",
+            csv_file,
+            "--column",
+            "score",
+            "--label",
+            "label",
+            "--bounds",
+            0,
+            1,
+            "--epsilon",
+            20,
+            "--model",
+            "central",
+            "--seed",
+            4,
+            "--json",
+        )
+    )
     assert abs(out["value"] - roc_auc_score(table["label"], table["score"])) < 5 * out["stderr"] + 1e-3
 
 
 ERRORS = [
     # (arguments after the input file, option the message must name, words it must contain)
-    (["gini_mean_difference", "--column", "nope", "--bounds", "0", "100", "--epsilon", "1"], "--column", "nope"),
-    (["gini_mean_difference", "--column", "city", "--bounds", "0", "100", "--epsilon", "1"], "--column",
-     "must be numeric"),
+    (
+        ["gini_mean_difference", "--column", "nope", "--bounds", "0", "100", "--epsilon", "1"],
+        "--column",
+        "nope",
+    ),
+    (
+        ["gini_mean_difference", "--column", "city", "--bounds", "0", "100", "--epsilon", "1"],
+        "--column",
+        "must be numeric",
+    ),
     (["ecdf", "--column", "income", "--epsilon", "1"], "--bounds", "public bounds"),
     (["ecdf", "--column", "income", "--bounds", "5", "1", "--epsilon", "1"], "--bounds", "LO must be < HI"),
     (["auc", "--column", "score", "--bounds", "0", "1", "--epsilon", "1"], "--label", "label"),
-    (["auc", "--column", "score", "--label", "city", "--bounds", "0", "1", "--epsilon", "1"], "--label",
-     "two classes"),
+    (
+        ["auc", "--column", "score", "--label", "city", "--bounds", "0", "1", "--epsilon", "1"],
+        "--label",
+        "two classes",
+    ),
     (["frequencies", "--column", "city", "--epsilon", "1"], "--categories", "text"),
-    (["frequencies", "--column", "city", "--categories", "paris,lyon", "--epsilon", "1"], "--categories",
-     "nice"),
+    (
+        ["frequencies", "--column", "city", "--categories", "paris,lyon", "--epsilon", "1"],
+        "--categories",
+        "nice",
+    ),
     (["frequencies", "--column", "item", "--epsilon", "1"], "--domain-size", "domain size"),
     (["frequencies", "--column", "income", "--domain-size", "8", "--epsilon", "1"], "--column", "integers"),
     (["kendall_tau", "--column", "income", "--bounds", "0", "100", "--epsilon", "1"], "--column", "2 column"),
@@ -157,13 +261,25 @@ def run_main(*args):
 
 
 def test_missing_file_and_parquet_missing_column(parquet_file, tmp_path):
-    code, _, err = run_main("estimate", "ecdf", "--input", tmp_path / "absent.csv", "--column", "x",
-                            "--bounds", 0, 1, "--epsilon", 1)
+    code, _, err = run_main(
+        "estimate",
+        "ecdf",
+        "--input",
+        tmp_path / "absent.csv",
+        "--column",
+        "x",
+        "--bounds",
+        0,
+        1,
+        "--epsilon",
+        1,
+    )
     assert code == 2 and "--input" in err and "not found" in err
-    code, _, err = run_main("estimate", "ecdf", "--input", parquet_file, "--column", "incme", "--bounds", 0, 100,
-                            "--epsilon", 1)
+    code, _, err = run_main(
+        "estimate", "ecdf", "--input", parquet_file, "--column", "incme", "--bounds", 0, 100, "--epsilon", 1
+    )
     assert code == 2 and "--column" in err and "incme" in err
-    assert "income" in err          # the available columns are listed
+    assert "income" in err  # the available columns are listed
 
 
 def test_read_columns_in_process(csv_file, table, tmp_path):
@@ -184,16 +300,46 @@ def test_read_columns_in_process(csv_file, table, tmp_path):
 
 def test_library_errors_are_reported_not_raised(csv_file):
     # income is in [0, 100]; bounds that exclude values must fail cleanly (library ValueError → exit 2)
-    code, out, err = run_main("estimate", "gini_mean_difference", "--input", csv_file, "--column", "income",
-                              "--bounds", 0, 10, "--epsilon", 1, "--model", "central")
+    code, out, err = run_main(
+        "estimate",
+        "gini_mean_difference",
+        "--input",
+        csv_file,
+        "--column",
+        "income",
+        "--bounds",
+        0,
+        10,
+        "--epsilon",
+        1,
+        "--model",
+        "central",
+    )
     assert code == 2 and "invalid input" in err and out == ""
 
 
 def test_kendall_two_columns_in_process(csv_file, table):
     from scipy import stats
 
-    code, out, err = run_main("estimate", "kendall_tau", "--input", csv_file, "--column", "income", "score",
-                              "--bounds", 0, 100, "--epsilon", 5, "--model", "central", "--seed", 8, "--json")
+    code, out, err = run_main(
+        "estimate",
+        "kendall_tau",
+        "--input",
+        csv_file,
+        "--column",
+        "income",
+        "score",
+        "--bounds",
+        0,
+        100,
+        "--epsilon",
+        5,
+        "--model",
+        "central",
+        "--seed",
+        8,
+        "--json",
+    )
     assert code == 0, err
     res = json.loads(out)
     exact = stats.kendalltau(table["income"], table["score"]).statistic
@@ -202,8 +348,26 @@ def test_kendall_two_columns_in_process(csv_file, table):
 
 
 def test_roc_json_curve(csv_file, table):
-    code, out, err = run_main("estimate", "roc", "--input", csv_file, "--column", "score", "--label", "label",
-                              "--bounds", 0, 1, "--epsilon", 50, "--model", "central", "--seed", 9, "--json")
+    code, out, err = run_main(
+        "estimate",
+        "roc",
+        "--input",
+        csv_file,
+        "--column",
+        "score",
+        "--label",
+        "label",
+        "--bounds",
+        0,
+        1,
+        "--epsilon",
+        50,
+        "--model",
+        "central",
+        "--seed",
+        9,
+        "--json",
+    )
     assert code == 0, err
     res = json.loads(out)
     fpr, tpr = np.asarray(res["fpr"]), np.asarray(res["tpr"])
@@ -226,15 +390,43 @@ def test_frequencies_path_on_a_stand_in(csv_file, table, monkeypatch):
         return oracle.estimate(oracle.simulate(values, rng=rng))
 
     monkeypatch.setitem(privstats.__dict__, "frequencies", fake_frequencies)
-    code, out, err = run_main("estimate", "frequencies", "--input", csv_file, "--column", "city",
-                              "--categories", "nice,lyon,paris", "--epsilon", 6, "--model", "local", "--seed", 3,
-                              "--json")
+    code, out, err = run_main(
+        "estimate",
+        "frequencies",
+        "--input",
+        csv_file,
+        "--column",
+        "city",
+        "--categories",
+        "nice,lyon,paris",
+        "--epsilon",
+        6,
+        "--model",
+        "local",
+        "--seed",
+        3,
+        "--json",
+    )
     assert code == 0, err
     res = json.loads(out)
     assert seen == {"domain": 3, "model": "local", "n": len(table["city"])}
     truth = [np.sum(table["city"] == c) for c in ("nice", "lyon", "paris")]
     assert np.all(np.abs(np.asarray(res["value"]) - truth) < 5 * np.asarray(res["stderr"]))
-    code, out, err = run_main("estimate", "frequencies", "--input", csv_file, "--column", "item",
-                              "--domain-size", 8, "--epsilon", 6, "--model", "local", "--seed", 3)
+    code, out, err = run_main(
+        "estimate",
+        "frequencies",
+        "--input",
+        csv_file,
+        "--column",
+        "item",
+        "--domain-size",
+        8,
+        "--epsilon",
+        6,
+        "--model",
+        "local",
+        "--seed",
+        3,
+    )
     assert code == 0, err
     assert seen["domain"] == 8 and "grr" in out and "value" in out

@@ -1,4 +1,8 @@
-"""Every Python example on the documentation site runs (they are what a user copies first)."""
+"""Every Python example on the documentation site runs (they are what a user copies first).
+
+A ```` ```python ```` block is a runnable example; a fragment that cannot run on its own (e.g. one that
+needs the separate MPC virtualenv) is fenced as ```` ```py ````.
+"""
 
 import contextlib
 import io

@@ -9,7 +9,7 @@ from scipy import stats
 
 from privstats import Estimate
 from privstats.local import CountState
-from privstats.privacy import ApproxDP, PureDP, ZCDP, guarantee_from_dict
+from privstats.privacy import ZCDP, ApproxDP, PureDP, guarantee_from_dict
 
 
 def test_ci_uses_normal_quantile():
@@ -32,8 +32,17 @@ def test_ci_errors():
 
 
 def test_estimate_json_round_trip_of_guarantee():
-    e = Estimate(np.arange(3.0), stderr=np.ones(3), guarantee=ApproxDP(1.0, 1e-6), model="shuffle",
-                 protocol="p", params={"k": np.int64(3)}, n=5, messages_per_user=2.0, bits_per_user=40.0)
+    e = Estimate(
+        np.arange(3.0),
+        stderr=np.ones(3),
+        guarantee=ApproxDP(1.0, 1e-6),
+        model="shuffle",
+        protocol="p",
+        params={"k": np.int64(3)},
+        n=5,
+        messages_per_user=2.0,
+        bits_per_user=40.0,
+    )
     d = json.loads(e.to_json())
     assert d["value"] == [0.0, 1.0, 2.0] and d["params"]["k"] == 3
     assert guarantee_from_dict(d["guarantee"]) == ApproxDP(1.0, 1e-6)

@@ -39,7 +39,7 @@ def test_numpy_sensitivity_is_accepted():
 def test_discrete_laplace_variance_accurate_at_large_scale():
     for scale in [1e6, 1e9, 1e12]:
         a = Fraction(math.exp(-1 / scale))
-        one_minus_a = Fraction(-math.expm1(-1 / scale))   # exact 1 − a for this float a up to 1 ulp of 1 − a
+        one_minus_a = Fraction(-math.expm1(-1 / scale))  # exact 1 − a for this float a up to 1 ulp of 1 − a
         exact = 2 * a / one_minus_a**2
         assert discrete_laplace_variance(scale) == pytest.approx(float(exact), rel=1e-9)
         assert discrete_laplace_variance(scale) == pytest.approx(2 * scale**2, rel=1e-6)

@@ -63,9 +63,14 @@ def test_domain_values():
     data = [0, 3, 3, 1]
     out = v.as_domain_values(data, 4)
     assert out.dtype == np.int64 and data == [0, 3, 3, 1]
-    for bad, msg in [([0, 4], r"values must be in \[0, 4\)"), ([-1], r"values must be in"),
-                     ([0.5], "non-integer"), ([np.nan], "NaN"), ([], "must not be empty"),
-                     ([[0, 1]], "1-dimensional")]:
+    for bad, msg in [
+        ([0, 4], r"values must be in \[0, 4\)"),
+        ([-1], r"values must be in"),
+        ([0.5], "non-integer"),
+        ([np.nan], "NaN"),
+        ([], "must not be empty"),
+        ([[0, 1]], "1-dimensional"),
+    ]:
         with pytest.raises(ValueError, match=msg):
             v.as_domain_values(bad, 4)
     assert v.as_domain_values(np.array([1.0, 2.0]), 4).tolist() == [1, 2]

@@ -21,18 +21,20 @@ def test_ecdf_local_unbiased_with_exact_variance_by_monte_carlo():
     reps, n = 500, x.size
     F, var = np.empty((reps, 16)), np.zeros(16)
     for r in range(reps):
-        res = privstats.ecdf(x, epsilon=1.0, bounds=(0, 1), grid=16, model="local", smoothing="none", rng=100 + r)
+        res = privstats.ecdf(
+            x, epsilon=1.0, bounds=(0, 1), grid=16, model="local", smoothing="none", rng=100 + r
+        )
         hh = local_hierarchy(16, 1.0, n)
         F[r] = res.raw
-        var += hh.prefix_variances(counts, res.estimate.params["level_sizes"]) / n**2 / reps   # E[Var | split]
+        var += hh.prefix_variances(counts, res.estimate.params["level_sizes"]) / n**2 / reps  # E[Var | split]
     assert res.estimate.model == "local" and res.estimate.messages_per_user == hh.messages_per_user
-    inner = slice(0, 15)                                 # the last point is n/n exactly
+    inner = slice(0, 15)  # the last point is n/n exactly
     z = (F.mean(axis=0) - truth)[inner] / np.sqrt(var[inner] / reps)
     assert np.all(np.abs(z) < 5)
     mse = np.mean((F - truth) ** 2, axis=0)[inner]
     tol = 5 * np.sqrt(2 / reps)
     assert np.all(np.abs(mse / var[inner] - 1) < tol)
-    assert not np.all(np.abs(mse / (0.7 * var[inner]) - 1) < tol)       # a 30% wrong variance is caught
+    assert not np.all(np.abs(mse / (0.7 * var[inner]) - 1) < tol)  # a 30% wrong variance is caught
     # the reported stderr (exact formula at the plug-in counts) is close to the exact one
     assert np.allclose(res.stderr[inner], np.sqrt(var[inner]), rtol=0.25)
 
@@ -82,7 +84,9 @@ def test_local_quantiles_close_to_numpy_at_large_n():
     x = np.random.default_rng(8).beta(2, 5, 1_000_000)
     qs = [0.1, 0.25, 0.5, 0.75, 0.9]
     est = privstats.quantiles(x, qs, epsilon=1.0, bounds=(0, 1), model="local", rng=9)
-    curve = privstats.ecdf(x, epsilon=1.0, bounds=(0, 1), grid=4096, model="local", smoothing="isotonic", rng=9)
+    curve = privstats.ecdf(
+        x, epsilon=1.0, bounds=(0, 1), grid=4096, model="local", smoothing="isotonic", rng=9
+    )
     true = np.quantile(x, qs)
     # error in F of 5 stderr, turned into x through the density (>= 0.9 on [0.03, 0.6]), plus one grid cell
     tol = 5 * curve.stderr.max() / 0.9 + 1 / 4096
@@ -96,8 +100,10 @@ def test_local_roc_matches_sklearn():
 
     rng = np.random.default_rng(10)
     y = rng.integers(0, 2, 4000)
-    s = np.clip(np.round(rng.normal(0.4 + 0.2 * y, 0.15) * 32) / 32, 1 / 32, 1)    # on the 32-point grid
-    fpr, tpr, _, est = privstats.roc_curve(y, s, epsilon=200.0, grid=32, model="local", smoothing="none", rng=11)
+    s = np.clip(np.round(rng.normal(0.4 + 0.2 * y, 0.15) * 32) / 32, 1 / 32, 1)  # on the 32-point grid
+    fpr, tpr, _, est = privstats.roc_curve(
+        y, s, epsilon=200.0, grid=32, model="local", smoothing="none", rng=11
+    )
     assert est.value == pytest.approx(roc_auc_score(y, s), abs=1e-9)
     assert est.model == "local" and est.messages_per_user == 1
     fpr, tpr, _, est = privstats.roc_curve(y, s, epsilon=2.0, grid=32, model="local", rng=12)
@@ -128,4 +134,4 @@ def test_local_bad_input_gets_clear_errors():
         privstats.ecdf(x, epsilon=1.0, bounds=(0, 1), model="shuffle")
     before = x.copy()
     privstats.ecdf(x, epsilon=1.0, grid=16, **kw)
-    assert np.array_equal(x, before)                                  # inputs are not modified
+    assert np.array_equal(x, before)  # inputs are not modified

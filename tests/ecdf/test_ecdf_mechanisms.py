@@ -5,8 +5,15 @@ import pytest
 import scipy.stats as st
 
 import privstats
-from privstats.cdf.tree import (BaryTreeMechanism, BinaryTreeMechanism, choose_mechanism, cumulative_counts,
-                                path_matrix, signed_block_decomposition, uniform_grid)
+from privstats.cdf.tree import (
+    BaryTreeMechanism,
+    BinaryTreeMechanism,
+    choose_mechanism,
+    cumulative_counts,
+    path_matrix,
+    signed_block_decomposition,
+    uniform_grid,
+)
 
 
 def _vec(chi, size):
@@ -25,11 +32,11 @@ def test_every_interval_is_at_most_L_plus_1_signed_blocks(L):
         for b in range(a, N):
             chi = signed_block_decomposition(a, b, L)
             ind = np.zeros(N, dtype=np.int64)
-            ind[a:b + 1] = 1
+            ind[a : b + 1] = 1
             assert np.array_equal(M @ _vec(chi, M.shape[1]), ind)
             assert set(chi.values()) <= {-1, 1}
             worst = max(worst, len(chi))
-            if b == N - 1:                        # suffixes (add/remove): Lemma 1 bound
+            if b == N - 1:  # suffixes (add/remove): Lemma 1 bound
                 assert len(chi) <= (L + 2) // 2 + (0 if a == 0 else 1)
     assert worst <= L + 1
 
@@ -81,9 +88,16 @@ def _monte_carlo(mech, C, n, reps, seed):
     return np.array([mech.estimate_counts(mech.release(C, rng=rng), n) for _ in range(reps)])
 
 
-@pytest.mark.parametrize("mech", [BinaryTreeMechanism(12, 2.0), BinaryTreeMechanism(16, 1.0, "add-remove"),
-                                  BaryTreeMechanism(20, 1.0, 3), BaryTreeMechanism(16, 1.0, 4, "add-remove")],
-                         ids=lambda m: f"{m.name}-{m.neighbours}")
+@pytest.mark.parametrize(
+    "mech",
+    [
+        BinaryTreeMechanism(12, 2.0),
+        BinaryTreeMechanism(16, 1.0, "add-remove"),
+        BaryTreeMechanism(20, 1.0, 3),
+        BaryTreeMechanism(16, 1.0, 4, "add-remove"),
+    ],
+    ids=lambda m: f"{m.name}-{m.neighbours}",
+)
 def test_unbiased_with_exact_variance(mech):
     reps = 3000
     C = np.cumsum(np.random.default_rng(0).poisson(4, mech.n_points))
@@ -92,14 +106,14 @@ def test_unbiased_with_exact_variance(mech):
     z = (R.mean(axis=0) - C) / np.sqrt(var / reps)
     assert np.all(np.abs(z) < 5)
     ratio = R.var(axis=0, ddof=1) / var
-    tol = 5 * np.sqrt(2 / (reps - 1)) * 1.6      # Laplace-type kurtosis inflates the variance of the variance
+    tol = 5 * np.sqrt(2 / (reps - 1)) * 1.6  # Laplace-type kurtosis inflates the variance of the variance
     assert np.all(np.abs(ratio - 1) < tol)
 
 
 def test_under_noised_variant_is_caught():
     """Halving the node scale (a wrong sensitivity) is visible in the variance check."""
     mech = BinaryTreeMechanism(16, 1.0)
-    weak = BinaryTreeMechanism(16, 2.0)           # same tree, half the scale
+    weak = BinaryTreeMechanism(16, 2.0)  # same tree, half the scale
     C = np.arange(16)
     R = _monte_carlo(weak, C, 16, 3000, 2)
     assert np.all(R.var(axis=0, ddof=1) / mech.count_variance() < 0.5)
@@ -110,7 +124,7 @@ def test_noise_is_drawn_once():
     res = privstats.ecdf(x, epsilon=0.5, bounds=(0, 1), grid=64, smoothing="none", rng=4)
     first = res.evaluate(0.5)
     again = np.array([res.evaluate(0.5) for _ in range(200)])
-    assert np.all(again == first)                 # repeated queries do not average the noise away
+    assert np.all(again == first)  # repeated queries do not average the noise away
     assert np.all(res.evaluate(np.full(50, 0.5)) == first)
 
 
@@ -120,7 +134,9 @@ def test_auto_picks_the_smallest_exact_variance():
         binary = BinaryTreeMechanism(1024, 1.0, nb)
         assert auto.count_variance().mean() <= binary.count_variance().mean()
         for b in (2, 4, 16, 32):
-            assert auto.count_variance().mean() <= BaryTreeMechanism(1024, 1.0, b, nb).count_variance().mean() * (1 + 1e-9)
+            assert auto.count_variance().mean() <= BaryTreeMechanism(
+                1024, 1.0, b, nb
+            ).count_variance().mean() * (1 + 1e-9)
 
 
 def test_large_epsilon_equals_scipy_ecdf():

@@ -8,7 +8,13 @@ from scipy import stats
 
 import privstats
 from privstats.cdf.tree import BaryTreeMechanism, BinaryTreeMechanism
-from privstats.secure.aggregation import AggregationServer, ClientShare, SecureECDFAggregation, encode_client, open_partials
+from privstats.secure.aggregation import (
+    AggregationServer,
+    ClientShare,
+    SecureECDFAggregation,
+    encode_client,
+    open_partials,
+)
 from privstats.secure.dcf import DCFKeys, evaluate, full_domain_eval, gen_lt
 from privstats.secure.noise import discrete_laplace_shares
 from privstats.secure.sharing import reconstruct, share
@@ -42,7 +48,7 @@ def test_full_noise_per_server_is_not_the_central_distribution():
 
 def test_tolerate_keeps_full_noise_among_honest_servers():
     s = discrete_laplace_shares(2.0, size=40000, n_shares=3, tolerate=1, rng=0)
-    assert _chi2_pvalue(s[:2].sum(axis=0), 2.0) > 1e-3           # any 2 of 3 servers: a full DLap
+    assert _chi2_pvalue(s[:2].sum(axis=0), 2.0) > 1e-3  # any 2 of 3 servers: a full DLap
 
 
 def test_sharing_roundtrip_and_messages_serialise():
@@ -52,12 +58,14 @@ def test_sharing_roundtrip_and_messages_serialise():
     back = [ClientShare.from_bytes(m.to_bytes()) for m in msgs]
     mech = BinaryTreeMechanism(8, 1e9)
     servers = [AggregationServer(j, 3, mech, rng=j) for j in range(3)]
-    for s, m in zip(servers, back):
+    for s, m in zip(servers, back, strict=False):
         s.receive(m)
     assert open_partials([s.partial_bytes() for s in servers]).tolist() == [0, 0, 0, 1, 1, 1, 1, 1]
 
 
-@pytest.mark.parametrize("mech", [BinaryTreeMechanism(16, 0.7), BaryTreeMechanism(16, 0.7, 4)], ids=lambda m: m.name)
+@pytest.mark.parametrize(
+    "mech", [BinaryTreeMechanism(16, 0.7), BaryTreeMechanism(16, 0.7, 4)], ids=lambda m: m.name
+)
 def test_federated_release_each_share_carries_the_central_noise(mech):
     """Every server's share alone is the central per-node law (so the guarantee survives a server that
     subtracts its own share); the opened noise is the sum of the m shares: m x the central variance."""
@@ -70,7 +78,7 @@ def test_federated_release_each_share_carries_the_central_noise(mech):
         out = proto.run(cells) if r < 5 else proto.simulate(cells)
         noise.append(out - true)
         node = proto.servers[0].noise_shares()
-        assert proto.servers[0].noise_shares() is node          # drawn once per batch
+        assert proto.servers[0].noise_shares() is node  # drawn once per batch
         total = sum(s.noise_shares() for s in proto.servers)
         assert np.array_equal(out - true, mech.noise_to_statistic(total))
         share0.append(node)
@@ -94,6 +102,7 @@ def test_run_equals_simulate_at_large_epsilon():
 def test_one_server_view_is_independent_of_the_inputs():
     """Server m-1 receives x - sum(PRG(seed)): its low byte is uniform whatever the input; servers
     0..m-2 receive fresh seeds only.  An unmasked variant is detected."""
+
     def view(cell, seed):
         return encode_client(cell, 4, 2, rng=seed)[1].vector[cell] & np.uint64(255)
 
@@ -103,7 +112,7 @@ def test_one_server_view_is_independent_of_the_inputs():
     ha, hb = np.histogram(a, bins)[0], np.histogram(b, bins)[0]
     assert stats.chi2_contingency(np.vstack([ha, hb]))[1] > 1e-3
     assert stats.chisquare(ha).pvalue > 1e-3
-    leaky = np.histogram(np.zeros(3000), bins)[0]                 # the one-hot itself, unmasked
+    leaky = np.histogram(np.zeros(3000), bins)[0]  # the one-hot itself, unmasked
     assert stats.chi2_contingency(np.vstack([ha, leaky]))[1] < 1e-6
     assert encode_client(0, 4, 2, rng=5)[0].seed == encode_client(3, 4, 2, rng=5)[0].seed
 
@@ -115,7 +124,9 @@ def test_dcf_correctness_and_key_independence():
     full = (full_domain_eval(k0) + full_domain_eval(k1)).astype(np.int64)
     assert np.array_equal(full, (np.arange(64)[None, :] < alphas[:, None]).astype(np.int64))
     for x in (0, 17, 63):
-        assert np.array_equal((evaluate(k0, x) + evaluate(k1, x)).astype(np.int64), (x < alphas).astype(np.int64))
+        assert np.array_equal(
+            (evaluate(k0, x) + evaluate(k1, x)).astype(np.int64), (x < alphas).astype(np.int64)
+        )
     assert np.array_equal(full_domain_eval(DCFKeys.from_bytes(k0.to_bytes())), full_domain_eval(k0))
     # server 0's key words look the same for alpha = 0 and alpha = 63
     lo, _ = gen_lt(np.zeros(3000, dtype=np.uint64), 6, rng=4)
@@ -133,7 +144,8 @@ def test_public_api_secure_models_agree_with_central_at_large_epsilon():
     x = np.random.default_rng(6).uniform(0, 1, 400)
     ref = privstats.ecdf(x, epsilon=1e7, bounds=(0, 1), grid=32, smoothing="none", rng=0)
     for protocol in ("aggregation", "fss"):
-        res = privstats.ecdf(x, epsilon=1e7, bounds=(0, 1), grid=32, smoothing="none", model="secure",
-                             protocol=protocol, rng=1)
+        res = privstats.ecdf(
+            x, epsilon=1e7, bounds=(0, 1), grid=32, smoothing="none", model="secure", protocol=protocol, rng=1
+        )
         assert np.array_equal(res.probabilities, ref.probabilities)
         assert res.estimate.model == "secure" and res.estimate.messages_per_user == 2.0

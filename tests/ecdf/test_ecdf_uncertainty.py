@@ -10,8 +10,15 @@ import pytest
 import privstats
 from privstats.cdf.tree import BaryTreeMechanism, BinaryTreeMechanism
 from privstats.privacy import discrete_laplace
-from privstats.stats.distribution import (HL_STEPS, _hl_statistic, auc_variance, hl_group_sums, hl_uncertainty,
-                                          hosmer_lemeshow_accounting, raw_covariance)
+from privstats.stats.distribution import (
+    HL_STEPS,
+    _hl_statistic,
+    auc_variance,
+    hl_group_sums,
+    hl_uncertainty,
+    hosmer_lemeshow_accounting,
+    raw_covariance,
+)
 
 
 def _var_tol(reps, kurtosis=4.0):
@@ -19,8 +26,15 @@ def _var_tol(reps, kurtosis=4.0):
     return 5 * np.sqrt((kurtosis - 1) / reps)
 
 
-@pytest.mark.parametrize("mech", [BinaryTreeMechanism(12, 2.0), BaryTreeMechanism(20, 1.0, 3),
-                                  BaryTreeMechanism(16, 1.0, 4, "add-remove")], ids=lambda m: f"{m.name}-{m.neighbours}")
+@pytest.mark.parametrize(
+    "mech",
+    [
+        BinaryTreeMechanism(12, 2.0),
+        BaryTreeMechanism(20, 1.0, 3),
+        BaryTreeMechanism(16, 1.0, 4, "add-remove"),
+    ],
+    ids=lambda m: f"{m.name}-{m.neighbours}",
+)
 def test_count_covariance_by_monte_carlo(mech):
     """Var(w^T C) for a random w: checks off-diagonal terms; the diagonal-only variant is caught."""
     reps = 3000
@@ -33,7 +47,7 @@ def test_count_covariance_by_monte_carlo(mech):
     exact = w @ cov @ w
     ratio = np.var(R @ w, ddof=1) / exact
     assert abs(ratio - 1) < _var_tol(reps)
-    assert abs(np.var(R @ w, ddof=1) / (w ** 2 @ np.diag(cov)) - 1) > _var_tol(reps)   # independence is wrong
+    assert abs(np.var(R @ w, ddof=1) / (w**2 @ np.diag(cov)) - 1) > _var_tol(reps)  # independence is wrong
 
 
 def _roc_data(n=400, seed=5):
@@ -42,8 +56,9 @@ def _roc_data(n=400, seed=5):
     return y, np.clip(rng.normal(0.4 + 0.2 * y, 0.15), 0, 1)
 
 
-@pytest.mark.parametrize("labels,method,eps", [("public", "binary", 1.0), ("public", "auto", 0.5),
-                                               ("private", "auto", 2.0)])
+@pytest.mark.parametrize(
+    "labels,method,eps", [("public", "binary", 1.0), ("public", "auto", 0.5), ("private", "auto", 2.0)]
+)
 def test_auc_unbiased_with_exact_variance(labels, method, eps):
     """Unsmoothed AUC: mean = grid AUC, MC variance = exact bilinear variance, reported var unbiased."""
     y, s = _roc_data()
@@ -54,13 +69,26 @@ def test_auc_unbiased_with_exact_variance(labels, method, eps):
     for r in range(reps):
         est = privstats.roc_curve(y, s, epsilon=eps, rng=r + 1, **kw)[3]
         auc.append(est.value)
-        var_hat.append(est.stderr ** 2)
+        var_hat.append(est.stderr**2)
     pos, neg = est.details["positives"], est.details["negatives"]
     # covariance of the eps-mechanism, evaluated at the true curves (public labels: exact;
     # private labels: delta method at the true class totals)
-    cov = [raw_covariance(SimpleNamespace(raw=true.raw, estimate=SimpleNamespace(details={"noise_model": {
-        **true.estimate.details["noise_model"], "mechanism": noisy.estimate.details["noise_model"]["mechanism"]}})))
-        for true, noisy in ((pos0, pos), (neg0, neg))]
+    cov = [
+        raw_covariance(
+            SimpleNamespace(
+                raw=true.raw,
+                estimate=SimpleNamespace(
+                    details={
+                        "noise_model": {
+                            **true.estimate.details["noise_model"],
+                            "mechanism": noisy.estimate.details["noise_model"]["mechanism"],
+                        }
+                    }
+                ),
+            )
+        )
+        for true, noisy in ((pos0, pos), (neg0, neg))
+    ]
     exact, _ = auc_variance(pos0.raw, neg0.raw, *cov)
     auc, var_hat = np.array(auc), np.array(var_hat)
     assert abs(auc.mean() - ref.value) < 5 * np.sqrt(exact / reps)
@@ -68,8 +96,9 @@ def test_auc_unbiased_with_exact_variance(labels, method, eps):
     assert abs(var_hat.mean() - exact) < 5 * var_hat.std(ddof=1) / np.sqrt(reps) + 1e-12
     if labels == "public":
         # a variance that ignores the tree's correlations (diagonal covariance) is caught
-        diag_only, _ = auc_variance(pos0.raw, neg0.raw, np.diag(np.diag(raw_covariance(pos))),
-                                    np.diag(np.diag(raw_covariance(neg))))
+        diag_only, _ = auc_variance(
+            pos0.raw, neg0.raw, np.diag(np.diag(raw_covariance(pos))), np.diag(np.diag(raw_covariance(neg)))
+        )
         assert abs(auc.var(ddof=1) / diag_only - 1) > _var_tol(reps)
 
 
@@ -77,13 +106,16 @@ def test_smoothed_auc_error_within_reported_stderr():
     y, s = _roc_data()
     reps = 400
     truth = privstats.roc_curve(y, s, epsilon=1e9, grid=32, smoothing="none", rng=0)[3].value
-    est = [privstats.roc_curve(y, s, epsilon=1.0, grid=32, smoothing="isotonic", rng=r)[3] for r in range(reps)]
+    est = [
+        privstats.roc_curve(y, s, epsilon=1.0, grid=32, smoothing="isotonic", rng=r)[3] for r in range(reps)
+    ]
     mse = np.mean([(e.value - truth) ** 2 for e in est])
-    var = np.mean([e.stderr ** 2 for e in est])
+    var = np.mean([e.stderr**2 for e in est])
     assert mse < var * (1 + _var_tol(reps))
 
 
 # ---------------------------------------------------------------- Hosmer–Lemeshow
+
 
 def test_hl_accounting_is_computed_and_tight_bound_holds_by_enumeration():
     for budget, extra in (("tight", 5), ("paper", 9)):
@@ -106,12 +138,16 @@ def test_hl_accounting_is_computed_and_tight_bound_holds_by_enumeration():
                 diff = np.abs(np.concatenate(hl_group_sums(y2, p2, cuts, 3)) - base)
                 worst_e, worst_o = max(worst_e, diff[:6].sum()), max(worst_o, diff[6:].sum())
                 # snapping the sums (K = 4) instead of the records: rounding adds slack
-                sums = [np.bincount(np.searchsorted(cuts, v, side="left"), weights=v, minlength=3) * 4
-                        for v in (p, p2)]
-                slack = max(slack, np.abs(np.rint(sums[1]) - np.rint(sums[0])).sum() - np.abs(sums[1] - sums[0]).sum())
+                sums = [
+                    np.bincount(np.searchsorted(cuts, v, side="left"), weights=v, minlength=3) * 4
+                    for v in (p, p2)
+                ]
+                slack = max(
+                    slack, np.abs(np.rint(sums[1]) - np.rint(sums[0])).sum() - np.abs(sums[1] - sums[0]).sum()
+                )
     assert worst_e <= 2 * HL_STEPS and worst_o <= 2
-    assert worst_e > HL_STEPS                     # the factor 2 is needed (record changes group)
-    assert slack >= 1                             # post-sum snapping would need extra steps per coordinate
+    assert worst_e > HL_STEPS  # the factor 2 is needed (record changes group)
+    assert slack >= 1  # post-sum snapping would need extra steps per coordinate
 
 
 def _hl_pvalues(eps, n, reps, miscalibrated=False):
@@ -119,7 +155,7 @@ def _hl_pvalues(eps, n, reps, miscalibrated=False):
     for r in range(reps):
         g = np.random.default_rng(1000 + r)
         p = g.uniform(0.2, 0.8, n)
-        y = (g.uniform(size=n) < (p ** 1.5 if miscalibrated else p)).astype(int)
+        y = (g.uniform(size=n) < (p**1.5 if miscalibrated else p)).astype(int)
         est = privstats.hosmer_lemeshow(y, p, epsilon=eps, bootstrap=500, rng=r)
         pv.append(est.details["p_value"])
         chi2.append(est.details["p_value_chi2"])
@@ -131,7 +167,7 @@ def test_hl_pvalue_is_valid_under_calibration_and_has_power():
     pv, chi2 = _hl_pvalues(2.0, 5000, reps)
     tol = 5 * np.sqrt(0.1 * 0.9 / reps)
     assert abs(np.mean(pv <= 0.1) - 0.1) < tol
-    assert np.mean(chi2 <= 0.1) > 0.1 + tol       # ignoring the DP noise rejects calibrated models
+    assert np.mean(chi2 <= 0.1) > 0.1 + tol  # ignoring the DP noise rejects calibrated models
     pv_bad, _ = _hl_pvalues(2.0, 20000, 20, miscalibrated=True)
     assert np.mean(pv_bad <= 0.01) > 0.9
 
@@ -152,8 +188,14 @@ def test_hl_stderr_matches_monte_carlo_and_catches_under_noising():
         for _ in range(reps):
             ne = np.asarray(discrete_laplace(acc["scale_expected_steps"] * scale_factor, size=20, rng=g))
             no = np.asarray(discrete_laplace(acc["scale_observed"] * scale_factor, size=20, rng=g))
-            out.append(((E1 + ne[:10]) / HL_STEPS, (E0 + ne[10:]) / HL_STEPS, (O1 + no[:10]) * 1.0,
-                        (O0 + no[10:]) * 1.0))
+            out.append(
+                (
+                    (E1 + ne[:10]) / HL_STEPS,
+                    (E0 + ne[10:]) / HL_STEPS,
+                    (O1 + no[:10]) * 1.0,
+                    (O0 + no[10:]) * 1.0,
+                )
+            )
         return out
 
     reps = 1500
@@ -172,13 +214,16 @@ def test_hl_budget_option_changes_the_noise():
     y = (rng.uniform(size=2000) < p).astype(int)
     tight = privstats.hosmer_lemeshow(y, p, epsilon=1.0, depth=8, budget="tight", rng=0)
     paper = privstats.hosmer_lemeshow(y, p, epsilon=1.0, depth=8, budget="paper", rng=0)
-    assert tight.params["epsilon_prime"] == pytest.approx(1 / 13) and paper.params["epsilon_prime"] == pytest.approx(1 / 17)
+    assert tight.params["epsilon_prime"] == pytest.approx(1 / 13) and paper.params[
+        "epsilon_prime"
+    ] == pytest.approx(1 / 17)
     assert tight.guarantee.epsilon == pytest.approx(1.0) == paper.guarantee.epsilon
     with pytest.raises(ValueError, match="budget"):
         privstats.hosmer_lemeshow(y, p, epsilon=1.0, budget="loose")
 
 
 # ---------------------------------------------------------------- quantile method choice
+
 
 def test_auto_quantile_method_uses_only_public_information():
     small = np.random.default_rng(0).uniform(0, 1, 1000)
@@ -188,5 +233,5 @@ def test_auto_quantile_method_uses_only_public_information():
     def chosen(x, nb):
         return privstats.quantiles(x, qs, epsilon=1.0, bounds=(0, 1), neighbours=nb, rng=0).params["method"]
 
-    assert chosen(small, "replace") != chosen(large, "replace")    # n is public here and is used
+    assert chosen(small, "replace") != chosen(large, "replace")  # n is public here and is used
     assert chosen(small, "add-remove") == chosen(large, "add-remove") == "independent"

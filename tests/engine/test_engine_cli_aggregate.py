@@ -9,14 +9,15 @@ import pytest
 
 pytest.importorskip("pyarrow")
 
-from privstats.engine import aggregate, write_reports  # noqa: E402
-from privstats.engine.cli import cli_aggregate  # noqa: E402
-from privstats.local import GRR, OUE  # noqa: E402
+from privstats.engine import aggregate, write_reports
+from privstats.engine.cli import cli_aggregate
+from privstats.local import GRR, OUE
 
 
 def _run(*args):
-    return subprocess.run([sys.executable, "-m", "privstats", "aggregate", *args],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "privstats", "aggregate", *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_json_output_rebuilds_the_oracle_from_the_file(tmp_path):

@@ -19,8 +19,13 @@ PROTOCOLS = available_protocols()
 
 @pytest.fixture(scope="module")
 def cluster():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None, scheduler_kwargs={"dashboard_address": ":0"}) as cl:
+    with distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        scheduler_kwargs={"dashboard_address": ":0"},
+    ) as cl:
         yield cl
 
 
@@ -74,7 +79,9 @@ def test_scheduler_address_and_many_partitions(tmp_path, cluster):
     oracle = GRR(64, epsilon=1.0)
     path = write_reports(oracle, _values(oracle, 5000), tmp_path / "r.parquet", rng=4, chunk_size=100)
     local = aggregate(oracle, path, chunk_size=1000)
-    assert aggregate(oracle, path, engine="dask", scheduler=cluster.scheduler_address, chunk_size=100) == local
+    assert (
+        aggregate(oracle, path, engine="dask", scheduler=cluster.scheduler_address, chunk_size=100) == local
+    )
 
 
 def test_corrupted_partition_fails_the_whole_job_naming_the_file(tmp_path, client):
@@ -108,9 +115,24 @@ def test_own_local_cluster_is_started_and_closed(tmp_path):
 def test_cli_with_scheduler(tmp_path, cluster):
     oracle = GRR(8, epsilon=1.0)
     path = write_reports(oracle, _values(oracle, 300), tmp_path / "r.parquet", rng=0, chunk_size=64)
-    proc = subprocess.run([sys.executable, "-m", "privstats", "aggregate", "--protocol", "grr", "--input", str(path),
-                           "--scheduler", cluster.scheduler_address, "--json"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "privstats",
+            "aggregate",
+            "--protocol",
+            "grr",
+            "--input",
+            str(path),
+            "--scheduler",
+            cluster.scheduler_address,
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["engine"] == "dask" and out["n"] == 300

@@ -62,9 +62,13 @@ def test_metadata_layout_and_packed_bits_type(tmp_path):
     path = write_reports(oracle, _values(oracle, 100), tmp_path / "oue.parquet", rng=0)
     schema = pq.read_schema(path)
     meta = json.loads(schema.metadata[METADATA_KEY])
-    assert meta == {"format": "privstats.reports", "version": FORMAT_VERSION, "protocol": "oue",
-                    "params": {"domain_size": 13, "epsilon": 1.0},
-                    "columns": {"bits": {"dtype": "uint8", "shape": [2]}}}
+    assert meta == {
+        "format": "privstats.reports",
+        "version": FORMAT_VERSION,
+        "protocol": "oue",
+        "params": {"domain_size": 13, "epsilon": 1.0},
+        "columns": {"bits": {"dtype": "uint8", "shape": [2]}},
+    }
     assert schema.field("bits").type == pa.binary(2) and not schema.field("bits").nullable
     # an independent reader (plain pyarrow) sees the packed bytes of encode_batch
     raw = pq.read_table(path).column("bits").to_pylist()
@@ -75,8 +79,13 @@ def _encode_in_chunks(oracle, pieces, seed, chunk_size):
     from privstats.privacy.randomness import as_source
 
     src = as_source(seed)
-    return np.concatenate([oracle.encode_batch(piece[i:i + chunk_size], rng=src)["value"]
-                           for piece in pieces for i in range(0, len(piece), chunk_size)])
+    return np.concatenate(
+        [
+            oracle.encode_batch(piece[i : i + chunk_size], rng=src)["value"]
+            for piece in pieces
+            for i in range(0, len(piece), chunk_size)
+        ]
+    )
 
 
 def test_written_reports_are_the_client_encodings(tmp_path):
@@ -90,8 +99,9 @@ def test_written_reports_are_the_client_encodings(tmp_path):
     # an iterator of value chunks (for more values than memory) is re-chunked to chunk_size
     pieces = np.array_split(values, 7)
     path2 = write_reports(oracle, iter(pieces), tmp_path / "h.parquet", rng=3, chunk_size=500)
-    np.testing.assert_array_equal(pq.read_table(path2).column("value").to_numpy(),
-                                  _encode_in_chunks(oracle, pieces, 3, 500))
+    np.testing.assert_array_equal(
+        pq.read_table(path2).column("value").to_numpy(), _encode_in_chunks(oracle, pieces, 3, 500)
+    )
     assert max(rg["num_rows"] for rg in pq.ParquetFile(path2).metadata.to_dict()["row_groups"]) <= 500
 
 
@@ -124,9 +134,8 @@ def test_foreign_parquet_without_metadata_is_refused(tmp_path):
 
 def test_writer_rejects_wrong_columns(tmp_path):
     oracle = OUE(13, epsilon=1.0)
-    with pytest.raises(ReportFormatError, match="bits"):
-        with ReportWriter(tmp_path / "r.parquet", oracle) as w:
-            w.write({"bits": np.zeros((4, 3), dtype=np.uint8)})  # width 3, expected 2
+    with pytest.raises(ReportFormatError, match="bits"), ReportWriter(tmp_path / "r.parquet", oracle) as w:
+        w.write({"bits": np.zeros((4, 3), dtype=np.uint8)})  # width 3, expected 2
     assert list(tmp_path.iterdir()) == []
 
 

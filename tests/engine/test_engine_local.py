@@ -32,7 +32,9 @@ def _concat(batches):
 def _encode_chunks(oracle, values, seed, chunk_size):
     """The reports write_reports produces, built independently of the engine's reader."""
     src = as_source(seed)
-    return _concat([oracle.encode_batch(values[i:i + chunk_size], rng=src) for i in range(0, len(values), chunk_size)])
+    return _concat(
+        [oracle.encode_batch(values[i : i + chunk_size], rng=src) for i in range(0, len(values), chunk_size)]
+    )
 
 
 @pytest.mark.parametrize("name", PROTOCOLS)
@@ -61,13 +63,30 @@ def test_every_in_memory_source_kind_gives_the_same_state():
     oracle = OUE(13, epsilon=1.0)
     reports = oracle.encode_batch(_values(oracle, 200), rng=2)
     expected = oracle.aggregate(reports)
-    batch = pa.RecordBatch.from_pydict({"bits": pa.FixedSizeBinaryArray.from_buffers(
-        pa.binary(2), 200, [None, pa.py_buffer(np.ascontiguousarray(reports["bits"]))])})
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "bits": pa.FixedSizeBinaryArray.from_buffers(
+                pa.binary(2), 200, [None, pa.py_buffer(np.ascontiguousarray(reports["bits"]))]
+            )
+        }
+    )
     table = pa.Table.from_batches([batch.slice(0, 80), batch.slice(80)])
     empty = {"bits": np.zeros((0, 2), dtype=np.uint8)}
-    mixed = [empty, {"bits": reports["bits"][:3]}, batch.slice(3, 100), empty, {"bits": reports["bits"][103:]}]
-    for source in (reports, batch, table, mixed, iter(mixed), pa.RecordBatchReader.from_batches(
-            batch.schema, [batch.slice(0, 0), batch])):
+    mixed = [
+        empty,
+        {"bits": reports["bits"][:3]},
+        batch.slice(3, 100),
+        empty,
+        {"bits": reports["bits"][103:]},
+    ]
+    for source in (
+        reports,
+        batch,
+        table,
+        mixed,
+        iter(mixed),
+        pa.RecordBatchReader.from_batches(batch.schema, [batch.slice(0, 0), batch]),
+    ):
         assert aggregate(oracle, source, chunk_size=7) == expected
     grr = GRR(5, epsilon=1.0)
     values = grr.encode_batch(_values(grr, 50), rng=0)["value"]
@@ -84,7 +103,8 @@ def test_dataset_directory_and_ignored_files(tmp_path):
     (tmp_path / ".part-2.parquet.tmp").write_bytes(b"garbage")
     state = aggregate(oracle, tmp_path)
     assert state == aggregate(oracle, tmp_path / "part-0.parquet").merge(
-        aggregate(oracle, tmp_path / "sub" / "part-1.parquet"))
+        aggregate(oracle, tmp_path / "sub" / "part-1.parquet")
+    )
     assert state.n == 150
 
 

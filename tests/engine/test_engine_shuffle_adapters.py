@@ -7,10 +7,10 @@ import pytest
 
 pytest.importorskip("pyarrow")
 
-from privstats.engine import ReportFormatError, ReportWriter, aggregate, build_oracle, read_report_metadata  # noqa: E402
-from privstats.engine.adapters import ShuffledMessages  # noqa: E402
-from privstats.engine.cli import cli_aggregate  # noqa: E402
-from privstats.shuffle import (  # noqa: E402
+from privstats.engine import ReportFormatError, ReportWriter, aggregate, build_oracle, read_report_metadata
+from privstats.engine.adapters import ShuffledMessages
+from privstats.engine.cli import cli_aggregate
+from privstats.shuffle import (
     CountMinMultiMessage,
     HadamardMultiMessage,
     ShuffledKRR,
@@ -49,13 +49,13 @@ def _write_messages(path, protocol, messages, chunk_size):
     field = next(iter(oracle.report_fields))
     with ReportWriter(path, oracle, chunk_size=chunk_size) as writer:
         for start in range(0, len(messages), 3 * chunk_size):
-            writer.write({field: _fixed_width(oracle, messages[start:start + 3 * chunk_size])})
+            writer.write({field: _fixed_width(oracle, messages[start : start + 3 * chunk_size])})
     return oracle
 
 
 def _fixed_width(oracle, rows):
     spec = next(iter(oracle.report_fields.values()))
-    dtype, width = (spec if isinstance(spec, tuple) else (spec, None))
+    dtype, width = spec if isinstance(spec, tuple) else (spec, None)
     rows = np.asarray(rows)
     if width is not None and rows.ndim == 2 and rows.shape[1] < width:
         rows = np.pad(rows, ((0, 0), (0, width - rows.shape[1])))
@@ -86,14 +86,17 @@ def test_stored_messages_aggregate_to_the_in_memory_state_and_estimate(tmp_path,
     np.testing.assert_array_equal(est.value, direct.value)
     assert est.model == "shuffle" and est.protocol == name
     if name == "shuffle-sum":
-        truth, var = values.sum(), est.stderr ** 2
+        truth, var = values.sum(), est.stderr**2
     elif name == "shuffle-countmin":  # point queries of the sketch: checked in privstats.shuffle's own tests
         assert np.all(np.isfinite(est.value)) and np.shape(est.value) == (protocol.domain_size,)
         return
     else:
         truth = np.bincount(values, minlength=protocol.domain_size)
-        var = protocol.variance(truth) if name != "shuffle-hadamard" else \
-            (len(messages) - truth) * 2.0 ** -protocol.tau / (1 - 2.0 ** -protocol.tau)  # exact, N messages
+        var = (
+            protocol.variance(truth)
+            if name != "shuffle-hadamard"
+            else (len(messages) - truth) * 2.0**-protocol.tau / (1 - 2.0**-protocol.tau)
+        )  # exact, N messages
     z = (np.asarray(est.value) - truth) / np.sqrt(var)
     assert np.all(np.abs(z) < 5), z
 
@@ -126,7 +129,7 @@ def test_encode_batch_permutes_the_batch_messages():
     raw = protocol.encode_batch(np.arange(9).repeat(20), rng=0)
     assert rows.shape == (180 * 4, 1 + protocol.m) and rows.dtype == np.uint32
     assert oracle.aggregate({"message": rows}) == protocol.aggregate(raw)  # same messages, other order
-    assert not np.array_equal(rows[:, :raw.shape[1]], raw)
+    assert not np.array_equal(rows[:, : raw.shape[1]], raw)
 
 
 def test_other_params_and_malformed_messages_are_refused_by_file_name(tmp_path):

@@ -549,7 +549,7 @@ def run_call(
             outcome, what = "unnamed", f"{type(exc).__name__}: {msg[:200]}"
         else:
             outcome, what = "error", ""
-    except Exception as exc:  # noqa: BLE001 - the point is to catch every wrong type
+    except Exception as exc:
         outcome, what = "wrong-type", f"{type(exc).__name__}: {str(exc)[:200]}"
     else:
         problem = check(result)
@@ -590,7 +590,7 @@ def finite(x: float) -> bool:
 
 # values that are never valid for their kind: a call that accepts them silently ignored an option
 _NEVER_VALID = {
-    "option": lambda v: not isinstance(v, str) and v is not None or v in ("bogus", "", " local"),
+    "option": lambda v: (not isinstance(v, str) and v is not None) or v in ("bogus", "", " local"),
     "count": lambda v: (
         v is not None and not (isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 2**53)
     ),

@@ -50,7 +50,7 @@ def test_adjoint_gives_the_linear_coefficients():
     for _ in range(3):
         y = [rng.normal(0, 5, 3**l) for l in range(1, 4)]
         lhs = hh.consistent_leaves(50.0, y, sigma2)[-1] @ r - base
-        assert lhs == pytest.approx(sum(c @ v for c, v in zip(coef, y)), abs=1e-9)
+        assert lhs == pytest.approx(sum(c @ v for c, v in zip(coef, y, strict=False)), abs=1e-9)
 
 
 CONFIGS = [
@@ -67,7 +67,9 @@ CONFIGS = [
 def test_range_query_unbiased_with_exact_variance(cfg, consistent):
     d, n, reps = 16, 4000, 1200
     hh = HierarchicalHistogram(d, 1.0, **cfg)
-    counts = np.random.default_rng(0).multinomial(n, np.arange(1, d + 1) ** -1.2 / np.sum(np.arange(1, d + 1) ** -1.2))
+    counts = np.random.default_rng(0).multinomial(
+        n, np.arange(1, d + 1) ** -1.2 / np.sum(np.arange(1, d + 1) ** -1.2)
+    )
     lo, hi = 3, 11
     truth = counts[lo : hi + 1].sum()
     gen = np.random.default_rng(123)
@@ -80,7 +82,7 @@ def test_range_query_unbiased_with_exact_variance(cfg, consistent):
         if consistent:
             value = hh.consistent_leaves(n, y, hh.level_variances(n, sizes))[-1][lo : hi + 1].sum()
         else:
-            value = root * n + sum(c @ v for c, v in zip(coef, y))
+            value = root * n + sum(c @ v for c, v in zip(coef, y, strict=False))
         errs[i] = value - truth
         variances[i] = hh.linear_variance(counts, coef, sizes)  # exact, given the group sizes
     var = variances.mean()
@@ -125,7 +127,7 @@ def test_split_sampling_term_is_needed():
         state = hh.simulate_counts(counts, gen)
         y = hh.node_estimates(state)
         coef, root = hh.range_coefficients(n, 0, 2, state.level_sizes, consistent=False)
-        sq.append((root * n + sum(c @ v for c, v in zip(coef, y)) - counts[:3].sum()) ** 2)
+        sq.append((root * n + sum(c @ v for c, v in zip(coef, y, strict=False)) - counts[:3].sum()) ** 2)
         v_full.append(hh.linear_variance(counts, coef, state.level_sizes))
         v_oracle.append(sampling_excluded_variance(hh, counts, coef, state.level_sizes))
     sq = np.array(sq)
@@ -145,8 +147,14 @@ def pooled_p(a, b):
     return 1.0 if len(table) < 2 else stats.chi2_contingency(table.T, correction=False).pvalue
 
 
-@pytest.mark.parametrize("cfg", [dict(oracle="auto", split="users"), dict(oracle="olh", split="budget"),
-                                 dict(oracle="oue", split="users", branching=3)])
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        dict(oracle="auto", split="users"),
+        dict(oracle="olh", split="budget"),
+        dict(oracle="oue", split="users", branching=3),
+    ],
+)
 def test_simulate_matches_encode_in_distribution(cfg):
     hh = HierarchicalHistogram(9 if cfg.get("branching") == 3 else 8, 1.0, **cfg)
     values = np.repeat(np.arange(hh.domain_size), np.arange(hh.domain_size, 0, -1) * 3)
@@ -195,10 +203,13 @@ def test_state_merge_bytes_and_malformed_reports():
 
 
 def test_bad_input_names_the_argument():
-    for kwargs, name in [(dict(domain_size=1, epsilon=1.0), "domain_size"), (dict(domain_size=8, epsilon=0), "epsilon"),
-                         (dict(domain_size=8, epsilon=1.0, branching=1), "branching"),
-                         (dict(domain_size=8, epsilon=1.0, oracle="rappor"), "oracle"),
-                         (dict(domain_size=8, epsilon=1.0, split="levels"), "split")]:
+    for kwargs, name in [
+        (dict(domain_size=1, epsilon=1.0), "domain_size"),
+        (dict(domain_size=8, epsilon=0), "epsilon"),
+        (dict(domain_size=8, epsilon=1.0, branching=1), "branching"),
+        (dict(domain_size=8, epsilon=1.0, oracle="rappor"), "oracle"),
+        (dict(domain_size=8, epsilon=1.0, split="levels"), "split"),
+    ]:
         with pytest.raises(ValueError, match=name):
             HierarchicalHistogram(**kwargs)
     hh = HierarchicalHistogram(8, 1.0)

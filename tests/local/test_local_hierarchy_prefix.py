@@ -5,8 +5,15 @@ import pytest
 
 from privstats.local import HierarchicalHistogram
 
-CONFIGS = [(16, 2, "grr", "users"), (16, 2, "oue", "budget"), (27, 3, "olh", "users"), (20, 4, "auto", "users"),
-           (13, 2, "grr", "budget"), (64, 4, "oue", "users"), (5, 8, "grr", "users")]
+CONFIGS = [
+    (16, 2, "grr", "users"),
+    (16, 2, "oue", "budget"),
+    (27, 3, "olh", "users"),
+    (20, 4, "auto", "users"),
+    (13, 2, "grr", "budget"),
+    (64, 4, "oue", "users"),
+    (5, 8, "grr", "users"),
+]
 
 
 def _setup(d, b, oracle, split, seed=0):
@@ -15,7 +22,9 @@ def _setup(d, b, oracle, split, seed=0):
     counts = rng.integers(0, 50, d)
     counts[d // 4] = 0
     n = int(counts.sum())
-    sizes = rng.multinomial(n, np.full(hh.height, 1 / hh.height)) if split == "users" else np.full(hh.height, n)
+    sizes = (
+        rng.multinomial(n, np.full(hh.height, 1 / hh.height)) if split == "users" else np.full(hh.height, n)
+    )
     return hh, counts, n, sizes
 
 
@@ -30,9 +39,10 @@ def test_prefix_variances_equal_range_query_formula(cfg):
     assert np.allclose(hh.prefix_variances(counts, sizes), ref, rtol=1e-10, atol=1e-9 * ref.max())
     cov = hh.prefix_covariance(counts, sizes)
     assert np.allclose(np.diag(cov), ref, rtol=1e-10, atol=1e-9 * ref.max())
-    for i, j in [(hh.domain_size - 2, hh.domain_size // 3), (3, 1)]:     # Var(P_i − P_j) = Var(range j+1..i)
+    for i, j in [(hh.domain_size - 2, hh.domain_size // 3), (3, 1)]:  # Var(P_i − P_j) = Var(range j+1..i)
         assert cov[i, i] + cov[j, j] - 2 * cov[i, j] == pytest.approx(
-            _range_variance(hh, counts, n, sizes, j + 1, i), rel=1e-9)
+            _range_variance(hh, counts, n, sizes, j + 1, i), rel=1e-9
+        )
 
 
 def test_prefix_counts_unbiased_with_exact_variance_by_monte_carlo():
@@ -44,12 +54,12 @@ def test_prefix_counts_unbiased_with_exact_variance_by_monte_carlo():
     for r in range(reps):
         state = hh.simulate_counts(counts, gen)
         draws[r] = hh.prefix_counts(state).value
-        var += hh.prefix_variances(counts, state.level_sizes) / reps    # E[Var | split] = total variance
+        var += hh.prefix_variances(counts, state.level_sizes) / reps  # E[Var | split] = total variance
     z = (draws.mean(axis=0) - truth)[:-1] / np.sqrt(var[:-1] / reps)
     assert np.all(np.abs(z) < 5)
-    ratio = np.mean((draws - truth) ** 2, axis=0)[:-1] / var[:-1]       # known mean: chi2_reps / reps
+    ratio = np.mean((draws - truth) ** 2, axis=0)[:-1] / var[:-1]  # known mean: chi2_reps / reps
     assert np.all(np.abs(ratio - 1) < 5 * np.sqrt(2 / reps))
-    assert np.allclose(draws[:, -1], 3000)                              # the whole domain is n exactly
+    assert np.allclose(draws[:, -1], 3000)  # the whole domain is n exactly
 
 
 def test_prefix_variances_reject_hadamard_levels():

@@ -101,8 +101,15 @@ def chi2_pvalue(observed_counts, probs) -> float:
     return stats.chisquare(observed_counts, expected).pvalue
 
 
-@pytest.mark.parametrize("make,value", [(lambda: GRR(5, 1.0), 2), (lambda: BinaryRR(0.7), 1),
-                                        (lambda: OUE(4, 1.0), 3), (lambda: HadamardResponse(6, 1.5), 4)])
+@pytest.mark.parametrize(
+    "make,value",
+    [
+        (lambda: GRR(5, 1.0), 2),
+        (lambda: BinaryRR(0.7), 1),
+        (lambda: OUE(4, 1.0), 3),
+        (lambda: HadamardResponse(6, 1.5), 4),
+    ],
+)
 def test_encode_matches_output_probabilities(make, value):
     oracle = make()
     n = 40_000
@@ -132,7 +139,9 @@ def test_olh_encode_matches_conditional_probabilities():
     probs = np.array([oracle.p] + [oracle.q] * (oracle.g - 1))
     assert chi2_pvalue(np.bincount(offset, minlength=oracle.g), probs) > 1e-4
     # and matches output_probabilities for a particular seed
-    assert oracle.output_probabilities(value, seed=int(reports["seed"][0]))[hashed[0]] == pytest.approx(oracle.p)
+    assert oracle.output_probabilities(value, seed=int(reports["seed"][0]))[hashed[0]] == pytest.approx(
+        oracle.p
+    )
 
 
 def test_secure_default_encodes():

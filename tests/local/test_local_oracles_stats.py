@@ -85,7 +85,7 @@ def pooled_chi2_pvalue(a, b, min_count=10):
     cb = np.bincount(b - lo, minlength=ca.size)
     ca = np.pad(ca, (0, cb.size - ca.size))
     acc_a, acc_b, table = 0, 0, []
-    for x, y in zip(ca, cb):
+    for x, y in zip(ca, cb, strict=False):
         acc_a, acc_b = acc_a + x, acc_b + y
         if acc_a + acc_b >= min_count:
             table.append((acc_a, acc_b))
@@ -141,7 +141,9 @@ def test_wrong_simulation_is_caught():
     def wrong(v, rng):
         c = np.bincount(v, minlength=6)
         counts = rng.binomial(c, 0.6) + rng.binomial(c.sum() - c, oracle.q)
-        return oracle.new_state().merge(type(oracle.new_state())(oracle.name, oracle.params, int(c.sum()), counts))
+        return oracle.new_state().merge(
+            type(oracle.new_state())(oracle.name, oracle.params, int(c.sum()), counts)
+        )
 
     enc = encoded_counts(oracle, values, 600, gen)
     sim = simulated_counts(oracle, values, 600, gen, simulate=wrong)
@@ -169,8 +171,9 @@ def test_hr_estimate_equals_direct_parity_sums():
     oracle = HadamardResponse(11, 1.0)
     state = oracle.aggregate(oracle.encode_batch(np.arange(11).repeat(50), rng=3))
     j = np.arange(oracle.K)
-    direct = np.array([state.counts[(np.array([bin((v + 1) & x).count("1") for x in j]) % 2) == 0].sum()
-                       for v in range(11)])
+    direct = np.array(
+        [state.counts[(np.array([bin((v + 1) & x).count("1") for x in j]) % 2) == 0].sum() for v in range(11)]
+    )
     expected = (direct - state.n / 2) / (oracle.p - 0.5)
     assert np.allclose(oracle.estimate(state).value, expected)
     assert math.isclose(oracle.variance(100, np.array([0.0]))[0], 25 / (oracle.p - 0.5) ** 2)

@@ -31,7 +31,7 @@ def test_tiny_epsilon_variance_is_accurate(cls):
     eps = 1e-12
     oracle = cls(16, eps)
     e = Fraction(eps)
-    em1 = e + e**2 / 2 + e**3 / 6                                   # e^ε − 1, relative error ~1e-36
+    em1 = e + e**2 / 2 + e**3 / 6  # e^ε − 1, relative error ~1e-36
     if cls is GRR:
         q = 1 / (em1 + 16)
         var = q * (1 - q) / (em1 * q) ** 2
@@ -39,7 +39,7 @@ def test_tiny_epsilon_variance_is_accurate(cls):
         g = oracle.g
         r = Fraction(1, g)
         var = r * (1 - r) / ((g - 1) * em1 / (g * (em1 + g))) ** 2
-    else:                                                            # OUE: q = 1/(e^ε + 1); HR: 1/4 per user
+    else:  # OUE: q = 1/(e^ε + 1); HR: 1/4 per user
         q = 1 / (em1 + 2)
         gap = em1 / (2 * (em1 + 2))
         var = (q * (1 - q) if cls is OUE else Fraction(1, 4)) / gap**2
@@ -49,12 +49,12 @@ def test_tiny_epsilon_variance_is_accurate(cls):
 
 
 def test_olh_large_epsilon_caps_g_and_stays_cheap():
-    oracle = OLH(64, 30.0)                      # e^30 ≈ 1e13 buckets would not fit in memory
+    oracle = OLH(64, 30.0)  # e^30 ≈ 1e13 buckets would not fit in memory
     assert oracle.g == 2**32 - 1
     values = np.arange(64).repeat(3)
     est = oracle.estimate(oracle.aggregate(oracle.encode_batch(values, rng=2)))
     assert np.allclose(est.value, 3, atol=0.01)
-    assert OLH(64, 20.0).g == round(math.exp(20.0)) + 1     # below the cap: the paper's g
+    assert OLH(64, 20.0).g == round(math.exp(20.0)) + 1  # below the cap: the paper's g
     with pytest.raises(ValueError, match="g"):
         OLH(8, 1.0, g=2**32)
     assert best_oracle(1024, 25.0).name in {"grr", "oue", "olh", "hr"}
@@ -69,7 +69,7 @@ def test_olh_hash_is_floor_of_mix_times_g(g):
     values = rng.integers(0, 50, 2000)
     mask = (1 << 64) - 1
     expected = []
-    for s, v in zip(seeds.tolist(), values.tolist()):
+    for s, v in zip(seeds.tolist(), values.tolist(), strict=False):
         z = (s + (v + 1) * 0x9E3779B97F4A7C15) & mask
         z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
         z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
@@ -102,11 +102,11 @@ def test_oue_encode_is_exactly_a_32_bit_threshold_comparison():
     values = np.random.default_rng(1).integers(0, d, n)
     src = RecordingSource(5)
     bits = np.unpackbits(oracle.encode_batch(values, rng=src)["bits"], axis=1, count=d, bitorder="little")
-    assert len(src.words) == 2                              # one draw of bytes, one for the ties
+    assert len(src.words) == 2  # one draw of bytes, one for the ties
     top = src.words[0].view(np.uint8)[: n * d].reshape(n, d).astype(np.int64)
     T = int(oracle._q_threshold)
     ties = np.flatnonzero(top.ravel() == T >> 24)
-    assert ties.size > 100                                  # the tie path is exercised
+    assert ties.size > 100  # the tie path is exercised
     low = (src.words[1] >> np.uint64(40)).astype(np.int64)
     u = top.ravel() << 24
     u[ties] += low
@@ -118,7 +118,7 @@ def test_oue_encode_is_exactly_a_32_bit_threshold_comparison():
 
 
 def test_oue_wide_domain_aggregate_equals_unpacked_sums():
-    d = 5000                                                 # > 4096: the unpacking path
+    d = 5000  # > 4096: the unpacking path
     oracle = OUE(d, 1.0)
     reports = oracle.encode_batch(np.random.default_rng(0).integers(0, d, 300), rng=1)
     bits = np.unpackbits(reports["bits"], axis=1, count=d, bitorder="little")
@@ -127,7 +127,9 @@ def test_oue_wide_domain_aggregate_equals_unpacked_sums():
 
 def test_values_that_would_wrap_in_int64_are_rejected_clearly():
     oracle = GRR(16, 1.0)
-    with pytest.raises(ValueError, match=r"values must be in \[0, 16\), got values up to 9223372036854775813"):
+    with pytest.raises(
+        ValueError, match=r"values must be in \[0, 16\), got values up to 9223372036854775813"
+    ):
         oracle.encode_batch(np.array([2**63 + 5], dtype=np.uint64))
     with pytest.raises(ValueError, match="values must be in"):
         oracle.simulate([1e300], rng=0)
@@ -140,7 +142,9 @@ def test_numeric_types_of_epsilon_and_inputs_are_accepted_and_not_mutated():
     assert oracle.epsilon == 0.5 and BinaryRR(np.float32(0.5)).epsilon == 0.5
     series = pd.Series([1, 2, 3, 7], dtype="uint8")
     before = series.copy()
-    assert oracle.simulate(series, rng=0).n == 4 and oracle.aggregate(oracle.encode_batch(series, rng=0)).n == 4
+    assert (
+        oracle.simulate(series, rng=0).n == 4 and oracle.aggregate(oracle.encode_batch(series, rng=0)).n == 4
+    )
     pd.testing.assert_series_equal(series, before)
 
 
@@ -166,13 +170,20 @@ def test_default_encoding_uses_batched_os_csprng_and_never_numpy(monkeypatch):
         monkeypatch.setattr(np.random, name, forbidden)
     for name in ("uint64", "integers", "random"):
         monkeypatch.setattr(GeneratorSource, name, forbidden)
-    oracles = [GRR(12, 1.0), BinaryRR(1.0), OUE(12, 1.0), OLH(12, 1.0), HadamardResponse(12, 1.0),
-               HierarchicalHistogram(12, 1.0, oracle="grr"), HierarchicalHistogram(12, 1.0, oracle="olh")]
+    oracles = [
+        GRR(12, 1.0),
+        BinaryRR(1.0),
+        OUE(12, 1.0),
+        OLH(12, 1.0),
+        HadamardResponse(12, 1.0),
+        HierarchicalHistogram(12, 1.0, oracle="grr"),
+        HierarchicalHistogram(12, 1.0, oracle="olh"),
+    ]
     values = np.arange(5000) % 2
     for oracle in oracles:
         calls.clear()
         reports = oracle.encode_batch(values)
         assert oracle.aggregate(reports).n == 5000
-        assert 1 <= len(calls) <= 10, (oracle, len(calls))       # batched: not one call per user
+        assert 1 <= len(calls) <= 10, (oracle, len(calls))  # batched: not one call per user
         calls.clear()
         assert oracle.aggregate(oracle.encode(1)).n == 1 and len(calls) >= 1

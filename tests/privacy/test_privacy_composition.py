@@ -21,7 +21,7 @@ from privstats.privacy.composition import (
     zcdp_composition,
     zcdp_to_approx,
 )
-from privstats.privacy.guarantees import ApproxDP, PureDP, ZCDP
+from privstats.privacy.guarantees import ZCDP, ApproxDP, PureDP
 
 
 def test_issue_numbers_1656_fold():
@@ -38,9 +38,10 @@ def test_issue_numbers_1656_fold():
 
 def kov_delta_i(eps, k, i):
     """KOV Theorem 3.3 at the grid point ε_total = (k − 2i)ε, written out directly."""
-    return sum(comb(k, l) * (math.exp((k - l) * eps) - math.exp((k - 2 * i + l) * eps)) for l in range(i)) / (
-        1 + math.exp(eps)
-    ) ** k
+    return (
+        sum(comb(k, l) * (math.exp((k - l) * eps) - math.exp((k - 2 * i + l) * eps)) for l in range(i))
+        / (1 + math.exp(eps)) ** k
+    )
 
 
 @pytest.mark.parametrize("eps, k", [(0.5, 10), (1.0, 7), (0.1, 30)])

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from privstats.privacy.composition import zcdp_to_approx
-from privstats.privacy.guarantees import ApproxDP, PureDP, ZCDP
+from privstats.privacy.guarantees import ZCDP, ApproxDP, PureDP
 from privstats.privacy.ledger import BudgetExceededError, BudgetLedger
 
 

@@ -38,7 +38,7 @@ def dlap_pmf(scale, lo, hi):
 
 def dgauss_pmf(sigma, lo, hi):
     s2 = float(sigma) ** 2
-    w = int(math.ceil(40 * math.sqrt(s2))) + 10
+    w = math.ceil(40 * math.sqrt(s2)) + 10
     allx = np.arange(-w, w + 1)
     z = np.exp(-(allx.astype(float) ** 2) / (2 * s2)).sum()
     x = np.arange(lo, hi + 1)

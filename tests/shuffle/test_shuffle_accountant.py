@@ -36,7 +36,9 @@ def test_balle_krr_formula_and_consistency_with_tight_blanket():
     n, k, delta, eps0 = 200_000, 10, 1e-6, 3.0
     eps = shuffled_epsilon(eps0, n, delta, method="balle", k=k)
     gamma = k / (math.exp(eps0) + k - 1)
-    assert gamma == pytest.approx(max(14 * k * math.log(2 / delta) / ((n - 1) * eps ** 2), 27 * k / ((n - 1) * eps)))
+    assert gamma == pytest.approx(
+        max(14 * k * math.log(2 / delta) / ((n - 1) * eps**2), 27 * k / ((n - 1) * eps))
+    )
     # the published bound is valid, so the tight blanket computation must certify it
     assert krr_blanket_delta(eps, gamma, k, n) <= delta
     # ... and the tight computation is strictly better (a smaller eps already suffices)
@@ -48,7 +50,7 @@ def test_local_epsilon_for_inverts(method, kw):
     n, delta, eps = 50_000, 1e-6, 0.5
     e0 = local_epsilon_for(eps, n, delta, method, **kw)
     assert shuffled_epsilon(e0, n, delta, method, **kw) <= eps * (1 + 1e-6)
-    assert shuffled_epsilon(e0 + 0.05, n, delta, method, **kw) > eps      # the inverse is (nearly) the largest
+    assert shuffled_epsilon(e0 + 0.05, n, delta, method, **kw) > eps  # the inverse is (nearly) the largest
 
 
 def test_numeric_is_tighter_than_closed_form_and_below_eps0():
@@ -78,15 +80,18 @@ def test_validity_ranges_raise_clear_errors():
 
 # ------------------------------------------------ Balle et al. generic privacy-blanket bound ----
 
+
 def exact_binary_rr_delta(eps, eps0, n, ones_among_others):
     """Exact δ(ε) of shuffled binary RR (the output is the count of ones) for user 1 holding 0 vs 1."""
     from scipy import stats
-    q = 1 / (math.exp(eps0) + 1)                               # flip probability
+
+    q = 1 / (math.exp(eps0) + 1)  # flip probability
     m, rest = ones_among_others, n - 1 - ones_among_others
-    others = np.convolve(stats.binom.pmf(np.arange(m + 1), m, 1 - q),
-                         stats.binom.pmf(np.arange(rest + 1), rest, q))
-    P = np.convolve(others, [1 - q, q])                        # user 1 holds 0
-    Q = np.convolve(others, [q, 1 - q])                        # user 1 holds 1
+    others = np.convolve(
+        stats.binom.pmf(np.arange(m + 1), m, 1 - q), stats.binom.pmf(np.arange(rest + 1), rest, q)
+    )
+    P = np.convolve(others, [1 - q, q])  # user 1 holds 0
+    Q = np.convolve(others, [q, 1 - q])  # user 1 holds 1
     e = math.exp(eps)
     return max(np.maximum(P - e * Q, 0).sum(), np.maximum(Q - e * P, 0).sum())
 
@@ -139,7 +144,7 @@ def test_balle_generic_inverse_and_validity_range():
     e0 = local_epsilon_for(0.5, n, delta, "balle")
     assert shuffled_epsilon(e0, n, delta, "balle") <= 0.5 * (1 + 1e-6)
     assert shuffled_epsilon(e0 + 0.05, n, delta, "balle") > 0.5
-    assert local_epsilon_for(0.5, n, delta, "balle", k=2) != e0          # k selects Thm 3.1
+    assert local_epsilon_for(0.5, n, delta, "balle", k=2) != e0  # k selects Thm 3.1
     with pytest.raises(ValueError, match="generic blanket bound"):
         shuffled_epsilon(3.0, 10_000, 1e-6, method="balle")
     with pytest.raises(ValueError, match="generic blanket bound"):

@@ -10,9 +10,18 @@ X = np.random.default_rng(0).integers(0, 8, 3000)
 TRUTH = np.bincount(X, minlength=8)
 
 
-@pytest.mark.parametrize("model,protocol", [("shuffle", None), ("shuffle", "single"), ("shuffle", "single-rr"),
-                                            ("shuffle", "single-rappor"), ("shuffle", "multi-hadamard"),
-                                            ("local", None), ("central", None)])
+@pytest.mark.parametrize(
+    "model,protocol",
+    [
+        ("shuffle", None),
+        ("shuffle", "single"),
+        ("shuffle", "single-rr"),
+        ("shuffle", "single-rappor"),
+        ("shuffle", "multi-hadamard"),
+        ("local", None),
+        ("central", None),
+    ],
+)
 def test_frequencies_all_models(model, protocol):
     est = privstats.frequencies(X, domain=8, epsilon=1.0, delta=1e-6, model=model, protocol=protocol, rng=1)
     assert est.model == model and est.value.shape == (8,)
@@ -43,10 +52,11 @@ def test_frequencies_bad_input():
         privstats.frequencies(X, domain=8, epsilon=1.0, protocol="multi-magic")
     with pytest.raises(ValueError, match="not in domain"):
         privstats.frequencies(["z"], domain=["a", "b"], epsilon=1.0)
-    with pytest.raises(ValueError, match="k-RR cannot reach"):        # too few users for Balle et al.'s blanket
-        privstats.frequencies(X[:200], domain=8, epsilon=0.5, delta=1e-6, protocol="single-rr",
-                              calibration="balle")
-    with pytest.raises(ValueError, match="n must be"):                 # below the minimum batch of users
+    with pytest.raises(ValueError, match="k-RR cannot reach"):  # too few users for Balle et al.'s blanket
+        privstats.frequencies(
+            X[:200], domain=8, epsilon=0.5, delta=1e-6, protocol="single-rr", calibration="balle"
+        )
+    with pytest.raises(ValueError, match="n must be"):  # below the minimum batch of users
         privstats.frequencies([3], domain=8, epsilon=0.5, delta=1e-6, protocol="single-rr")
 
 
@@ -59,8 +69,12 @@ def test_range_counts_1d_and_2d_within_error():
         assert np.all(np.abs(est.value - truth) <= 6 * est.stderr + 1e-9), model
     pts = np.random.default_rng(4).integers(0, 4, (2000, 2))
     boxes = [[(0, 2), (1, 4)], [(1, 3), (0, 4)]]
-    truth2 = np.array([np.all([(pts[:, s] >= lo) & (pts[:, s] < hi) for s, (lo, hi) in enumerate(b)], axis=0).sum()
-                       for b in boxes])
+    truth2 = np.array(
+        [
+            np.all([(pts[:, s] >= lo) & (pts[:, s] < hi) for s, (lo, hi) in enumerate(b)], axis=0).sum()
+            for b in boxes
+        ]
+    )
     est = privstats.range_counts(pts, boxes, domain=4, epsilon=1.0, model="central", rng=5)
     assert np.all(np.abs(est.value - truth2) <= 6 * est.stderr)
     with pytest.raises(ValueError, match="range"):
@@ -74,7 +88,9 @@ def test_quantiles_shuffle_and_delegation():
     est = shuffle_quantiles(x, [0.25, 0.5, 0.75], epsilon=1.0, delta=1e-6, bounds=(0, 1), bins=8, rng=7)
     assert np.all(np.abs(est.value - [0.25, 0.5, 0.75]) <= 0.125 + 1e-9)
     assert est.messages_per_user > 1
-    via = privstats.quantiles(x, [0.5], epsilon=1.0, delta=1e-6, bounds=(0, 1), model="shuffle", bins=8, rng=7)
+    via = privstats.quantiles(
+        x, [0.5], epsilon=1.0, delta=1e-6, bounds=(0, 1), model="shuffle", bins=8, rng=7
+    )
     assert via.model == "shuffle"
     with pytest.raises(ValueError, match="bounds"):
         shuffle_quantiles(x, [0.5], epsilon=1.0, delta=1e-6, bounds=None)
@@ -89,4 +105,4 @@ def test_heavy_hitters_finds_planted_items(model):
     est = privstats.heavy_hitters(x, domain=64, epsilon=1.0, delta=1e-6, model=model, rng=9)
     found = set(est.value.tolist())
     assert {11, 40} <= found
-    assert len(found) <= 4                     # background items (~31 each) are far below the threshold
+    assert len(found) <= 4  # background items (~31 each) are far below the threshold

@@ -22,29 +22,32 @@ def multiset_distribution(per_message):
         for hist, p in dist.items():
             for m, q in law.items():
                 if q:
-                    nxt[tuple(sorted(hist + (m,)))] += p * q
+                    nxt[tuple(sorted((*hist, m)))] += p * q
         dist = nxt
     return dist
 
 
 def hockey(P, Q, eps):
     e = math.exp(eps)
-    return max(sum(max(p - e * Q.get(o, 0.0), 0.0) for o, p in P.items()),
-               sum(max(q - e * P.get(o, 0.0), 0.0) for o, q in Q.items()))
+    return max(
+        sum(max(p - e * Q.get(o, 0.0), 0.0) for o, p in P.items()),
+        sum(max(q - e * P.get(o, 0.0), 0.0) for o, q in Q.items()),
+    )
 
 
 # ---------------------------------------------------------------- Hadamard (Algorithm 1) -----
 
+
 def hadamard_message_laws(items, rho, m=2):
     """τ = 1: a real message for j is uniform on C_j; a blanket one uniform on [0, 2^m).
     Messages are the released null-space rows (as tuples), computed by the library."""
-    values = np.arange(2 ** m, dtype=np.uint32)
+    values = np.arange(2**m, dtype=np.uint32)
     kern = [tuple(r) for r in kernels_from_tuples(values[:, None], m).tolist()]
     laws = []
     for j in items:
         members = [v for v in values if bin(int(v) & j).count("1") % 2 == 0]
         laws.append({kern[v]: 1.0 / len(members) for v in members})
-        laws.extend({kern[v]: 1.0 / 2 ** m for v in values} for _ in range(rho))
+        laws.extend({kern[v]: 1.0 / 2**m for v in values} for _ in range(rho))
     return laws
 
 
@@ -57,7 +60,7 @@ def test_hadamard_exact_divergence_below_accountant(rho):
         exact = hockey(P, Q, eps)
         claimed = hadamard_swap_delta(eps, 2 * rho, 1)
         assert exact <= claimed + 1e-12
-        assert exact > 0 or claimed >= 0   # sanity
+        assert exact > 0 or claimed >= 0  # sanity
 
 
 def test_hadamard_under_noised_is_caught():
@@ -70,8 +73,9 @@ def test_hadamard_under_noised_is_caught():
 
 # ---------------------------------------------------------------- Count-Min (Algorithm 2) ----
 
+
 def binom_pmf(n, p):
-    return {y: math.comb(n, y) * p ** y * (1 - p) ** (n - y) for y in range(n + 1)}
+    return {y: math.comb(n, y) * p**y * (1 - p) ** (n - y) for y in range(n + 1)}
 
 
 def cm_table_law(n, gamma, shift):
@@ -83,8 +87,8 @@ def cm_table_law(n, gamma, shift):
 @pytest.mark.parametrize("gamma", [0.2, 0.45])
 def test_countmin_exact_divergence_below_accountant(gamma):
     n = 4
-    P = cm_table_law(n, gamma, (2, 2))       # user 1 in cell 0
-    Q = cm_table_law(n, gamma, (1, 3))       # user 1 in cell 1
+    P = cm_table_law(n, gamma, (2, 2))  # user 1 in cell 0
+    Q = cm_table_law(n, gamma, (1, 3))  # user 1 in cell 1
     for eps in (0.5, 1.0, 2.0, 3.0):
         assert hockey(P, Q, eps) <= countmin_delta(eps, n, gamma, 1, grid=1e-4) + 1e-12
 
@@ -98,6 +102,7 @@ def test_countmin_under_noised_is_caught():
 
 # ---------------------------------------------------------------- single-message k-RR --------
 
+
 def krr_laws(values, k, gamma):
     return [{y: (1 - gamma) * (y == x) + gamma / k for y in range(k)} for x in values]
 
@@ -105,8 +110,8 @@ def krr_laws(values, k, gamma):
 @pytest.mark.parametrize("gamma", [0.3, 0.7])
 def test_krr_exact_divergence_below_tight_blanket(gamma):
     k, others = 3, [0, 1, 2, 1]
-    P = multiset_distribution(krr_laws([0] + others, k, gamma))
-    Q = multiset_distribution(krr_laws([1] + others, k, gamma))
+    P = multiset_distribution(krr_laws([0, *others], k, gamma))
+    Q = multiset_distribution(krr_laws([1, *others], k, gamma))
     n = len(others) + 1
     for eps in (0.25, 0.5, 1.0, 2.0):
         assert hockey(P, Q, eps) <= krr_blanket_delta(eps, gamma, k, n) + 1e-12
@@ -114,12 +119,13 @@ def test_krr_exact_divergence_below_tight_blanket(gamma):
 
 def test_krr_under_noised_is_caught():
     k, others = 3, [0, 1, 2, 1]
-    P = multiset_distribution(krr_laws([0] + others, k, 0.1))
-    Q = multiset_distribution(krr_laws([1] + others, k, 0.1))
+    P = multiset_distribution(krr_laws([0, *others], k, 0.1))
+    Q = multiset_distribution(krr_laws([1, *others], k, 0.1))
     assert hockey(P, Q, 0.5) > krr_blanket_delta(0.5, 0.9, k, 5)
 
 
 # ---------------------------------------------------------------- single-message RAPPOR ------
+
 
 def rappor_laws(values, B, p):
     laws = []
@@ -127,7 +133,7 @@ def rappor_laws(values, B, p):
         law = {}
         for bits in itertools.product((0, 1), repeat=B):
             flips = sum(b != (i == x) for i, b in enumerate(bits))
-            law[bits] = p ** flips * (1 - p) ** (B - flips)
+            law[bits] = p**flips * (1 - p) ** (B - flips)
         laws.append(law)
     return laws
 
@@ -135,11 +141,11 @@ def rappor_laws(values, B, p):
 def test_rappor_exact_divergence_below_amplification_bound():
     B, n, delta = 2, 4, 0.05
     p = 0.2
-    eps0 = 2 * math.log((1 - p) / p)                    # RAPPOR's replace-one local epsilon
+    eps0 = 2 * math.log((1 - p) / p)  # RAPPOR's replace-one local epsilon
     P = multiset_distribution(rappor_laws([0, 1, 0, 1], B, p))
     Q = multiset_distribution(rappor_laws([1, 1, 0, 1], B, p))
     eps = shuffled_epsilon(eps0, n, delta, method="fmt-numeric")
-    assert eps < eps0                                   # amplification happened at all
+    assert eps < eps0  # amplification happened at all
     assert hockey(P, Q, eps) <= delta
     # too small an epsilon for this delta is caught
     assert hockey(P, Q, 0.2 * eps) > delta
@@ -147,12 +153,15 @@ def test_rappor_exact_divergence_below_amplification_bound():
 
 # ---------------------------------------------------------------- summation --------------------
 
+
 def test_summation_exact_divergence_below_accountant():
     n_blank, gamma = 6, 0.3
     pmf = binom_pmf(n_blank, gamma)
-    P = {y + 1: p for y, p in pmf.items()}              # user 1's bit = 1
-    Q = dict(pmf)                                        # user 1's bit = 0
+    P = {y + 1: p for y, p in pmf.items()}  # user 1's bit = 1
+    Q = dict(pmf)  # user 1's bit = 0
     for eps in (0.5, 1.0, 2.0):
-        claimed = max(countmin_delta(eps, n_blank, gamma, 1, up_only=True, grid=1e-4),
-                      countmin_delta(eps, n_blank, gamma, 1, down_only=True, grid=1e-4))
+        claimed = max(
+            countmin_delta(eps, n_blank, gamma, 1, up_only=True, grid=1e-4),
+            countmin_delta(eps, n_blank, gamma, 1, down_only=True, grid=1e-4),
+        )
         assert hockey(P, Q, eps) <= claimed + 1e-12

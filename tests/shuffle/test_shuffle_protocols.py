@@ -8,8 +8,13 @@ import pytest
 from scipy import stats
 
 from privstats.local.base import CountState
-from privstats.shuffle import (CountMinMultiMessage, HadamardMultiMessage, ShuffledKRR, ShuffledRAPPOR,
-                               ShuffledSum)
+from privstats.shuffle import (
+    CountMinMultiMessage,
+    HadamardMultiMessage,
+    ShuffledKRR,
+    ShuffledRAPPOR,
+    ShuffledSum,
+)
 from privstats.shuffle.hadamard import messages_from_bytes, messages_to_bytes
 
 REPS = 300
@@ -41,7 +46,7 @@ def test_hadamard_wrong_estimator_is_caught():
     x = np.zeros(64, dtype=int)
     g = np.random.default_rng(2)
     states = [proto.simulate(x, g) for _ in range(REPS)]
-    p = 2.0 ** -proto.tau
+    p = 2.0**-proto.tau
     wrong = [s.counts[0] - s.n * p for s in states]
     with pytest.raises(AssertionError):
         check_mean_and_variance(np.array(wrong)[:, None], np.array([64]), proto.variance([64])[:1])
@@ -54,8 +59,9 @@ def test_hadamard_encode_and_direct_sampling_agree_in_distribution():
     width = 1 + proto.m
     pad = lambda a: np.pad(a, ((0, 0), (0, width - a.shape[1])))
     enc = np.concatenate([pad(proto.encode_batch(x, rng=s)) for s in range(150)])
-    sim = np.concatenate([pad(proto.sample_messages(proto._indices(x), x.size * proto.rho, rng=1000 + s))
-                          for s in range(150)])
+    sim = np.concatenate(
+        [pad(proto.sample_messages(proto._indices(x), x.size * proto.rho, rng=1000 + s)) for s in range(150)]
+    )
     ce, cs = Counter(map(tuple, enc.tolist())), Counter(map(tuple, sim.tolist()))
     keys = sorted(set(ce) | set(cs))
     table = np.array([[ce[k] for k in keys], [cs[k] for k in keys]])
@@ -74,7 +80,7 @@ def test_hadamard_messages_roundtrip_and_reject_garbage():
     with pytest.raises(ValueError, match="malformed"):
         messages_from_bytes([b"\x02\x00"])
     bad = msgs.copy()
-    bad[0, 1] = proto.b_prime          # outside the field
+    bad[0, 1] = proto.b_prime  # outside the field
     with pytest.raises(ValueError, match="malformed"):
         proto.aggregate(bad)
     with pytest.raises(ValueError, match=r"\[0, 8\)"):
@@ -131,7 +137,7 @@ def test_countmin_message_level_agrees_with_sufficient_statistic():
     assert stats.ks_2samp(a.sum(axis=1), b.sum(axis=1)).pvalue > 1e-4
     # the client (exact dyadic binomial, distinct cells) sends tau real + blanket cells
     msgs = proto.encode(3, rng=1)
-    assert np.unique(msgs[proto.tau:]).size == msgs.size - proto.tau
+    assert np.unique(msgs[proto.tau :]).size == msgs.size - proto.tau
 
 
 def test_countmin_mean_estimator_unbiased_over_public_seeds():
@@ -139,7 +145,9 @@ def test_countmin_mean_estimator_unbiased_over_public_seeds():
     truth = np.bincount(x, minlength=8)
     ests = []
     for s in range(REPS):
-        proto = CountMinMultiMessage(8, n=80, epsilon=1.0, delta=1e-3, tau=3, gamma=0.02, seed=s, estimator="mean")
+        proto = CountMinMultiMessage(
+            8, n=80, epsilon=1.0, delta=1e-3, tau=3, gamma=0.02, seed=s, estimator="mean"
+        )
         ests.append(proto.estimate(proto.simulate(x, rng=s)).value)
     ests = np.array(ests)
     sd = ests.std(axis=0, ddof=1)
@@ -160,6 +168,6 @@ def test_summation_unbiased_with_exact_variance():
 def test_paper_calibrations_are_costlier_than_numeric():
     exact = HadamardMultiMessage(1 << 10, n=1 << 16, epsilon=1.0, delta=1e-6)
     chern = HadamardMultiMessage(1 << 10, n=1 << 16, epsilon=1.0, delta=1e-6, calibration="chernoff")
-    assert 35 <= exact.rho <= 50 and chern.rho >= 10 * exact.rho      # research note: ~43 vs ~730
+    assert 35 <= exact.rho <= 50 and chern.rho >= 10 * exact.rho  # research note: ~43 vs ~730
     with pytest.raises(ValueError, match="not valid"):
         CountMinMultiMessage(1 << 10, n=1 << 12, epsilon=1.0, delta=1e-6, calibration="paper")

@@ -17,7 +17,7 @@ def test_refuses_small_batches_and_keeps_them_pending():
     assert len(s) == 2
     s.submit([b"c"])
     assert sorted(s.release()) == [b"a", b"b", b"c"]
-    assert len(s) == 0                                   # nothing kept after release
+    assert len(s) == 0  # nothing kept after release
 
 
 def test_default_is_the_os_csprng():
@@ -30,7 +30,7 @@ def test_messages_are_opaque_bytes_of_fixed_size():
         s.submit(["ab"])
     with pytest.raises(ValueError, match="exactly 2 bytes"):
         s.submit([b"ab", b"abc"])
-    assert len(s) == 0                                   # a bad batch adds nothing
+    assert len(s) == 0  # a bad batch adds nothing
 
 
 def test_output_order_is_uniform_and_independent_of_input_order():
@@ -43,8 +43,8 @@ def test_output_order_is_uniform_and_independent_of_input_order():
         for _ in range(trials):
             counts[tuple(s.shuffle([msgs[i] for i in order]))] += 1
         tables.append([counts[p] for p in itertools.permutations(msgs)])
-        assert stats.chisquare(tables[-1]).pvalue > 1e-4          # uniform over the 6 orders
-    assert stats.chi2_contingency(np.array(tables))[1] > 1e-4      # same law for both input orders
+        assert stats.chisquare(tables[-1]).pvalue > 1e-4  # uniform over the 6 orders
+    assert stats.chi2_contingency(np.array(tables))[1] > 1e-4  # same law for both input orders
 
 
 def test_a_biased_shuffler_would_be_caught():

@@ -8,7 +8,15 @@ import pytest
 import privstats
 from privstats.privacy import advanced_composition, optimal_composition, zcdp_to_approx
 from privstats.summarization import (
-    Consumer, DataOwner, PrivateParams, ProtocolError, json_transport, plan_private, run_greedy, sketch_accounting)
+    Consumer,
+    DataOwner,
+    PrivateParams,
+    ProtocolError,
+    json_transport,
+    plan_private,
+    run_greedy,
+    sketch_accounting,
+)
 from privstats.summarization.auction import PrivateAuction
 from privstats.summarization.budget import expected_asks, paper_auction_parameters
 from privstats.summarization.features import RandomFourierFeatures, mmd2
@@ -35,9 +43,9 @@ def _central_greedy(owners, target, size, seed_set=None):
     for _ in range(size):
         best, arg = -np.inf, -1
         for j in np.flatnonzero(free):
-            T = np.array(S + [H[j]])
+            T = np.array([*S, H[j]])
             J = 2 * (T @ mv).mean() - (T @ T.T).mean()
-            if J > best:
+            if best < J:
                 best, arg = J, j
         free[arg] = False
         S.append(H[arg])
@@ -49,8 +57,17 @@ def _central_greedy(owners, target, size, seed_set=None):
 def test_distributed_greedy_equals_centralised_greedy(with_seed):
     owners, target = _problem(1, m=25)
     seed_set = np.random.default_rng(9).normal(size=(5, 3)) if with_seed else None
-    res = run_greedy([DataOwner(o, i) for i, o in enumerate(owners)], Consumer(target), size=8, n_features=D,
-                     gamma=GAMMA, feature_seed=SEED, seed_set=seed_set, rng=0, transport=json_transport)
+    res = run_greedy(
+        [DataOwner(o, i) for i, o in enumerate(owners)],
+        Consumer(target),
+        size=8,
+        n_features=D,
+        gamma=GAMMA,
+        feature_seed=SEED,
+        seed_set=seed_set,
+        rng=0,
+        transport=json_transport,
+    )
     assert [tuple(x) for x in res.order] == _central_greedy(owners, target, 8, seed_set)
     assert res.accessed == 8
 
@@ -61,8 +78,18 @@ def test_private_auction_on_exact_sketches_picks_what_greedy_picks(eps_auc, tau)
     owners, target = _problem(2)
     mk = lambda: [DataOwner(o, i) for i, o in enumerate(owners)]
     greedy = run_greedy(mk(), Consumer(target), size=20, n_features=D, gamma=GAMMA, feature_seed=SEED, rng=0)
-    auct = run_greedy(mk(), Consumer(target), size=20, n_features=D, gamma=GAMMA, feature_seed=SEED, rng=1,
-                      epsilon_auc=eps_auc, tau=tau, transport=json_transport)
+    auct = run_greedy(
+        mk(),
+        Consumer(target),
+        size=20,
+        n_features=D,
+        gamma=GAMMA,
+        feature_seed=SEED,
+        rng=1,
+        epsilon_auc=eps_auc,
+        tau=tau,
+        transport=json_transport,
+    )
     assert np.array_equal(greedy.order, auct.order)
     assert auct.accessed >= greedy.accessed
     assert auct.rounds["asked_forced"].sum() <= 20 * len(owners) / tau
@@ -77,13 +104,13 @@ def test_auction_fetches_top_bidder_and_asks_as_many_as_expected():
         values = rng.normal(size=K)
         bids = [Bid(i, r, float(v), f"h{r}-{i}") for i, v in enumerate(values)]
         req = auc.requests(bids, r)
-        assert req[0].owner == int(np.argmax(values))     # the top bidder always, first
+        assert req[0].owner == int(np.argmax(values))  # the top bidder always, first
         asked.append(len(req))
     p = np.exp(-eps_auc * np.arange(K))
     mean, se = p.sum(), math.sqrt((p * (1 - p)).sum() / rounds)
     assert abs(np.mean(asked) - mean) < 5 * se
     assert abs(expected_asks(K, eps_auc) - mean) < 1e-12
-    p_wrong = np.exp(-eps_auc / 2 * np.arange(K))       # half the bias is detected
+    p_wrong = np.exp(-eps_auc / 2 * np.arange(K))  # half the bias is detected
     assert abs(np.mean(asked) - p_wrong.sum()) > 5 * se
 
 
@@ -91,16 +118,29 @@ def test_tau_rule_forces_repeated_bids_and_bound():
     auc = PrivateAuction(float("inf"), tau=2, rng=0)
     b = lambda r: [Bid(0, r, 1.0, "top"), Bid(1, r, 0.5, "stay")]
     assert [q.handle for q in auc.requests(b(1), 1)] == ["top"]
-    assert [q.handle for q in auc.requests([Bid(0, 2, 1.0, "next"), Bid(1, 2, 0.5, "stay")], 2)] == ["next", "stay"]
+    assert [q.handle for q in auc.requests([Bid(0, 2, 1.0, "next"), Bid(1, 2, 0.5, "stay")], 2)] == [
+        "next",
+        "stay",
+    ]
     assert auc.asked_forced == [0, 1]
 
 
 def test_private_protocol_run_bookkeeping():
     owners, target = _problem(3)
-    res = privstats.summarize(owners, target, size=30, epsilon=1.0, delta=1e-5, rng=2, n_features=D,
-                              gamma=GAMMA, t_init=200, transport=json_transport)
+    res = privstats.summarize(
+        owners,
+        target,
+        size=30,
+        epsilon=1.0,
+        delta=1e-5,
+        rng=2,
+        n_features=D,
+        gamma=GAMMA,
+        t_init=200,
+        transport=json_transport,
+    )
     assert sum(len(i) for i in res.indices) == 30
-    assert len({tuple(x) for x in res.order}) == 30                      # no point selected twice
+    assert len({tuple(x) for x in res.order}) == 30  # no point selected twice
     for i, idx in enumerate(res.indices):
         assert idx.dtype.kind == "i" and np.all((idx >= 0) & (idx < len(owners[i])))
     assert res.mmd2 == pytest.approx(mmd2(res.points(owners), target, GAMMA))
@@ -108,7 +148,9 @@ def test_private_protocol_run_bookkeeping():
     assert res.accessed == rounds["asked_biased"].sum() + rounds["asked_forced"].sum()
     assert rounds["asked_forced"].sum() <= 30 * len(owners) / res.params["tau"]
     p = np.exp(-res.params["epsilon_auc"] * np.arange(len(owners)))
-    assert rounds["asked_biased"].mean() <= rounds["expected_asked_biased"].mean() + 5 * math.sqrt((p * (1 - p)).sum() / 30)
+    assert rounds["asked_biased"].mean() <= rounds["expected_asked_biased"].mean() + 5 * math.sqrt(
+        (p * (1 - p)).sum() / 30
+    )
     assert res.accessed_target == len(target)
 
 
@@ -125,14 +167,20 @@ def test_privacy_totals_match_composition_formulas():
     # the paper's §4 numbers under its own count (one mechanism per MWEM iteration, DRV)
     assert sketch_accounting(0.01, 1656, 0.01)["paper"].epsilon == pytest.approx(1.401, abs=1e-3)
     p = 200
-    assert sketch_accounting(0.01 / math.sqrt(5 * p), 5 * p, 1e-4)["paper"].epsilon == pytest.approx(0.0430, abs=2e-4)
+    assert sketch_accounting(0.01 / math.sqrt(5 * p), 5 * p, 1e-4)["paper"].epsilon == pytest.approx(
+        0.0430, abs=2e-4
+    )
     # the correct count: 2 mechanisms per iteration; EM ε²/8-zCDP, Laplace ε²/2-zCDP
     eps, T, delta = 0.01, 1656, 0.01
     acc = sketch_accounting(eps, T, delta)
-    expected = min(2 * T * eps, advanced_composition(eps, 2 * T, delta).epsilon,
-                   optimal_composition(eps, 2 * T, delta).epsilon, zcdp_to_approx(T * eps**2 * 5 / 8, delta).epsilon)
+    expected = min(
+        2 * T * eps,
+        advanced_composition(eps, 2 * T, delta).epsilon,
+        optimal_composition(eps, 2 * T, delta).epsilon,
+        zcdp_to_approx(T * eps**2 * 5 / 8, delta).epsilon,
+    )
     assert acc["tight"].epsilon == pytest.approx(expected, rel=1e-12)
-    assert acc["advanced"].epsilon > acc["paper"].epsilon          # the paper undercounts under its own formula
+    assert acc["advanced"].epsilon > acc["paper"].epsilon  # the paper undercounts under its own formula
 
 
 @pytest.mark.parametrize("eps,delta,K,p", [(1.0, 1e-5, 5, 100), (0.3, 1e-6, 20, 50)])
@@ -144,7 +192,7 @@ def test_planner_spends_the_budget_per_party(eps, delta, K, p):
         assert acc[party].delta <= delta * (1 + 1e-12)
     assert params.tau == math.ceil(K ** (2 / 3))
     eps_auc, tau = paper_auction_parameters(1.0, 1e-4, 5)
-    assert eps_auc == pytest.approx(0.0150, abs=1e-4) and tau == 3      # research note table A.1
+    assert eps_auc == pytest.approx(0.0150, abs=1e-4) and tau == 3  # research note table A.1
 
 
 def test_methods_and_inputs_unchanged():
@@ -155,7 +203,7 @@ def test_methods_and_inputs_unchanged():
     assert uni.accessed == 10 and uni.privacy["owners"].epsilon == 0
     greedy = privstats.summarize(owners, target, size=10, method="greedy", rng=0, n_features=D)
     assert greedy.privacy["target"] is None and greedy.accessed == 10
-    assert all(np.array_equal(a, b) for a, b in zip(owners, before))
+    assert all(np.array_equal(a, b) for a, b in zip(owners, before, strict=False))
 
 
 def test_large_epsilon_private_is_close_to_greedy_and_beats_uniform():
@@ -169,21 +217,26 @@ def test_large_epsilon_private_is_close_to_greedy_and_beats_uniform():
     assert private.mmd2 < greedy.mmd2 + 0.5 * (uniform.mmd2 - greedy.mmd2)
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    (dict(owners=[np.zeros((5, 2)), np.zeros((5, 3))]), "different feature dimensions"),
-    (dict(size=100), "larger than"),
-    (dict(target=np.zeros((0, 2))), "target"),
-    (dict(epsilon=0.0), "epsilon"),
-    (dict(epsilon=-1.0), "epsilon"),
-    (dict(delta=1.5), "delta"),
-    (dict(method="best"), "method"),
-    (dict(owners=[]), "owners"),
-    (dict(owners=[np.array([[np.nan, 1.0]])]), "NaN"),
-    (dict(target=np.zeros((3, 5))), "features"),
-    (dict(size=0), "size"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(owners=[np.zeros((5, 2)), np.zeros((5, 3))]), "different feature dimensions"),
+        (dict(size=100), "larger than"),
+        (dict(target=np.zeros((0, 2))), "target"),
+        (dict(epsilon=0.0), "epsilon"),
+        (dict(epsilon=-1.0), "epsilon"),
+        (dict(delta=1.5), "delta"),
+        (dict(method="best"), "method"),
+        (dict(owners=[]), "owners"),
+        (dict(owners=[np.array([[np.nan, 1.0]])]), "NaN"),
+        (dict(target=np.zeros((3, 5))), "features"),
+        (dict(size=0), "size"),
+    ],
+)
 def test_bad_input_clear_errors(kwargs, match):
-    args = dict(owners=[np.zeros((5, 2)), np.ones((5, 2))], target=np.ones((3, 2)), size=3, epsilon=1.0, delta=1e-5)
+    args = dict(
+        owners=[np.zeros((5, 2)), np.ones((5, 2))], target=np.ones((3, 2)), size=3, epsilon=1.0, delta=1e-5
+    )
     args.update(kwargs)
     owners, target = args.pop("owners"), args.pop("target")
     with pytest.raises(ValueError, match=match):

@@ -23,12 +23,15 @@ def scores():
     return y, s
 
 
-@pytest.mark.parametrize("model,method,kw", [
-    ("local", "quantized", {"domain_size": 4096}),
-    ("local", "tree", {"domain_size": 2**16}),
-    ("secure", "pairs", {"P": 1}),
-    ("central", "exact", {}),
-])
+@pytest.mark.parametrize(
+    "model,method,kw",
+    [
+        ("local", "quantized", {"domain_size": 4096}),
+        ("local", "tree", {"domain_size": 2**16}),
+        ("secure", "pairs", {"P": 1}),
+        ("central", "exact", {}),
+    ],
+)
 def test_auc_converges_to_sklearn_at_large_epsilon(scores, model, method, kw):
     y, s = scores
     est = privstats.auc(y, s, epsilon=60.0, model=model, method=method, rng=1, **kw)
@@ -53,8 +56,10 @@ def test_kendall_converges_to_scipy_at_large_epsilon():
 
 def test_local_auc_stderr_reflects_the_spread(scores):
     y, s = scores
-    ests = [privstats.auc(y, s, epsilon=1.0, method="quantized", domain_size=16, oracle="grr", rng=i)
-            for i in range(40)]
+    ests = [
+        privstats.auc(y, s, epsilon=1.0, method="quantized", domain_size=16, oracle="grr", rng=i)
+        for i in range(40)
+    ]
     spread = np.std([e.value for e in ests], ddof=1)
     se = np.mean([e.stderr for e in ests])
     assert 0.6 < spread / se < 1.5
@@ -102,7 +107,9 @@ def test_other_statistics_end_to_end():
     mat = privstats.ustatistic(v, A, epsilon=2.0, model="local", rng=4)
     exact = np.mean(A[v[:2000, None], v[None, :2000]]) * 2000 / 1999
     assert abs(mat.value - exact) < 5 * mat.stderr + 0.01
-    var = privstats.ustatistic(x, lambda a, b: (a - b) ** 2 / 2, epsilon=50.0, bounds=(0, 1), bins=64, model="local", rng=5)
+    var = privstats.ustatistic(
+        x, lambda a, b: (a - b) ** 2 / 2, epsilon=50.0, bounds=(0, 1), bins=64, model="local", rng=5
+    )
     assert var.value == pytest.approx(np.var(x, ddof=1), abs=5 * var.stderr + 1e-3)
 
 
@@ -124,10 +131,14 @@ def test_auc_bad_input_gets_a_clear_error(args, match):
 def test_more_bad_input_and_inputs_unchanged():
     y, s = np.array([0, 1, 0, 1]), np.array([0.1, 0.2, 0.3, 0.4])
     s_copy = s.copy()
-    for kw, match in [({"epsilon": 0}, "epsilon"), ({"epsilon": 1, "model": "shuffle"}, "model"),
-                      ({"epsilon": 1, "model": "local", "method": "pairs"}, "method"), ({"epsilon": 1, "bounds": None}, "bounds"),
-                      ({"epsilon": 1, "method": "tree", "domain_size": 12}, "power of two"),
-                      ({"epsilon": 1, "model": "secure", "method": "all-pairs"}, "delta")]:
+    for kw, match in [
+        ({"epsilon": 0}, "epsilon"),
+        ({"epsilon": 1, "model": "shuffle"}, "model"),
+        ({"epsilon": 1, "model": "local", "method": "pairs"}, "method"),
+        ({"epsilon": 1, "bounds": None}, "bounds"),
+        ({"epsilon": 1, "method": "tree", "domain_size": 12}, "power of two"),
+        ({"epsilon": 1, "model": "secure", "method": "all-pairs"}, "delta"),
+    ]:
         with pytest.raises(ValueError, match=match):
             privstats.auc(y, s, rng=0, **kw)
     assert np.array_equal(s, s_copy)

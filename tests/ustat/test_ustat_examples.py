@@ -55,7 +55,7 @@ def test_quantised_kernel_closed_forms():
     off = ~np.eye(k, dtype=bool)
     assert np.allclose(mid[off], (np.abs(np.subtract.outer(np.arange(k), np.arange(k))) / k)[off])
     # the generic builders reproduce the closed forms (grid includes the corners; MC average)
-    f = lambda a, b: np.abs(a - b)  # noqa: E731
+    f = lambda a, b: np.abs(a - b)
     assert np.allclose(K.matrix_from_callable(f, k, "mid"), mid)
     assert np.allclose(K.matrix_from_callable(f, k, "avg", samples=64), avg, atol=0.01)
     assert np.allclose(K.matrix_from_callable(f, k, "center"), cen)

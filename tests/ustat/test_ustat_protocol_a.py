@@ -114,6 +114,8 @@ def test_generic_report_histogram_path_agrees_with_grr_closed_forms():
     assert generic.model.kind == "histogram" and proto.model.kind == "grr"
     h = np.array([50, 0, 20, 10, 120])
     assert generic.conditional_variance(h) == pytest.approx(proto.conditional_variance(h), rel=1e-9)
-    assert generic.population_variance(h / h.sum(), 200) == pytest.approx(proto.population_variance(h / h.sum(), 200))
+    assert generic.population_variance(h / h.sum(), 200) == pytest.approx(
+        proto.population_variance(h / h.sum(), 200)
+    )
     state = proto.simulate(np.repeat(np.arange(5), h), 0)
     assert generic.estimate(state)[0] == pytest.approx(proto.estimate(state)[0], rel=1e-9)

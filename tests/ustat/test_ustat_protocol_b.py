@@ -105,7 +105,7 @@ def test_pruned_tree_is_accurate_at_large_scale(discard):
     proto = TreeAUC(12, 2.0, discard=discard, ties="half")
     value, var, det = proto.estimate(proto.simulate(pos, g), proto.simulate(neg, g))
     truth = exact_auc(pos, neg, "half")
-    assert det["explored_nodes"] < 2 ** 13  # only explored nodes are queried
+    assert det["explored_nodes"] < 2**13  # only explored nodes are queried
     assert abs(value - truth) < 6 * math.sqrt(var) + (0.02 if discard == "zero" else 0)
 
 

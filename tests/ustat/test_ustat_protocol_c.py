@@ -46,7 +46,7 @@ def test_each_user_in_exactly_P_pairs():
 
 @pytest.mark.parametrize("P,n", [(1, 200), (3, 200), (2, 201)])
 def test_theorem5_corrected_mse_against_population(P, n):
-    f = lambda a, b: np.abs(a - b)  # noqa: E731
+    f = lambda a, b: np.abs(a - b)
     theta, z1, z2 = _zetas(f)
     proto = PairsProtocol(f, epsilon=1.0, P=P, kernel_range=(0, 1))
     _check(_run(proto, n, np.random.default_rng(30 + P)), theta, proto.variance(n, z1, z2))
@@ -54,8 +54,8 @@ def test_theorem5_corrected_mse_against_population(P, n):
 
 def test_printed_noise_term_is_rejected():
     """Noise-dominated regime: the variance is 4PΔ²/(nε²)-like, not the printed 2P/(nε²)."""
-    f = lambda a, b: np.abs(a - b)  # noqa: E731
-    theta, z1, z2 = _zetas(f)
+    f = lambda a, b: np.abs(a - b)
+    _theta, z1, z2 = _zetas(f)
     n, P, eps = 200, 2, 0.3
     proto = PairsProtocol(f, epsilon=eps, P=P, kernel_range=(0, 1))
     vals = _run(proto, n, np.random.default_rng(35))
@@ -70,7 +70,7 @@ def test_printed_noise_term_is_rejected():
 
 
 def test_randomized_response_for_binary_kernels():
-    f = lambda a, b: (a == b) * 1.0  # noqa: E731
+    f = lambda a, b: (a == b) * 1.0
     theta, z1, z2 = _zetas(f)
     proto = PairsProtocol(f, epsilon=1.0, P=2, kernel_range=(0, 1), mechanism="rr")
     _check(_run(proto, 300, np.random.default_rng(36)), theta, proto.variance(300, z1, z2))
@@ -93,7 +93,7 @@ def test_odd_n_one_user_sits_out_per_permutation():
 @pytest.mark.parametrize("P", [1, 3])
 def test_bipartite_auc_design_against_population(P):
     g = np.random.default_rng(40 + P)
-    f = lambda a, b: (a > b) + 0.5 * (a == b)  # noqa: E731
+    f = lambda a, b: (a > b) + 0.5 * (a == b)
     pv, nv = np.array([0.0, 1.0, 2.0]), np.array([0.0, 1.0])
     pp, pn = np.array([0.2, 0.3, 0.5]), np.array([0.6, 0.4])
     F = f(pv[:, None], nv[None, :])

@@ -16,7 +16,8 @@ from privstats.ustat.quantized import QuantizedUStat
 
 
 def test_oue_diagonal_uses_the_exact_n():
-    """OUE with k ≫ n: subtracting c0·tr(A)·ΣŜ (noisy) instead of c0·tr(A)·n blew the variance up by orders of magnitude."""
+    """OUE with k ≫ n: subtracting c0·tr(A)·ΣŜ (noisy) instead of c0·tr(A)·n blew the variance up by
+    orders of magnitude."""
     g = np.random.default_rng(60)
     k, n, R = 600, 300, 200
     x = g.integers(0, k, n)
@@ -49,8 +50,11 @@ def test_tau_b_stderr_matches_the_spread():
     y = np.clip(x + g.integers(-2, 3, x.size), 0, 5)
     truth = C.exact_kendall(x, y)["tau_b"]
     R = 200
-    for kw in ({"model": "local", "bins": 6, "epsilon": 1.5}, {"model": "secure", "P": 3, "epsilon": 6.0},
-               {"model": "central", "epsilon": 0.05}):
+    for kw in (
+        {"model": "local", "bins": 6, "epsilon": 1.5},
+        {"model": "secure", "P": 3, "epsilon": 6.0},
+        {"model": "central", "epsilon": 0.05},
+    ):
         ests = [privstats.kendall_tau(x, y, bounds=(0, 6), rng=1000 + i, **kw) for i in range(R)]
         v = np.array([e.value for e in ests])
         se = np.mean([e.stderr for e in ests])
@@ -69,15 +73,18 @@ def test_gini_coefficient_stderr_includes_the_mean_rounding():
     ests = [privstats.gini_coefficient(x, epsilon=20.0, bounds=(0, 10), bins=64, rng=i) for i in range(R)]
     v = np.array([e.value for e in ests])
     se = np.mean([e.stderr for e in ests])
-    assert v.std(ddof=1) < se * (1 + 5 * math.sqrt(1 / (2 * R)))  # conservative bound, never anti-conservative
+    assert v.std(ddof=1) < se * (
+        1 + 5 * math.sqrt(1 / (2 * R))
+    )  # conservative bound, never anti-conservative
     cover = np.mean([lo <= truth <= hi for lo, hi in (e.ci(0.95) for e in ests)])
     assert cover > 0.95 - 5 * math.sqrt(0.95 * 0.05 / R)
 
 
 def test_gini_coefficient_keeps_delta_of_the_all_pairs_part():
     x = np.random.default_rng(64).random(500)
-    e = privstats.gini_coefficient(x, epsilon=1.0, bounds=(0, 1), model="secure", method="all-pairs", delta=1e-6,
-                                   rng=0)
+    e = privstats.gini_coefficient(
+        x, epsilon=1.0, bounds=(0, 1), model="secure", method="all-pairs", delta=1e-6, rng=0
+    )
     assert e.delta == 1e-6
 
 
@@ -86,11 +93,17 @@ def test_huge_epsilon_does_not_overflow_and_is_exact(epsilon):
     g = np.random.default_rng(65)
     y = np.r_[np.ones(400, int), np.zeros(400, int)]
     s = np.r_[g.random(400) * 0.5 + 0.5, g.random(400) * 0.6]
-    exact8 = C.exact_matrix_two_sample(quantize(s[:400], (0, 1), 8), quantize(s[400:], (0, 1), 8), auc_matrix(8))
+    exact8 = C.exact_matrix_two_sample(
+        quantize(s[:400], (0, 1), 8), quantize(s[400:], (0, 1), 8), auc_matrix(8)
+    )
     est = privstats.auc(y, s, epsilon=epsilon, method="quantized", domain_size=8, rng=1)
     assert est.value == pytest.approx(exact8, abs=1e-9)
-    for kw in ({"method": "tree"}, {"method": "tree", "splitting": "advanced", "delta": 1e-6},
-               {"model": "secure", "ties": "zero"}, {}):
+    for kw in (
+        {"method": "tree"},
+        {"method": "tree", "splitting": "advanced", "delta": 1e-6},
+        {"model": "secure", "ties": "zero"},
+        {},
+    ):
         assert math.isfinite(privstats.auc(y, s, epsilon=epsilon, rng=1, **kw).value)
     assert math.isfinite(privstats.gini_coefficient(s, epsilon=epsilon, bounds=(0, 1), rng=1).value)
     assert math.isfinite(privstats.kendall_tau(s, s, epsilon=epsilon, bounds=(0, 1), rng=1).value)
@@ -110,7 +123,9 @@ def test_bad_kernels_and_huge_dense_domains_get_clear_errors():
     x = np.random.default_rng(67).random(100)
     with pytest.raises(ValueError, match="kernel must be a vectorized callable"):
         privstats.ustatistic(x, lambda a: a, epsilon=1.0, bounds=(0, 1), model="local")
-    est = privstats.ustatistic(x, lambda a, b: 0.5, epsilon=1.0, bounds=(0, 1), bins=4, model="local", rng=0)  # constant kernel
+    est = privstats.ustatistic(
+        x, lambda a, b: 0.5, epsilon=1.0, bounds=(0, 1), bins=4, model="local", rng=0
+    )  # constant kernel
     assert math.isfinite(est.value)
     y = np.r_[np.ones(50, int), np.zeros(50, int)]
     # structured kernels run in O(k) with k-RR/OUE up to 2^20 categories (was a 34 GB dense allocation)

@@ -31,8 +31,8 @@ from privstats.privacy.randomness import RNGLike, as_generator, as_source
 __all__ = ["LocalPrefixNoise", "choose_local_hierarchy", "local_hierarchy", "release_local_prefix_counts"]
 
 ORACLES = ("grr", "olh", "oue", "auto")
-CLIENT_CHUNK = 1 << 15                 # users encoded and aggregated per batch on the deployment path
-MIN_USERS_PER_LEVEL = 20               # user split only when every level expects at least this many reports
+CLIENT_CHUNK = 1 << 15  # users encoded and aggregated per batch on the deployment path
+MIN_USERS_PER_LEVEL = 20  # user split only when every level expects at least this many reports
 
 
 def _supported(hh: HierarchicalHistogram) -> bool:
@@ -58,9 +58,9 @@ def choose_local_hierarchy(n_cells: int, epsilon: float, n: int) -> Hierarchical
     level oracles GRR, OLH, OUE or the per-level best of them.  Uses public values only.
     """
     best: tuple[float, HierarchicalHistogram] | None = None
-    for b in sorted({*range(2, 65), max(n_cells, 2)}):          # b = N: one flat oracle over the cells
+    for b in sorted({*range(2, 65), max(n_cells, 2)}):  # b = N: one flat oracle over the cells
         h = HierarchicalHistogram(n_cells, epsilon, b, "grr").height
-        if b > 2 and b ** h > 8 * max(n_cells, 4):
+        if b > 2 and b**h > 8 * max(n_cells, 4):
             continue
         for split in ("users", "budget"):
             if split == "users" and h > 1 and n < MIN_USERS_PER_LEVEL * h:
@@ -72,7 +72,7 @@ def choose_local_hierarchy(n_cells: int, epsilon: float, n: int) -> Hierarchical
                 v = mean_prefix_variance(hh, n)
                 if best is None or v < best[0] * (1 - 1e-9):
                     best = (v, hh)
-    assert best is not None          # the "grr" levels with split="budget" are always supported
+    assert best is not None  # the "grr" levels with split="budget" are always supported
     return best[1]
 
 
@@ -112,8 +112,9 @@ class LocalPrefixNoise:
         return self.hh.prefix_covariance(self.plug_in_counts, self.level_sizes)
 
 
-def release_local_prefix_counts(cells: np.ndarray, hh: HierarchicalHistogram, rng: RNGLike = None, *,
-                                clients: bool | None = None) -> tuple[np.ndarray, np.ndarray, HierarchyState, dict]:
+def release_local_prefix_counts(
+    cells: np.ndarray, hh: HierarchicalHistogram, rng: RNGLike = None, *, clients: bool | None = None
+) -> tuple[np.ndarray, np.ndarray, HierarchyState, dict]:
     """(prefix counts, their exact stderr, aggregator state, noise info) from users' cells.
 
     ``clients`` (default: ``rng is None``) runs the real clients (``encode_batch`` from the
@@ -125,13 +126,23 @@ def release_local_prefix_counts(cells: np.ndarray, hh: HierarchicalHistogram, rn
         src = as_source(rng)
         state = hh.new_state()
         for start in range(0, cells.size, CLIENT_CHUNK):
-            state = hh.aggregate(hh.encode_batch(cells[start:start + CLIENT_CHUNK], src), state)
+            state = hh.aggregate(hh.encode_batch(cells[start : start + CLIENT_CHUNK], src), state)
     else:
         state = hh.simulate(cells, as_generator(rng))
     if np.any(state.level_sizes == 0):
-        raise ValueError(f"too few users ({cells.size}) for a {hh.height}-level tree: some level got no report")
+        raise ValueError(
+            f"too few users ({cells.size}) for a {hh.height}-level tree: some level got no report"
+        )
     est = hh.prefix_counts(state)
     y = hh.node_estimates(state)
     plug = hh._plug_in_counts(state, y)[: hh.domain_size]
-    return est.value, est.stderr, state, {"plug_in_counts": plug, "level_sizes": state.level_sizes,
-                                          "path": "clients" if clients else "simulate"}
+    return (
+        est.value,
+        est.stderr,
+        state,
+        {
+            "plug_in_counts": plug,
+            "level_sizes": state.level_sizes,
+            "path": "clients" if clients else "simulate",
+        },
+    )

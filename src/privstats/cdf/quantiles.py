@@ -36,8 +36,14 @@ import numpy as np
 
 from privstats.privacy.randomness import RNGLike, as_source
 
-__all__ = ["inverse_ecdf", "exponential_quantile", "exact_exponential_interval", "independent_exponential_quantiles",
-           "joint_exponential_quantiles", "joint_sensitivity"]
+__all__ = [
+    "exact_exponential_interval",
+    "exponential_quantile",
+    "independent_exponential_quantiles",
+    "inverse_ecdf",
+    "joint_exponential_quantiles",
+    "joint_sensitivity",
+]
 
 
 def inverse_ecdf(thresholds: np.ndarray, values: np.ndarray, p) -> np.ndarray:
@@ -48,8 +54,8 @@ def inverse_ecdf(thresholds: np.ndarray, values: np.ndarray, p) -> np.ndarray:
     """
     p = np.atleast_1d(np.asarray(p, dtype=np.float64))
     N = values.size
-    a = np.full(p.shape, -1, dtype=np.int64)      # F(a) < p (virtual F(-1) = 0 < p)
-    b = np.full(p.shape, N - 1, dtype=np.int64)   # answer if never reached
+    a = np.full(p.shape, -1, dtype=np.int64)  # F(a) < p (virtual F(-1) = 0 < p)
+    b = np.full(p.shape, N - 1, dtype=np.int64)  # answer if never reached
     while True:
         active = b - a > 1
         if not active.any():
@@ -80,15 +86,26 @@ def _sample_log(logw: np.ndarray, u: float) -> int:
     return int(min(np.searchsorted(c, u * c[-1], side="right"), w.size - 1))
 
 
-def exponential_quantile(sorted_x: np.ndarray, q: float, *, epsilon: float, bounds, rng: RNGLike = None,
-                         neighbours: str = "replace") -> float:
+def exponential_quantile(
+    sorted_x: np.ndarray,
+    q: float,
+    *,
+    epsilon: float,
+    bounds,
+    rng: RNGLike = None,
+    neighbours: str = "replace",
+) -> float:
     """Smith's exponential mechanism for one quantile: utility -|i - qn|, sensitivity 1."""
-    return float(independent_exponential_quantiles(sorted_x, [q], epsilon=epsilon, bounds=bounds, rng=rng,
-                                                   neighbours=neighbours)[0])
+    return float(
+        independent_exponential_quantiles(
+            sorted_x, [q], epsilon=epsilon, bounds=bounds, rng=rng, neighbours=neighbours
+        )[0]
+    )
 
 
-def independent_exponential_quantiles(sorted_x: np.ndarray, qs, *, epsilon: float, bounds, rng: RNGLike = None,
-                                      neighbours: str = "replace") -> np.ndarray:
+def independent_exponential_quantiles(
+    sorted_x: np.ndarray, qs, *, epsilon: float, bounds, rng: RNGLike = None, neighbours: str = "replace"
+) -> np.ndarray:
     """One exponential mechanism per quantile with ε/m each (diffprivlib's approach), sorting once."""
     src = as_source(rng)
     qs = np.asarray(qs, dtype=np.float64)
@@ -99,7 +116,7 @@ def independent_exponential_quantiles(sorted_x: np.ndarray, qs, *, epsilon: floa
     i = np.arange(n + 1)
     eps_each = epsilon / qs.size
     out = np.empty(qs.size)
-    if rng is None:                                    # real data: exact sampler on the OS CSPRNG
+    if rng is None:  # real data: exact sampler on the OS CSPRNG
         for k, q in enumerate(qs):
             j = exact_exponential_interval(left, right, q, eps_each, src)
             out[k] = left[j] + float(src.random()) * (right[j] - left[j])
@@ -154,10 +171,10 @@ def exact_exponential_interval(left: np.ndarray, right: np.ndarray, q: float, ep
     with np.errstate(divide="ignore"):
         top = np.max(np.where(lens > 0, np.log2(np.where(lens > 0, lens, 1.0)) - k, -np.inf))
     if not np.isfinite(top):
-        return int(_randbelow(left.size, src))     # every interval has length 0: any index
-    S = min(40, 61 - (left.size + 1).bit_length()) - math.ceil(top)   # sum of U fits in int64
+        return int(_randbelow(left.size, src))  # every interval has length 0: any index
+    S = min(40, 61 - (left.size + 1).bit_length()) - math.ceil(top)  # sum of U fits in int64
     w = np.ldexp(lens, (S - k).astype(np.int64))
-    U = np.ceil(w).astype(np.int64) + 1            # >= exact len_j 2^(S - k_j) (float error < 2^-13)
+    U = np.ceil(w).astype(np.int64) + 1  # >= exact len_j 2^(S - k_j) (float error < 2^-13)
     cum = np.cumsum(U)
     total = int(cum[-1])
     while True:
@@ -166,9 +183,9 @@ def exact_exponential_interval(left: np.ndarray, right: np.ndarray, q: float, ep
         if length == 0:
             continue
         uj = int(u[j])
-        num = length.numerator * (beta.denominator ** uj) * (1 << S if S >= 0 else 1)
-        den = length.denominator * (beta.numerator ** uj) * int(U[j]) * (1 << -S if S < 0 else 1)
-        if num > den:                              # cannot happen: the proposal bounds the target
+        num = length.numerator * (beta.denominator**uj) * (1 << S if S >= 0 else 1)
+        den = length.denominator * (beta.numerator**uj) * int(U[j]) * (1 << -S if S < 0 else 1)
+        if num > den:  # cannot happen: the proposal bounds the target
             raise AssertionError("exact exponential mechanism: proposal below target")
         if _randbelow(den, src) < num:
             return j
@@ -196,8 +213,9 @@ def _log_toeplitz_lower(logc: np.ndarray, logx: np.ndarray) -> np.ndarray:
         return np.log(np.maximum(y, 0.0)) + mc + mx
 
 
-def joint_exponential_quantiles(sorted_x: np.ndarray, qs, *, epsilon: float, bounds, rng: RNGLike = None,
-                                neighbours: str = "replace") -> np.ndarray:
+def joint_exponential_quantiles(
+    sorted_x: np.ndarray, qs, *, epsilon: float, bounds, rng: RNGLike = None, neighbours: str = "replace"
+) -> np.ndarray:
     """JointExp: one exponential mechanism over all non-decreasing m-tuples of outputs.
 
     Utility -sum_j |#(points between o_{j-1} and o_j) - (q_j - q_{j-1}) n|.  The
@@ -212,22 +230,22 @@ def joint_exponential_quantiles(sorted_x: np.ndarray, qs, *, epsilon: float, bou
     left, right = _intervals(sorted_x, bounds)
     with np.errstate(divide="ignore"):
         loglen = np.log(right - left)
-    K = n + 1                                          # intervals, index = #points below
+    K = n + 1  # intervals, index = #points below
     scale = epsilon / (2.0 * joint_sensitivity(qs, neighbours))
-    targets = np.diff(np.concatenate([[0.0], qs, [1.0]])) * n      # m + 1 gap targets
+    targets = np.diff(np.concatenate([[0.0], qs, [1.0]])) * n  # m + 1 gap targets
     gaps = np.arange(K)
 
-    def logphi(j):                                    # utility factor of gap j as a function of the gap size
+    def logphi(j):  # utility factor of gap j as a function of the gap size
         return -scale * np.abs(gaps - targets[j])
 
     # alpha[j][k, i]: mass of quantiles 0..j with quantile j in interval i, preceded by k in the same interval
-    alpha = [(logphi(0) + loglen)[None, :]]         # alpha[j] has rows k = 0..j
+    alpha = [(logphi(0) + loglen)[None, :]]  # alpha[j] has rows k = 0..j
     for j in range(1, m):
         prev = alpha[-1]
         total_prev = _logsumexp_rows(prev)
         lp = logphi(j)
         strict = lp.copy()
-        strict[0] = -np.inf                           # previous quantile in a strictly lower interval
+        strict[0] = -np.inf  # previous quantile in a strictly lower interval
         aj = np.empty((j + 1, K))
         aj[0] = loglen + _log_toeplitz_lower(strict, total_prev)
         aj[0, 0] = -np.inf
@@ -236,7 +254,7 @@ def joint_exponential_quantiles(sorted_x: np.ndarray, qs, *, epsilon: float, bou
 
     out = np.empty(m)
     j, last = m - 1, K - 1
-    tail = logphi(m)[::-1]                            # gap from interval i to the end: n - i points
+    tail = logphi(m)[::-1]  # gap from interval i to the end: n - i points
     logw = alpha[j] + tail[None, :]
     first = True
     while j >= 0:
@@ -246,7 +264,7 @@ def joint_exponential_quantiles(sorted_x: np.ndarray, qs, *, epsilon: float, bou
         flat = _sample_log(logw.ravel(), float(src.random()))
         k, i = divmod(flat, logw.shape[1])
         pts = left[i] + src.random(k + 1) * (right[i] - left[i])
-        out[j - k: j + 1] = np.sort(np.atleast_1d(pts))
+        out[j - k : j + 1] = np.sort(np.atleast_1d(pts))
         j -= k + 1
         last = i
         first = False

@@ -21,15 +21,15 @@ from scipy import stats
 
 from privstats.cdf.quantiles import inverse_ecdf
 
-__all__ = ["PrivateECDF", "ConfidenceInterval"]
+__all__ = ["ConfidenceInterval", "PrivateECDF"]
 
 
 @dataclass(frozen=True)
 class ConfidenceInterval:
     """Pointwise band: ``low`` and ``high`` are :class:`PrivateECDF` step functions."""
 
-    low: "PrivateECDF"
-    high: "PrivateECDF"
+    low: PrivateECDF
+    high: PrivateECDF
 
 
 class PrivateECDF:
@@ -40,8 +40,15 @@ class PrivateECDF:
     Algorithm 1 (binary search on the grid); ``raw`` holds the unsmoothed release.
     """
 
-    def __init__(self, thresholds: np.ndarray, values: np.ndarray, stderr: np.ndarray | None, *,
-                 estimate=None, raw: np.ndarray | None = None):
+    def __init__(
+        self,
+        thresholds: np.ndarray,
+        values: np.ndarray,
+        stderr: np.ndarray | None,
+        *,
+        estimate=None,
+        raw: np.ndarray | None = None,
+    ):
         self.quantiles = np.asarray(thresholds, dtype=np.float64)
         self.probabilities = np.asarray(values, dtype=np.float64)
         self.stderr = None if stderr is None else np.asarray(stderr, dtype=np.float64)
@@ -87,7 +94,9 @@ class PrivateECDF:
         z = stats.norm.ppf(0.5 + confidence_level / 2)
         lo = np.clip(self.probabilities - z * self.stderr, 0, 1)
         hi = np.clip(self.probabilities + z * self.stderr, 0, 1)
-        return ConfidenceInterval(PrivateECDF(self.quantiles, lo, None), PrivateECDF(self.quantiles, hi, None))
+        return ConfidenceInterval(
+            PrivateECDF(self.quantiles, lo, None), PrivateECDF(self.quantiles, hi, None)
+        )
 
     def plot(self, ax=None, **kwargs):
         """Step plot with matplotlib (optional dependency); returns the axes."""

@@ -28,7 +28,7 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse.linalg import splu
 
-__all__ = ["smooth", "isotonic_projection", "tree_smoothing_problem", "SMOOTHING_METHODS"]
+__all__ = ["SMOOTHING_METHODS", "isotonic_projection", "smooth", "tree_smoothing_problem"]
 
 SMOOTHING_METHODS = ("none", "isotonic", "l1", "l2")
 
@@ -89,7 +89,7 @@ class _StridedTridiagonal:
         N = n_points
         self.N = N
         self.L = int(N - 1).bit_length()
-        self.levels = []                                  # (s, k): stride and number of eliminated rows
+        self.levels = []  # (s, k): stride and number of eliminated rows
         for v in range(self.L):
             s = 1 << v
             k = len(range(s, N, 2 * s))
@@ -113,27 +113,31 @@ class _StridedTridiagonal:
         for l in np.unique(lvl):
             sel = lvl == l
             self.off0[l][i[sel] >> l] = val[sel]
-        self.E0 = G[: N - 1][:, N - 1:].toarray()
-        self.Gb0 = G[N - 1:][:, N - 1:].toarray()
+        self.E0 = G[: N - 1][:, N - 1 :].toarray()
+        self.Gb0 = G[N - 1 :][:, N - 1 :].toarray()
 
     def factor(self, free: np.ndarray):
         N, size = self.N, self.size
         fc = np.zeros(size, dtype=bool)
         fc[1:N] = free[: N - 1]
-        self.free_core, self.free_bound = fc, free[N - 1:]
+        self.free_core, self.free_bound = fc, free[N - 1 :]
         diag = np.where(fc, self.diag0, 1.0)
         off = []
         for l, o in enumerate(self.off0):
             f = fc[:: 1 << l]
             m = min(o.size, f.size - 1)
             oo = np.zeros(o.size)
-            oo[:m] = o[:m] * (f[:m] & f[1:m + 1])
+            oo[:m] = o[:m] * (f[:m] & f[1 : m + 1])
             off.append(oo)
         self.stages = []
         for v, (s, k) in enumerate(self.levels):
-            mid, left, right = slice(s, 2 * s * k, 2 * s), slice(0, 2 * s * k, 2 * s), slice(2 * s, 2 * s * (k + 1), 2 * s)
+            mid, left, right = (
+                slice(s, 2 * s * k, 2 * s),
+                slice(0, 2 * s * k, 2 * s),
+                slice(2 * s, 2 * s * (k + 1), 2 * s),
+            )
             d = diag[mid].copy()
-            gl, gr = off[v][0: 2 * k: 2].copy(), off[v][1: 2 * k: 2].copy()
+            gl, gr = off[v][0 : 2 * k : 2].copy(), off[v][1 : 2 * k : 2].copy()
             diag[left] -= gl * gl / d
             diag[right] -= gr * gr / d
             off[v + 1][:k] -= gl * gr / d
@@ -143,7 +147,7 @@ class _StridedTridiagonal:
     def _solve_core(self, rhs: np.ndarray) -> np.ndarray:
         """Solve for the columns of ``rhs`` (rows = core rows); works on rows of a (cols, size) array."""
         r = np.zeros((rhs.shape[1], self.size))
-        r[:, 1: self.N] = rhs.T
+        r[:, 1 : self.N] = rhs.T
         r[:, ~self.free_core] = 0.0
         for mid, left, right, d, gl, gr in self.stages:
             rb = r[:, mid] / d
@@ -152,7 +156,7 @@ class _StridedTridiagonal:
         x = np.zeros_like(r)
         for mid, left, right, d, gl, gr in reversed(self.stages):
             x[:, mid] = (r[:, mid] - gl * x[:, left] - gr * x[:, right]) / d
-        return x[:, 1: self.N].T
+        return x[:, 1 : self.N].T
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
         N = self.N
@@ -163,9 +167,9 @@ class _StridedTridiagonal:
         out = np.zeros(rhs.size)
         if fb.any():
             S = self.Gb0[np.ix_(fb, fb)] - E.T @ Y
-            xb = np.linalg.solve(S, rhs[N - 1:][fb] - E.T @ z)
+            xb = np.linalg.solve(S, rhs[N - 1 :][fb] - E.T @ z)
             z = z - Y @ xb
-            out[N - 1:][fb] = xb
+            out[N - 1 :][fb] = xb
         out[: N - 1] = np.where(self.free_core[1:N], z, 0.0)
         return out
 
@@ -182,7 +186,7 @@ def _l2_active_set(A: sparse.csr_matrix, c: np.ndarray, n_points: int, max_iter:
     except np.linalg.LinAlgError:  # pragma: no cover - structure is guaranteed for Eq. 3
         solver = None
     m = c.size
-    free = c > 0                          # constraints violated at nu = 0
+    free = c > 0  # constraints violated at nu = 0
     for _ in range(max_iter):
         mu = np.zeros(m)
         if free.any():
@@ -204,7 +208,7 @@ def _l1_highs(A: sparse.csr_matrix, c: np.ndarray) -> np.ndarray:
     from scipy.optimize import linprog
 
     k = A.shape[1]
-    A_ub = sparse.hstack([-A, A], format="csr")        # -A(nu+ - nu-) <= -c
+    A_ub = sparse.hstack([-A, A], format="csr")  # -A(nu+ - nu-) <= -c
     res = linprog(np.ones(2 * k), A_ub=A_ub, b_ub=-c, bounds=(0, None), method="highs")
     if res.status != 0:
         raise RuntimeError(f"HiGHS failed on the L1 smoothing LP: {res.message}")
@@ -227,8 +231,13 @@ def _cvxopt(A: sparse.csr_matrix, c: np.ndarray, p: int) -> np.ndarray:
         return np.array(sol["x"]).ravel()
     # LP in (nu, s): min 1^T s, -A nu <= -c, nu - s <= 0, -nu - s <= 0
     I = sparse.identity(k, format="csr")
-    Gs = sparse.vstack([sparse.hstack([-A, sparse.csr_matrix((A.shape[0], k))]),
-                        sparse.hstack([I, -I]), sparse.hstack([-I, -I])]).tocoo()
+    Gs = sparse.vstack(
+        [
+            sparse.hstack([-A, sparse.csr_matrix((A.shape[0], k))]),
+            sparse.hstack([I, -I]),
+            sparse.hstack([-I, -I]),
+        ]
+    ).tocoo()
     G = cvxopt.spmatrix(Gs.data.tolist(), Gs.row.tolist(), Gs.col.tolist(), size=Gs.shape)
     h = cvxopt.matrix(np.concatenate([-c, np.zeros(2 * k)]))
     sol = solvers.lp(cvxopt.matrix(np.concatenate([np.zeros(k), np.ones(k)])), G, h)

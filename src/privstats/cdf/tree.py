@@ -42,21 +42,22 @@ from privstats.privacy.samplers import discrete_laplace
 from privstats.validation import check_choice, check_epsilon, check_positive_int
 
 __all__ = [
-    "uniform_grid",
+    "BaryTreeMechanism",
+    "BinaryTreeMechanism",
+    "binary_depth",
+    "choose_mechanism",
     "cumulative_counts",
     "grid_histogram",
-    "binary_depth",
-    "BinaryTreeMechanism",
-    "BaryTreeMechanism",
-    "choose_mechanism",
-    "signed_block_decomposition",
     "path_matrix",
+    "signed_block_decomposition",
+    "uniform_grid",
 ]
 
 NEIGHBOURS = ("replace", "add-remove")
 
 
 # ----------------------------------------------------------------------------- grids
+
 
 def uniform_grid(bounds: tuple[float, float], size: int) -> np.ndarray:
     """Thresholds tau_i = lo + i (hi - lo) / size, i = 1..size (so tau_size = hi).
@@ -79,7 +80,9 @@ def grid_histogram(x: np.ndarray, thresholds: np.ndarray, *, uniform: bool | Non
     """
     n_t = thresholds.size
     if uniform is None:
-        uniform = n_t > 2 and np.allclose(np.diff(thresholds), thresholds[1] - thresholds[0], rtol=1e-9, atol=0)
+        uniform = n_t > 2 and np.allclose(
+            np.diff(thresholds), thresholds[1] - thresholds[0], rtol=1e-9, atol=0
+        )
     if uniform and n_t >= 2:
         w = thresholds[1] - thresholds[0]
         lo = thresholds[0] - w
@@ -116,6 +119,7 @@ def _scale(sensitivity: int, epsilon: float) -> Fraction:
 
 
 # ------------------------------------------------------------------- paper's binary tree
+
 
 @dataclass(frozen=True)
 class BinaryTreeMechanism:
@@ -169,7 +173,7 @@ class BinaryTreeMechanism:
         idx = np.arange(self.n_points)
         start = 0
         for l, size in enumerate(self.level_sizes()):
-            out += node_noise[start:start + size][idx >> l]
+            out += node_noise[start : start + size][idx >> l]
             start += size
         return out
 
@@ -199,12 +203,19 @@ class BinaryTreeMechanism:
         return (self.depth + 1 - bits) * discrete_laplace_variance(float(self.scale))
 
     def params(self) -> dict:
-        return {"mechanism": self.name, "grid_points": self.n_points, "depth": self.depth,
-                "branching": 2, "sensitivity_nodes": self.sensitivity, "noise_scale": float(self.scale),
-                "noise": "discrete Laplace per node"}
+        return {
+            "mechanism": self.name,
+            "grid_points": self.n_points,
+            "depth": self.depth,
+            "branching": 2,
+            "sensitivity_nodes": self.sensitivity,
+            "noise_scale": float(self.scale),
+            "noise": "discrete Laplace per node",
+        }
 
 
 # ------------------------------------------------------------ b-ary tree + consistency
+
 
 def _bary_height(n_leaves: int, b: int) -> int:
     h, size = 1, b
@@ -219,7 +230,7 @@ def _prefix_component_norms(n_points: int, b: int, h: int) -> np.ndarray:
     p = np.arange(1, n_points + 1, dtype=np.float64)
     out = np.empty((h + 1, n_points))
     for k in range(h + 1):
-        s = float(b ** k)
+        s = float(b**k)
         full = np.floor(p / s)
         r = p - full * s
         out[k] = full * s + r * r / s
@@ -231,7 +242,7 @@ def _bary_structure(n_points: int, b: int, root_known: bool) -> tuple[int, np.nd
     """Height and per-prefix variance factors (count-scale variance / node-noise variance)."""
     h = _bary_height(n_points, b)
     norms = _prefix_component_norms(n_points, b, h)
-    lam = np.cumsum([float(b ** l) for l in range(h + 1)])  # lambda_k = sum_{l<=k} b^l
+    lam = np.cumsum([float(b**l) for l in range(h + 1)])  # lambda_k = sum_{l<=k} b^l
     fac = np.zeros(n_points)
     for k in range(h):
         fac += (norms[k] - norms[k + 1]) / lam[k]
@@ -273,7 +284,7 @@ class BaryTreeMechanism:
 
     @property
     def n_leaves(self) -> int:
-        return self.branching ** self.height
+        return self.branching**self.height
 
     @property
     def noised_levels(self) -> int:
@@ -288,7 +299,7 @@ class BaryTreeMechanism:
         return _scale(self.sensitivity, self.epsilon)
 
     def level_sizes(self) -> list[int]:
-        return [self.n_leaves // self.branching ** l for l in range(self.noised_levels)]
+        return [self.n_leaves // self.branching**l for l in range(self.noised_levels)]
 
     @property
     def n_nodes(self) -> int:
@@ -325,15 +336,15 @@ class BaryTreeMechanism:
         u = np.zeros(self.n_leaves)
         start = 0
         for l, size in enumerate(self.level_sizes()):
-            u += np.repeat(y[start:start + size], b ** l)
+            u += np.repeat(y[start : start + size], b**l)
             start += size
-        lam = np.cumsum([float(b ** l) for l in range(h + 1)])
-        means = [u]                                   # Q_k u as block means, k = 0..h
+        lam = np.cumsum([float(b**l) for l in range(h + 1)])
+        means = [u]  # Q_k u as block means, k = 0..h
         for _ in range(h):
             means.append(means[-1].reshape(-1, b).mean(axis=1))
         est = np.zeros(self.n_leaves)
         for k in range(h):
-            comp = np.repeat(means[k], b ** k) - np.repeat(means[k + 1], b ** (k + 1))
+            comp = np.repeat(means[k], b**k) - np.repeat(means[k + 1], b ** (k + 1))
             est += comp / lam[k]
         if self.root_known:
             if n is None:
@@ -361,11 +372,11 @@ class BaryTreeMechanism:
         a, c = np.minimum.outer(P, P), np.maximum.outer(P, P)
 
         def inner(k):
-            s = float(b ** k)
+            s = float(b**k)
             full = np.floor(a / s) * s
             return full + (a - full) * np.minimum(s, c - full) / s
 
-        lam = np.cumsum([float(b ** l) for l in range(h + 1)])
+        lam = np.cumsum([float(b**l) for l in range(h + 1)])
         cov = np.zeros((self.n_points, self.n_points))
         prev = inner(0)
         for k in range(h):
@@ -377,10 +388,17 @@ class BaryTreeMechanism:
         return cov * discrete_laplace_variance(float(self.scale))
 
     def params(self) -> dict:
-        return {"mechanism": self.name, "grid_points": self.n_points, "branching": self.branching,
-                "height": self.height, "padded_leaves": self.n_leaves,
-                "sensitivity_nodes": self.sensitivity, "noise_scale": float(self.scale),
-                "noise": "discrete Laplace per node", "consistency": "least squares (Hay et al.)"}
+        return {
+            "mechanism": self.name,
+            "grid_points": self.n_points,
+            "branching": self.branching,
+            "height": self.height,
+            "padded_leaves": self.n_leaves,
+            "sensitivity_nodes": self.sensitivity,
+            "noise_scale": float(self.scale),
+            "noise": "discrete Laplace per node",
+            "consistency": "least squares (Hay et al.)",
+        }
 
 
 def choose_mechanism(n_points: int, epsilon: float, neighbours: str = "replace", method: str = "auto"):
@@ -413,6 +431,7 @@ def choose_mechanism(n_points: int, epsilon: float, neighbours: str = "replace",
 
 # ------------------------------------------------------------ Lemma 1 / Eq. 9 (checks)
 
+
 def path_matrix(L: int) -> np.ndarray:
     """M in {0,1}^{2^L x (2^{L+1}-1)}: M[i, node] = 1 iff the node is on leaf i's path.
 
@@ -423,7 +442,7 @@ def path_matrix(L: int) -> np.ndarray:
     for l in range(L + 1):
         for j in range(N >> l):
             col = np.zeros(N, dtype=np.int64)
-            col[j << l:(j + 1) << l] = 1
+            col[j << l : (j + 1) << l] = 1
             cols.append(col)
     return np.stack(cols, axis=1)
 
@@ -474,15 +493,17 @@ def signed_block_decomposition(first: int, last: int, L: int) -> dict[int, int]:
     first, last, L = int(first), int(last), int(L)
     if not (0 <= first <= last < (1 << L)):
         raise ValueError("need 0 <= first <= last < 2^L")
-    m = (first ^ last).bit_length()          # level of the lowest common ancestor
+    m = (first ^ last).bit_length()  # level of the lowest common ancestor
     if m == 0:
         return {_node_id(L, 0, first): 1}
     if first == (first >> m) << m and last + 1 == ((first >> m) + 1) << m:
-        return {_node_id(L, m, first >> m): 1}   # the interval is one block
+        return {_node_id(L, m, first >> m): 1}  # the interval is one block
     mid = ((first >> m) << m) + (1 << (m - 1))
     chi: dict[int, int] = {}
-    parts = (_prefix_blocks(mid - (1 << (m - 1)), mid - first, m - 1, L, mirror=True),   # suffix of left child
-             _prefix_blocks(mid, last - mid + 1, m - 1, L))                          # prefix of right child
+    parts = (
+        _prefix_blocks(mid - (1 << (m - 1)), mid - first, m - 1, L, mirror=True),  # suffix of left child
+        _prefix_blocks(mid, last - mid + 1, m - 1, L),
+    )  # prefix of right child
     for part in parts:
         for k, v in part.items():
             chi[k] = chi.get(k, 0) + v

@@ -27,15 +27,15 @@ from privstats.engine.format import FORMAT_VERSION, ReportFormatError, ReportWri
 from privstats.engine.registry import available_protocols, build_oracle, register_protocol
 
 __all__ = [
-    "aggregate",
-    "write_reports",
     "DEFAULT_CHUNK_SIZE",
     "FORMAT_VERSION",
     "ReportFormatError",
     "ReportWriter",
-    "read_report_metadata",
-    "build_oracle",
-    "register_protocol",
-    "available_protocols",
     "ShuffledMessages",
+    "aggregate",
+    "available_protocols",
+    "build_oracle",
+    "read_report_metadata",
+    "register_protocol",
+    "write_reports",
 ]

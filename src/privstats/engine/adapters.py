@@ -38,7 +38,7 @@ import numpy as np
 
 from privstats.privacy.randomness import RNGLike, as_source
 
-__all__ = ["ShuffledMessages", "shuffle_message_columns", "build_shuffled"]
+__all__ = ["ShuffledMessages", "build_shuffled", "shuffle_message_columns"]
 
 
 def shuffle_message_columns(protocol) -> dict[str, Any]:
@@ -156,8 +156,10 @@ def _take(params: Mapping[str, Any], name: str, required: tuple[str, ...], deriv
     missing = [k for k in required if k not in params]
     extra = set(params) - set(required) - set(derived)
     if missing or extra:
-        raise ValueError(f"{name} params need {list(required) + list(derived)}; "
-                         f"missing {missing}, unexpected {sorted(extra)}")
+        raise ValueError(
+            f"{name} params need {list(required) + list(derived)}; "
+            f"missing {missing}, unexpected {sorted(extra)}"
+        )
     return {k: params[k] for k in required}
 
 

@@ -22,22 +22,33 @@ import sys
 
 import numpy as np
 
-__all__ = ["cli_aggregate", "build_parser"]
+__all__ = ["build_parser", "cli_aggregate"]
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="privstats aggregate",
-        description="Aggregate local-model reports from Parquet and print the frequency estimate.")
+        description="Aggregate local-model reports from Parquet and print the frequency estimate.",
+    )
     parser.add_argument("--input", "-i", required=True, help="report file (.parquet) or dataset directory")
     parser.add_argument("--protocol", help="expected protocol name (checked against the file's metadata)")
-    parser.add_argument("--engine", choices=["local", "dask"], default=None,
-                        help="local (default) or dask (default when --scheduler is given)")
+    parser.add_argument(
+        "--engine",
+        choices=["local", "dask"],
+        default=None,
+        help="local (default) or dask (default when --scheduler is given)",
+    )
     parser.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler address, e.g. tcp://host:8786")
-    parser.add_argument("--workers", type=int, default=None,
-                        help="workers of the LocalCluster started for --engine dask without --scheduler")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="workers of the LocalCluster started for --engine dask without --scheduler",
+    )
     parser.add_argument("--chunk-size", type=int, default=1 << 20, help="rows per chunk (default 1048576)")
-    parser.add_argument("--top", type=int, default=10, help="items to print, largest estimates first (text output)")
+    parser.add_argument(
+        "--top", type=int, default=10, help="items to print, largest estimates first (text output)"
+    )
     parser.add_argument("--json", action="store_true", help="print the full estimate as JSON")
     parser.add_argument("--state-out", metavar="FILE", help="also write the aggregator state (to_bytes) here")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
@@ -66,9 +77,15 @@ def cli_aggregate(args_list: list[str]) -> int:
         if args.protocol is not None and args.protocol != meta["protocol"]:
             raise ValueError(f"{args.input} holds {meta['protocol']!r} reports, not {args.protocol!r}")
         oracle = build_oracle(meta["protocol"], meta["params"])
-        state = aggregate(oracle, args.input, engine=engine, chunk_size=args.chunk_size,
-                          scheduler=args.scheduler, n_workers=args.workers,
-                          progress=False if args.no_progress else None)
+        state = aggregate(
+            oracle,
+            args.input,
+            engine=engine,
+            chunk_size=args.chunk_size,
+            scheduler=args.scheduler,
+            n_workers=args.workers,
+            progress=False if args.no_progress else None,
+        )
         estimate = oracle.estimate(state)
         if args.state_out:
             with open(args.state_out, "wb") as fh:
@@ -78,9 +95,17 @@ def cli_aggregate(args_list: list[str]) -> int:
         return 2
 
     if args.json:
-        out = {"input": str(args.input), "files": meta["files"], "engine": engine,
-               "format_version": meta["version"], "protocol": oracle.name, "params": meta["params"],
-               "n": int(state.n), "counts": np.asarray(state.counts).tolist(), "estimate": estimate.to_dict()}
+        out = {
+            "input": str(args.input),
+            "files": meta["files"],
+            "engine": engine,
+            "format_version": meta["version"],
+            "protocol": oracle.name,
+            "params": meta["params"],
+            "n": int(state.n),
+            "counts": np.asarray(state.counts).tolist(),
+            "estimate": estimate.to_dict(),
+        }
         print(json.dumps(out))
         return 0
     value = np.atleast_1d(np.asarray(estimate.value, dtype=float))

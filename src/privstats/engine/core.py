@@ -35,7 +35,7 @@ from privstats.engine.format import (
 )
 from privstats.validation import check_choice, check_positive_int
 
-__all__ = ["aggregate", "write_reports", "DEFAULT_CHUNK_SIZE"]
+__all__ = ["DEFAULT_CHUNK_SIZE", "aggregate", "write_reports"]
 
 DEFAULT_CHUNK_SIZE = 1 << 20
 _MERGE_FAN_IN = 4
@@ -44,11 +44,16 @@ _PARTITIONS_PER_THREAD = 4  # a few tasks per worker thread: a slowed worker's s
 
 # ---- helpers ---------------------------------------------------------------------------------------------
 def _check_oracle(oracle) -> None:
-    missing = [a for a in ("name", "report_fields", "params", "encode_batch", "aggregate", "new_state")
-               if not hasattr(oracle, a)]
+    missing = [
+        a
+        for a in ("name", "report_fields", "params", "encode_batch", "aggregate", "new_state")
+        if not hasattr(oracle, a)
+    ]
     if missing:
-        raise TypeError(f"oracle must implement the FrequencyOracle interface; {type(oracle).__name__} "
-                        f"lacks {', '.join(missing)}")
+        raise TypeError(
+            f"oracle must implement the FrequencyOracle interface; {type(oracle).__name__} "
+            f"lacks {', '.join(missing)}"
+        )
 
 
 def _is_arrow(obj) -> bool:
@@ -59,7 +64,9 @@ def _is_arrow(obj) -> bool:
 def _num_rows(reports: Mapping[str, np.ndarray]) -> int:
     lengths = {len(v) for v in reports.values()}
     if len(lengths) > 1:
-        raise ValueError(f"source columns have different lengths: { {k: len(v) for k, v in reports.items()} }")
+        raise ValueError(
+            f"source columns have different lengths: { {k: len(v) for k, v in reports.items()} }"
+        )
     return lengths.pop() if lengths else 0
 
 
@@ -67,7 +74,7 @@ def _slices(reports: Mapping[str, Any], chunk_size: int) -> Iterator[dict[str, n
     cols = {k: np.asarray(v) for k, v in reports.items()}
     n = _num_rows(cols)
     for start in range(0, n, chunk_size):
-        yield {k: v[start:start + chunk_size] for k, v in cols.items()}
+        yield {k: v[start : start + chunk_size] for k, v in cols.items()}
 
 
 def _to_reports(item, oracle, where: str) -> dict[str, np.ndarray]:
@@ -82,8 +89,9 @@ def _to_reports(item, oracle, where: str) -> dict[str, np.ndarray]:
     fields = list(oracle.report_fields)
     if len(fields) == 1 and isinstance(item, (np.ndarray, list, tuple)):
         return {fields[0]: np.asarray(item)}
-    raise TypeError(f"{where}: expected a dict of report columns or a pyarrow RecordBatch, "
-                    f"got {type(item).__name__}")
+    raise TypeError(
+        f"{where}: expected a dict of report columns or a pyarrow RecordBatch, got {type(item).__name__}"
+    )
 
 
 def _fold(oracle, state, reports, where: str):
@@ -151,8 +159,9 @@ def _file_partitions(path, oracle, rows_per_partition: int):
     return parts
 
 
-def _aggregate_file_part(oracle, path: str, row_groups: list[int], expected_rows: int, chunk_size: int,
-                         on_rows=None):
+def _aggregate_file_part(
+    oracle, path: str, row_groups: list[int], expected_rows: int, chunk_size: int, on_rows=None
+):
     """State of some row groups of one report file; checks the rows read against the footer."""
     import pyarrow as pa
 
@@ -162,8 +171,9 @@ def _aggregate_file_part(oracle, path: str, row_groups: list[int], expected_rows
     checker = DigestChecker(pf, path, specs, row_groups or [])
     if row_groups:
         try:
-            for batch in pf.iter_batches(batch_size=chunk_size, row_groups=row_groups, columns=list(specs),
-                                         use_threads=False):
+            for batch in pf.iter_batches(
+                batch_size=chunk_size, row_groups=row_groups, columns=list(specs), use_threads=False
+            ):
                 reports = record_batch_to_reports(batch, specs, where=path)
                 checker.feed(reports)
                 state = _fold(oracle, state, reports, path)
@@ -188,8 +198,10 @@ def _check_partition(state, oracle, rows: int, expected_rows: int, where: str) -
     """A partition's state is whole before it is merged: all its rows read, the right protocol."""
     if rows != expected_rows:
         raise ReportFormatError(f"{where}: read {rows} reports but the file says {expected_rows}")
-    if getattr(state, "protocol", oracle.name) != oracle.name or getattr(state, "params", oracle.params) != \
-            oracle.params:
+    if (
+        getattr(state, "protocol", oracle.name) != oracle.name
+        or getattr(state, "params", oracle.params) != oracle.params
+    ):
         raise ReportFormatError(f"{where}: partition state is not a {oracle.name} state with {oracle.params}")
 
 
@@ -199,15 +211,18 @@ def _merge_states(*states):
 
 def _batch_source(oracle, source, chunk_size: int) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
     """``(label, reports)`` of at most ``chunk_size`` rows for in-memory and iterable sources."""
-    if isinstance(source, Mapping) or isinstance(source, np.ndarray) or _is_arrow(source) and not hasattr(
-            source, "read_next_batch"):
+    if isinstance(source, (Mapping, np.ndarray)) or (
+        _is_arrow(source) and not hasattr(source, "read_next_batch")
+    ):
         reports = _to_reports(source, oracle, "source")
         for i, piece in enumerate(_slices(reports, chunk_size)):
             yield f"source rows {i * chunk_size}-{i * chunk_size + _num_rows(piece) - 1}", piece
         return
     if not isinstance(source, Iterable) or isinstance(source, (str, bytes)):
-        raise TypeError("source must be a Parquet file or dataset path, a dict of report columns, a pyarrow "
-                        f"RecordBatch/Table, or an iterable of batches; got {type(source).__name__}")
+        raise TypeError(
+            "source must be a Parquet file or dataset path, a dict of report columns, a pyarrow "
+            f"RecordBatch/Table, or an iterable of batches; got {type(source).__name__}"
+        )
     for k, item in enumerate(source):
         reports = _to_reports(item, oracle, f"batch #{k}")
         if _num_rows(reports) == 0:
@@ -248,9 +263,13 @@ def _aggregate_dask(oracle, source, chunk_size: int, client, scheduler, n_worker
                 owned.append(client)
             else:
                 # no dashboard; the scheduler's small HTTP server on a free port, not 8787
-                cluster = LocalCluster(n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1,
-                                       processes=True, dashboard_address=None,
-                                       scheduler_kwargs={"dashboard_address": ":0"})
+                cluster = LocalCluster(
+                    n_workers=n_workers or os.cpu_count() or 1,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=None,
+                    scheduler_kwargs={"dashboard_address": ":0"},
+                )
                 owned.append(cluster)
                 client = Client(cluster)
                 owned.insert(0, client)
@@ -303,8 +322,10 @@ def _run_dask(oracle, source, chunk_size: int, client, progress):
         return oracle.new_state()
     level = leaves
     while len(level) > 1:  # tree merge; a failed leaf fails every merge above it
-        level = [client.submit(_merge_states, *level[i:i + _MERGE_FAN_IN], pure=False)
-                 for i in range(0, len(level), _MERGE_FAN_IN)]
+        level = [
+            client.submit(_merge_states, *level[i : i + _MERGE_FAN_IN], pure=False)
+            for i in range(0, len(level), _MERGE_FAN_IN)
+        ]
     try:
         result = level[0].result()
     except BaseException:
@@ -315,9 +336,18 @@ def _run_dask(oracle, source, chunk_size: int, client, progress):
 
 
 # ---- public API ---------------------------------------------------------------------------------------------
-def aggregate(oracle, source, *, engine: str = "local", chunk_size: int = DEFAULT_CHUNK_SIZE, client=None,
-              scheduler: str | None = None, n_workers: int | None = None, state=None,
-              progress: bool | None = None):
+def aggregate(
+    oracle,
+    source,
+    *,
+    engine: str = "local",
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    client=None,
+    scheduler: str | None = None,
+    n_workers: int | None = None,
+    state=None,
+    progress: bool | None = None,
+):
     """Aggregate reports into ``oracle``'s aggregator state, in bounded memory or on Dask.
 
     Parameters
@@ -366,8 +396,10 @@ def aggregate(oracle, source, *, engine: str = "local", chunk_size: int = DEFAUL
         raise ValueError("client and scheduler are for engine='dask'; pass engine='dask' to use them")
     if client is not None and scheduler is not None:
         raise ValueError("pass either client or scheduler, not both")
-    if state is not None and (getattr(state, "protocol", oracle.name) != oracle.name
-                              or getattr(state, "params", oracle.params) != oracle.params):
+    if state is not None and (
+        getattr(state, "protocol", oracle.name) != oracle.name
+        or getattr(state, "params", oracle.params) != oracle.params
+    ):
         raise ValueError(f"state must be a {oracle.name} state with params {oracle.params}")
     if engine == "local":
         result = _aggregate_local(oracle, source, chunk_size, progress)
@@ -382,16 +414,24 @@ def _value_chunks(values, chunk_size: int) -> Iterator[Any]:
             arr = np.asarray(chunk.to_numpy() if hasattr(chunk, "to_numpy") else chunk)
             arr = arr.reshape(1) if arr.ndim == 0 else arr
             for start in range(0, len(arr), chunk_size):
-                yield arr[start:start + chunk_size]
+                yield arr[start : start + chunk_size]
         return
     arr = np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values)
     arr = arr.reshape(1) if arr.ndim == 0 else arr
     for start in range(0, len(arr), chunk_size):
-        yield arr[start:start + chunk_size]
+        yield arr[start : start + chunk_size]
 
 
-def write_reports(oracle, values, path: str | os.PathLike, *, rng=None, chunk_size: int = DEFAULT_CHUNK_SIZE,
-                  compression: str = "snappy", progress: bool | None = None) -> Path:
+def write_reports(
+    oracle,
+    values,
+    path: str | os.PathLike,
+    *,
+    rng=None,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    compression: str = "snappy",
+    progress: bool | None = None,
+) -> Path:
     """Encode users' values (the client role, vectorized) and write their reports to Parquet.
 
     ``values`` is array-like, or an iterator of array-like chunks (to write more

@@ -43,8 +43,9 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -55,11 +56,11 @@ __all__ = [
     "ReportFormatError",
     "ReportWriter",
     "column_specs",
+    "iter_report_batches",
+    "list_report_files",
+    "read_report_metadata",
     "record_batch_to_reports",
     "reports_to_record_batch",
-    "read_report_metadata",
-    "list_report_files",
-    "iter_report_batches",
 ]
 
 FORMAT_NAME = "privstats.reports"
@@ -81,7 +82,7 @@ class _GroupHasher:
         import hashlib
 
         self._head = b"privstats-rowgroup-v1\0" + meta_raw + b"\0" + str(index).encode()
-        self._cols = {name: hashlib.sha256() for name in sorted(specs)}      # order-free: writer and reader
+        self._cols = {name: hashlib.sha256() for name in sorted(specs)}  # order-free: writer and reader
 
     def update(self, reports: Mapping[str, np.ndarray], a: int, b: int) -> None:
         for name, h in self._cols.items():
@@ -104,9 +105,11 @@ class DigestChecker:
         if raw is None:
             # refused rather than accepted with a warning: deleting the digest would otherwise be all it
             # takes to get an edited file (say ε raised in the metadata) aggregated
-            raise ReportFormatError(f"{path}: no {DIGESTS_KEY.decode()} entry: the file was written by an older "
-                                    "privstats (or the digest was removed), so its metadata cannot be checked "
-                                    "against its reports; rewrite it with the current privstats.engine writer")
+            raise ReportFormatError(
+                f"{path}: no {DIGESTS_KEY.decode()} entry: the file was written by an older "
+                "privstats (or the digest was removed), so its metadata cannot be checked "
+                "against its reports; rewrite it with the current privstats.engine writer"
+            )
         try:
             self.digests = json.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError):
@@ -134,9 +137,11 @@ class DigestChecker:
     def _check(self) -> None:
         i = self.groups[self.pos]
         if self.hasher.hexdigest() != self.digests[i]:
-            raise ReportFormatError(f"{self.path}: row group {i} does not match the digest recorded at write time: "
-                                    "the file's privstats metadata (protocol, params such as epsilon) or its "
-                                    "reports were edited; refusing to aggregate it")
+            raise ReportFormatError(
+                f"{self.path}: row group {i} does not match the digest recorded at write time: "
+                "the file's privstats metadata (protocol, params such as epsilon) or its "
+                "reports were edited; refusing to aggregate it"
+            )
 
     def feed(self, reports: Mapping[str, np.ndarray]) -> None:
         n = len(next(iter(reports.values()))) if reports else 0
@@ -254,7 +259,8 @@ def reports_to_record_batch(reports: Mapping[str, np.ndarray], schema, specs: di
         if col.dtype != dtype or col.shape[1:] != shape:
             raise ReportFormatError(
                 f"reports[{name!r}] has dtype {col.dtype} and row shape {col.shape[1:]}, "
-                f"the format expects {dtype} and {shape}")
+                f"the format expects {dtype} and {shape}"
+            )
         if n is not None and len(col) != n:
             raise ReportFormatError("reports columns have different lengths")
         n = len(col)
@@ -264,7 +270,9 @@ def reports_to_record_batch(reports: Mapping[str, np.ndarray], schema, specs: di
         flat = np.ascontiguousarray(col).reshape(n, int(np.prod(shape)))
         width = flat.shape[1]
         if dtype == np.uint8:
-            arrays.append(pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), n, [None, pa.py_buffer(flat)]))
+            arrays.append(
+                pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), n, [None, pa.py_buffer(flat)])
+            )
         else:
             arrays.append(pa.FixedSizeListArray.from_arrays(pa.array(flat.ravel()), width))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
@@ -278,8 +286,11 @@ def record_batch_to_reports(batch, specs: dict[str, dict], *, where: str = "batc
     """
     pa, _ = _pa()
     if isinstance(batch, pa.Table):
-        batch = batch.combine_chunks().to_batches()[0] if batch.num_rows else pa.RecordBatch.from_pylist(
-            [], schema=batch.schema)
+        batch = (
+            batch.combine_chunks().to_batches()[0]
+            if batch.num_rows
+            else pa.RecordBatch.from_pylist([], schema=batch.schema)
+        )
     out: dict[str, np.ndarray] = {}
     for name, spec in specs.items():
         idx = batch.schema.get_field_index(name)
@@ -318,9 +329,16 @@ class ReportWriter:
     becomes row groups of at most ``chunk_size`` rows.
     """
 
-    def __init__(self, path: str | os.PathLike, oracle, *, chunk_size: int = 1 << 20,
-                 compression: str = "snappy", sample_reports: Mapping[str, np.ndarray] | None = None):
-        pa, pq = _pa()
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        oracle,
+        *,
+        chunk_size: int = 1 << 20,
+        compression: str = "snappy",
+        sample_reports: Mapping[str, np.ndarray] | None = None,
+    ):
+        _, pq = _pa()
         self.path = Path(path)
         if self.path.is_dir():
             raise ValueError(f"path {str(self.path)!r} is a directory; give a file name ending in .parquet")
@@ -333,8 +351,9 @@ class ReportWriter:
         self.digests: list[str] = []
         self._meta_raw = self.schema.metadata[METADATA_KEY]
         self._tmp = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex[:8]}.tmp")
-        self._writer = pq.ParquetWriter(self._tmp, self.schema, compression=compression,
-                                        write_page_checksum=True, use_dictionary=True)
+        self._writer = pq.ParquetWriter(
+            self._tmp, self.schema, compression=compression, write_page_checksum=True, use_dictionary=True
+        )
 
     def write(self, reports: Mapping[str, np.ndarray]) -> None:
         """Append one report batch (dict of numpy columns, as ``oracle.encode_batch`` returns)."""
@@ -347,7 +366,7 @@ class ReportWriter:
         m = batch.num_rows
         self.n += m
         self.row_groups += [min(self.chunk_size, m - s) for s in range(0, m, self.chunk_size)] or [0]
-        back = record_batch_to_reports(batch, self.specs)         # the form readers will hash
+        back = record_batch_to_reports(batch, self.specs)  # the form readers will hash
         for s in range(0, m, self.chunk_size) if m else [0]:
             h = _GroupHasher(self._meta_raw, len(self.digests), self.specs)
             h.update(back, s, min(s + self.chunk_size, m))
@@ -356,8 +375,9 @@ class ReportWriter:
     def close(self) -> Path:
         """Finish the file and move it into place; returns its path."""
         if self._writer is not None:
-            self._writer.add_key_value_metadata({ROW_GROUPS_KEY: json.dumps(self.row_groups),
-                                                 DIGESTS_KEY: json.dumps(self.digests)})
+            self._writer.add_key_value_metadata(
+                {ROW_GROUPS_KEY: json.dumps(self.row_groups), DIGESTS_KEY: json.dumps(self.digests)}
+            )
             self._writer.close()
             self._writer = None
             os.replace(self._tmp, self.path)
@@ -372,7 +392,7 @@ class ReportWriter:
                 self._writer = None
                 self._tmp.unlink(missing_ok=True)
 
-    def __enter__(self) -> "ReportWriter":
+    def __enter__(self) -> ReportWriter:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -388,8 +408,11 @@ def list_report_files(path: str | os.PathLike) -> list[Path]:
     if p.is_file():
         return [p]
     if p.is_dir():
-        files = sorted(f for f in p.rglob("*.parquet")
-                       if f.is_file() and not any(part.startswith(("_", ".")) for part in f.relative_to(p).parts))
+        files = sorted(
+            f
+            for f in p.rglob("*.parquet")
+            if f.is_file() and not any(part.startswith(("_", ".")) for part in f.relative_to(p).parts)
+        )
         if not files:
             raise ReportFormatError(f"report dataset {str(p)!r} contains no .parquet files")
         return files
@@ -420,7 +443,8 @@ def _metadata_of(pf, path: Path) -> dict:
     if not isinstance(version, int) or version > FORMAT_VERSION or version < 1:
         raise ReportFormatError(
             f"{path}: report format version {version!r} is not supported (this privstats reads "
-            f"versions 1..{FORMAT_VERSION}); upgrade privstats")
+            f"versions 1..{FORMAT_VERSION}); upgrade privstats"
+        )
     for key in ("protocol", "params", "columns"):
         if key not in meta:
             raise ReportFormatError(f"{path}: metadata lacks {key!r}")
@@ -431,15 +455,18 @@ def _check_row_groups(pf, path: Path) -> None:
     """The footer's row counts must equal those the writer recorded at close (the footer has no checksum)."""
     raw = (pf.metadata.metadata or {}).get(ROW_GROUPS_KEY)
     if raw is None:
-        raise ReportFormatError(f"{path}: no {ROW_GROUPS_KEY.decode()} entry (file not closed by a privstats writer)")
+        raise ReportFormatError(
+            f"{path}: no {ROW_GROUPS_KEY.decode()} entry (file not closed by a privstats writer)"
+        )
     try:
         recorded = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError):
         recorded = None
     footer = [pf.metadata.row_group(i).num_rows for i in range(pf.metadata.num_row_groups)]
     if recorded != footer:
-        raise ReportFormatError(f"{path}: corrupted footer: row-group sizes {footer[:8]} differ from those "
-                                f"recorded by the writer")
+        raise ReportFormatError(
+            f"{path}: corrupted footer: row-group sizes {footer[:8]} differ from those recorded by the writer"
+        )
 
 
 def read_report_metadata(path: str | os.PathLike) -> dict:
@@ -463,7 +490,8 @@ def read_report_metadata(path: str | os.PathLike) -> dict:
         elif key != first_key:
             raise ReportFormatError(
                 f"{f}: protocol/params {meta['protocol']}{meta['params']} differ from "
-                f"{files[0]}: {first['protocol']}{first['params']}")
+                f"{files[0]}: {first['protocol']}{first['params']}"
+            )
     assert first is not None  # `files` is non-empty
     return {**first, "n": n, "row_groups": row_groups, "files": [str(f) for f in files]}
 
@@ -473,7 +501,8 @@ def check_file_matches(meta: dict, oracle, path) -> None:
     if meta["protocol"] != oracle.name or meta["params"] != _canonical_params(oracle.params):
         raise ReportFormatError(
             f"{path}: holds {meta['protocol']} reports with params {meta['params']}, "
-            f"not {oracle.name} with {_canonical_params(oracle.params)}")
+            f"not {oracle.name} with {_canonical_params(oracle.params)}"
+        )
 
 
 def open_report_file(path: str | os.PathLike, oracle):
@@ -489,8 +518,9 @@ def open_report_file(path: str | os.PathLike, oracle):
     return pf, meta
 
 
-def iter_report_batches(path: str | os.PathLike, oracle, *, chunk_size: int = 1 << 20,
-                        row_groups: list[int] | None = None) -> Iterator[dict[str, np.ndarray]]:
+def iter_report_batches(
+    path: str | os.PathLike, oracle, *, chunk_size: int = 1 << 20, row_groups: list[int] | None = None
+) -> Iterator[dict[str, np.ndarray]]:
     """Report batches (dicts of numpy columns, at most ``chunk_size`` rows) of a file or dataset.
 
     Checks every file's metadata against ``oracle`` first, then streams; any read
@@ -501,12 +531,13 @@ def iter_report_batches(path: str | os.PathLike, oracle, *, chunk_size: int = 1 
 
     files = list_report_files(path)
     opened = [open_report_file(f, oracle) for f in files]  # validate all metadata before yielding
-    for f, (pf, meta) in zip(files, opened):
+    for f, (pf, meta) in zip(files, opened, strict=False):
         specs = meta["columns"]
         checker = DigestChecker(pf, f, specs, row_groups)
         try:
-            it = pf.iter_batches(batch_size=int(chunk_size), row_groups=row_groups, columns=list(specs),
-                                 use_threads=False)
+            it = pf.iter_batches(
+                batch_size=int(chunk_size), row_groups=row_groups, columns=list(specs), use_threads=False
+            )
             for batch in it:
                 reports = record_batch_to_reports(batch, specs, where=str(f))
                 checker.feed(reports)

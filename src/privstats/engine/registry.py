@@ -17,9 +17,16 @@ from __future__ import annotations
 
 import importlib
 import json
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
-__all__ = ["register_protocol", "build_oracle", "available_protocols", "registered_protocols", "example_params"]
+__all__ = [
+    "available_protocols",
+    "build_oracle",
+    "example_params",
+    "register_protocol",
+    "registered_protocols",
+]
 
 Factory = Callable[[Mapping[str, Any]], Any]
 
@@ -45,6 +52,7 @@ def _shuffled(name: str) -> Factory:
         from privstats.engine.adapters import build_shuffled
 
         return build_shuffled(name, params)  # rows are messages; see privstats.engine.adapters
+
     return factory
 
 
@@ -70,24 +78,59 @@ _EXAMPLES: dict[str, dict] = {
     "oue": {"domain_size": 13, "epsilon": 1.0},
     "olh": {"domain_size": 20, "epsilon": 2.0, "g": 8},
     "hr": {"domain_size": 9, "epsilon": 1.0},
-    "hierarchical-histogram": {"domain_size": 40, "epsilon": 2.0, "branching": 4, "oracle": "auto",
-                               "split": "budget", "level_oracles": ["grr", "oue", "oue"]},
+    "hierarchical-histogram": {
+        "domain_size": 40,
+        "epsilon": 2.0,
+        "branching": 4,
+        "oracle": "auto",
+        "split": "budget",
+        "level_oracles": ["grr", "oue", "oue"],
+    },
     # shuffle model (rows are messages).  Derived params (gamma, epsilon0, rho, ...) are set by hand, NOT
     # calibrated to the (epsilon, delta) shown: small message streams for the format tests only
-    "shuffle-krr": {"domain_size": 10, "n": 1000, "epsilon": 1.0, "delta": 1e-6, "gamma": 0.5,
-                    "epsilon0": 2.3978952727983707},
-    "shuffle-rappor": {"domain_size": 13, "n": 1000, "epsilon": 1.0, "delta": 1e-6, "epsilon0": 2.0,
-                       "flip_probability": 0.2689414213699951},
-    "shuffle-hadamard": {"domain_size": 9, "n": 1000, "epsilon": 1.0, "delta": 1e-6, "k": 1, "rho": 3, "tau": 6,
-                         "b_prime": 16},
-    "shuffle-countmin": {"domain_size": 20, "n": 1000, "epsilon": 1.0, "delta": 1e-6, "tau": 3, "buckets": 16,
-                         "gamma": 0.0625, "seed": 5},
+    "shuffle-krr": {
+        "domain_size": 10,
+        "n": 1000,
+        "epsilon": 1.0,
+        "delta": 1e-6,
+        "gamma": 0.5,
+        "epsilon0": 2.3978952727983707,
+    },
+    "shuffle-rappor": {
+        "domain_size": 13,
+        "n": 1000,
+        "epsilon": 1.0,
+        "delta": 1e-6,
+        "epsilon0": 2.0,
+        "flip_probability": 0.2689414213699951,
+    },
+    "shuffle-hadamard": {
+        "domain_size": 9,
+        "n": 1000,
+        "epsilon": 1.0,
+        "delta": 1e-6,
+        "k": 1,
+        "rho": 3,
+        "tau": 6,
+        "b_prime": 16,
+    },
+    "shuffle-countmin": {
+        "domain_size": 20,
+        "n": 1000,
+        "epsilon": 1.0,
+        "delta": 1e-6,
+        "tau": 3,
+        "buckets": 16,
+        "gamma": 0.0625,
+        "seed": 5,
+    },
     "shuffle-sum": {"n": 1000, "epsilon": 1.0, "delta": 1e-6, "blanket": 3, "gamma": 0.25, "inputs": "unit"},
 }
 
 
-def register_protocol(name: str, factory: Factory | str, *, example: dict | None = None,
-                      replace: bool = False) -> None:
+def register_protocol(
+    name: str, factory: Factory | str, *, example: dict | None = None, replace: bool = False
+) -> None:
     """Register ``factory`` (``params -> oracle`` or ``"module:Class"``) under ``name``.
 
     ``example`` is small params the engine tests use to check the protocol end to end.
@@ -143,12 +186,16 @@ def build_oracle(protocol: str, params: Mapping[str, Any]):
     try:
         factory = _resolve(protocol)
     except (ImportError, AttributeError) as exc:
-        raise ValueError(f"protocol {protocol!r} is registered but its implementation is unavailable: {exc}") from None
+        raise ValueError(
+            f"protocol {protocol!r} is registered but its implementation is unavailable: {exc}"
+        ) from None
     try:
         oracle = factory(dict(params))
     except TypeError as exc:
         raise ValueError(f"cannot build {protocol!r} from params {dict(params)}: {exc}") from None
     canonical = json.loads(json.dumps(dict(oracle.params), sort_keys=True))
     if oracle.name != protocol or canonical != json.loads(json.dumps(dict(params), sort_keys=True)):
-        raise ValueError(f"registry entry {protocol!r} built {oracle!r}, which does not have params {dict(params)}")
+        raise ValueError(
+            f"registry entry {protocol!r} built {oracle!r}, which does not have params {dict(params)}"
+        )
     return oracle

@@ -25,8 +25,9 @@ import json
 import math
 import struct
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -35,7 +36,7 @@ from privstats.privacy.guarantees import PureDP
 from privstats.privacy.randomness import RNGLike
 from privstats.validation import as_domain_values, check_domain_size, check_epsilon
 
-__all__ = ["CountState", "FrequencyOracle", "SupportOracle", "Reports", "pack_versioned", "unpack_versioned"]
+__all__ = ["CountState", "FrequencyOracle", "Reports", "SupportOracle", "pack_versioned", "unpack_versioned"]
 
 Reports = Mapping[str, np.ndarray]
 """A batch of reports in columnar form: column name -> array with one row per user."""
@@ -57,7 +58,7 @@ class CountState:
     n: int = 0
     counts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
-    def merge(self, other: "CountState") -> "CountState":
+    def merge(self, other: CountState) -> CountState:
         """A new state holding the reports of both (neither input is changed)."""
         if not isinstance(other, CountState):
             raise TypeError(f"can only merge a CountState, not {type(other).__name__}")
@@ -72,11 +73,18 @@ class CountState:
 
     def to_bytes(self) -> bytes:
         """Versioned binary form: magic, version, JSON header, little-endian int64 counts."""
-        header = {"protocol": self.protocol, "params": self.params, "n": int(self.n), "size": int(self.counts.size)}
-        return pack_versioned(_MAGIC, _STATE_VERSION, header, np.ascontiguousarray(self.counts, dtype="<i8").tobytes())
+        header = {
+            "protocol": self.protocol,
+            "params": self.params,
+            "n": int(self.n),
+            "size": int(self.counts.size),
+        }
+        return pack_versioned(
+            _MAGIC, _STATE_VERSION, header, np.ascontiguousarray(self.counts, dtype="<i8").tobytes()
+        )
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> "CountState":
+    def from_bytes(cls, data: bytes) -> CountState:
         """Inverse of :meth:`to_bytes`; raises ValueError on a corrupted or foreign blob."""
         header, body = unpack_versioned(data, _MAGIC, _STATE_VERSION, "CountState")
         _check_header(header)
@@ -88,23 +96,33 @@ class CountState:
         return cls(header["protocol"], header["params"], int(header["n"]), counts)
 
     def __eq__(self, other: object) -> bool:
-        return (isinstance(other, CountState) and self.protocol == other.protocol and self.params == other.params
-                and self.n == other.n and np.array_equal(self.counts, other.counts))
+        return (
+            isinstance(other, CountState)
+            and self.protocol == other.protocol
+            and self.params == other.params
+            and self.n == other.n
+            and np.array_equal(self.counts, other.counts)
+        )
 
 
 def _check_header(header: dict) -> None:
     """A CountState header: protocol name, params dict, n >= 0 and size >= 0 as plain integers."""
+
     def is_int(v) -> bool:
         return isinstance(v, int) and not isinstance(v, bool)
 
     if set(header) != {"protocol", "params", "n", "size"}:
         raise ValueError(f"data has a corrupted CountState header: keys {sorted(header)}")
     if not isinstance(header["protocol"], str) or not isinstance(header["params"], dict):
-        raise ValueError("data has a corrupted CountState header: protocol must be a string and params a dict")
+        raise ValueError(
+            "data has a corrupted CountState header: protocol must be a string and params a dict"
+        )
     for key in ("n", "size"):
         if not is_int(header[key]) or not 0 <= header[key] <= 1 << 62:
-            raise ValueError(f"data has a corrupted CountState header: {key} must be an integer >= 0, "
-                             f"got {header[key]!r:.40}")
+            raise ValueError(
+                f"data has a corrupted CountState header: {key} must be an integer >= 0, "
+                f"got {header[key]!r:.40}"
+            )
 
 
 def pack_versioned(magic: bytes, version: int, header: dict, body: bytes) -> bytes:
@@ -197,7 +215,9 @@ class FrequencyOracle(ABC):
         cols = {k: np.asarray(reports[k]) for k in self.report_fields}
         lengths = {len(v) for v in cols.values()}
         if len(lengths) != 1:
-            raise ValueError(f"reports columns have different lengths: { {k: len(v) for k, v in cols.items()} }")
+            raise ValueError(
+                f"reports columns have different lengths: { {k: len(v) for k, v in cols.items()} }"
+            )
         counts = self._accumulate(cols)
         return CountState(self.name, self.params, state.n + lengths.pop(), state.counts + counts)
 
@@ -231,9 +251,17 @@ class FrequencyOracle(ABC):
         est = self._debias(state)
         plug_in = np.clip(est, 0, state.n)
         stderr = np.sqrt(np.maximum(self.variance(state.n, plug_in), 0.0))
-        return Estimate(value=est, stderr=stderr, guarantee=self.guarantee, model="local", protocol=self.name,
-                        params=self.params, n=state.n, messages_per_user=self.messages_per_user,
-                        bits_per_user=self.bits_per_user)
+        return Estimate(
+            value=est,
+            stderr=stderr,
+            guarantee=self.guarantee,
+            model="local",
+            protocol=self.name,
+            params=self.params,
+            n=state.n,
+            messages_per_user=self.messages_per_user,
+            bits_per_user=self.bits_per_user,
+        )
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())

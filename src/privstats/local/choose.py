@@ -18,7 +18,7 @@ from privstats.local.olh import OLH
 from privstats.local.unary import OUE
 from privstats.validation import check_choice, check_domain_size, check_epsilon
 
-__all__ = ["best_oracle", "make_oracle", "worst_case_variance", "linear_variance", "ORACLES"]
+__all__ = ["ORACLES", "best_oracle", "linear_variance", "make_oracle", "worst_case_variance"]
 
 ORACLES: dict[str, type[FrequencyOracle]] = {"grr": GRR, "oue": OUE, "olh": OLH, "hr": HadamardResponse}
 

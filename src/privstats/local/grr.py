@@ -56,8 +56,9 @@ class GRR(SupportOracle):
         values = as_domain_values(values, self.domain_size)
         src = as_source(rng)
         # exact Bernoulli with an integer threshold, rounded up (more resampling: ratio <= e^ε)
-        resample = src.bernoulli_dyadic(dyadic_threshold(min(1.0, self.domain_size * self.q), round_up=True),
-                                        values.size)
+        resample = src.bernoulli_dyadic(
+            dyadic_threshold(min(1.0, self.domain_size * self.q), round_up=True), values.size
+        )
         out = values.copy()
         out[resample] = src.integers(self.domain_size, size=int(resample.sum()))
         return {"value": out}
@@ -78,7 +79,11 @@ class GRR(SupportOracle):
         c = self._check_true_counts(true_counts)
         g = as_generator(rng)
         resampled = g.binomial(c, self.domain_size * self.q)
-        counts = c - resampled + g.multinomial(int(resampled.sum()), np.full(self.domain_size, 1.0 / self.domain_size))
+        counts = (
+            c
+            - resampled
+            + g.multinomial(int(resampled.sum()), np.full(self.domain_size, 1.0 / self.domain_size))
+        )
         return CountState(self.name, self.params, int(c.sum()), counts.astype(np.int64))
 
     @property

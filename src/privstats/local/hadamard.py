@@ -110,7 +110,7 @@ class HadamardResponse(SupportOracle):
         values = as_domain_values(values, self.domain_size)
         src = as_source(rng)
         j = src.integers(self.K, size=values.size)
-        own = src.bernoulli_dyadic(dyadic_threshold(self.p, round_up=False), values.size)   # p rounded down
+        own = src.bernoulli_dyadic(dyadic_threshold(self.p, round_up=False), values.size)  # p rounded down
         return {"index": self._draw(values, np.asarray(j, dtype=np.int64), own)}
 
     def output_probabilities(self, value: int) -> np.ndarray:

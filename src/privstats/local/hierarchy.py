@@ -50,8 +50,13 @@ from privstats.local.choose import linear_variance, make_oracle
 from privstats.local.unary import OUE
 from privstats.privacy.guarantees import PureDP
 from privstats.privacy.randomness import RNGLike, as_generator, as_source
-from privstats.validation import (as_domain_values, check_choice, check_domain_size, check_epsilon,
-                                  check_positive_int)
+from privstats.validation import (
+    as_domain_values,
+    check_choice,
+    check_domain_size,
+    check_epsilon,
+    check_positive_int,
+)
 
 __all__ = ["HierarchicalHistogram", "HierarchyState"]
 
@@ -80,13 +85,21 @@ class HierarchyState:
             return 0
         return int(sizes.sum() if self.params.get("split") == "users" else sizes.max())
 
-    def merge(self, other: "HierarchyState") -> "HierarchyState":
+    def merge(self, other: HierarchyState) -> HierarchyState:
         """A new state holding the reports of both (neither input is changed)."""
         if not isinstance(other, HierarchyState):
             raise TypeError(f"can only merge a HierarchyState, not {type(other).__name__}")
-        if other.protocol != self.protocol or other.params != self.params or len(other.levels) != len(self.levels):
+        if (
+            other.protocol != self.protocol
+            or other.params != self.params
+            or len(other.levels) != len(self.levels)
+        ):
             raise ValueError("cannot merge hierarchy states with different parameters")
-        return HierarchyState(self.protocol, dict(self.params), [a.merge(b) for a, b in zip(self.levels, other.levels)])
+        return HierarchyState(
+            self.protocol,
+            dict(self.params),
+            [a.merge(b) for a, b in zip(self.levels, other.levels, strict=False)],
+        )
 
     __add__ = merge
 
@@ -97,7 +110,7 @@ class HierarchyState:
         return pack_versioned(_MAGIC, _STATE_VERSION, header, b"".join(blobs))
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> "HierarchyState":
+    def from_bytes(cls, data: bytes) -> HierarchyState:
         """Inverse of :meth:`to_bytes`; raises ValueError on a corrupted or foreign blob."""
         header, body = unpack_versioned(data, _MAGIC, _STATE_VERSION, "HierarchyState")
         pos, levels = 0, []
@@ -109,8 +122,12 @@ class HierarchyState:
         return cls(header["protocol"], header["params"], levels)
 
     def __eq__(self, other: object) -> bool:
-        return (isinstance(other, HierarchyState) and self.protocol == other.protocol
-                and self.params == other.params and self.levels == other.levels)
+        return (
+            isinstance(other, HierarchyState)
+            and self.protocol == other.protocol
+            and self.params == other.params
+            and self.levels == other.levels
+        )
 
 
 class HierarchicalHistogram:
@@ -118,8 +135,9 @@ class HierarchicalHistogram:
 
     name = "hierarchical-histogram"
 
-    def __init__(self, domain_size: int, epsilon: float, branching: int = 2, oracle: str = "auto",
-                 split: str = "users"):
+    def __init__(
+        self, domain_size: int, epsilon: float, branching: int = 2, oracle: str = "auto", split: str = "users"
+    ):
         self.domain_size = check_domain_size(domain_size)
         self.epsilon = check_epsilon(epsilon)
         self.branching = check_positive_int(branching, "branching", minimum=2)
@@ -131,17 +149,23 @@ class HierarchicalHistogram:
             self.height += 1
         self.padded_size = b**self.height
         level_eps = self.epsilon if self.split == "users" else self.epsilon / self.height
-        self.oracles: list[FrequencyOracle] = [make_oracle(self.oracle, b**l, level_eps)
-                                               for l in range(1, self.height + 1)]
+        self.oracles: list[FrequencyOracle] = [
+            make_oracle(self.oracle, b**l, level_eps) for l in range(1, self.height + 1)
+        ]
         widths = [o.width for o in self.oracles if isinstance(o, OUE)]
         self._bits_width = max(widths) if widths else 0
 
     # ---- description ------------------------------------------------------------------
     @property
     def params(self) -> dict:
-        return {"domain_size": self.domain_size, "epsilon": self.epsilon, "branching": self.branching,
-                "oracle": self.oracle, "split": self.split,
-                "level_oracles": [o.name for o in self.oracles]}
+        return {
+            "domain_size": self.domain_size,
+            "epsilon": self.epsilon,
+            "branching": self.branching,
+            "oracle": self.oracle,
+            "split": self.split,
+            "level_oracles": [o.name for o in self.oracles],
+        }
 
     @property
     def guarantee(self) -> PureDP:
@@ -165,8 +189,10 @@ class HierarchicalHistogram:
         return fields
 
     def __repr__(self) -> str:
-        return (f"HierarchicalHistogram(domain_size={self.domain_size}, epsilon={self.epsilon}, "
-                f"branching={self.branching}, oracle={self.oracle!r}, split={self.split!r})")
+        return (
+            f"HierarchicalHistogram(domain_size={self.domain_size}, epsilon={self.epsilon}, "
+            f"branching={self.branching}, oracle={self.oracle!r}, split={self.split!r})"
+        )
 
     def _prefix(self, values: np.ndarray, level: int) -> np.ndarray:
         return values // self.branching ** (self.height - level)
@@ -215,7 +241,11 @@ class HierarchicalHistogram:
     def aggregate(self, reports, state: HierarchyState | None = None) -> HierarchyState:
         """Fold a batch of messages into ``state`` (new state if None); a bad batch changes nothing."""
         state = self.new_state() if state is None else state
-        if not isinstance(state, HierarchyState) or state.protocol != self.name or state.params != self.params:
+        if (
+            not isinstance(state, HierarchyState)
+            or state.protocol != self.name
+            or state.params != self.params
+        ):
             raise ValueError("state belongs to a different protocol or parameters")
         missing = set(self.report_fields) - set(reports)
         if missing:
@@ -224,17 +254,20 @@ class HierarchicalHistogram:
         if len({len(v) for v in cols.values()}) != 1:
             raise ValueError("reports columns have different lengths")
         level = cols["level"]
-        if level.ndim != 1 or (level.size and (level.dtype.kind not in "iu" or level.min() < 1
-                                                or level.max() > self.height)):
+        if level.ndim != 1 or (
+            level.size and (level.dtype.kind not in "iu" or level.min() < 1 or level.max() > self.height)
+        ):
             raise ValueError(f"reports['level'] must be integers in [1, {self.height}]")
         if "bits" in cols and (cols["bits"].ndim != 2 or cols["bits"].shape[1] != self._bits_width):
             raise ValueError(f"reports['bits'] must have shape (m, {self._bits_width})")
         new_levels = []
-        for l, (oracle, old) in enumerate(zip(self.oracles, state.levels), start=1):
+        for l, (oracle, old) in enumerate(zip(self.oracles, state.levels, strict=False), start=1):
             rows = level == l
             for key in set(cols) - set(oracle.report_fields) - {"level"}:
                 if np.any(cols[key][rows]):
-                    raise ValueError(f"reports['{key}'] must be zero in rows of level {l} (its oracle does not use it)")
+                    raise ValueError(
+                        f"reports['{key}'] must be zero in rows of level {l} (its oracle does not use it)"
+                    )
             sub = {}
             for key in oracle.report_fields:
                 col = cols[key][rows]
@@ -273,7 +306,11 @@ class HierarchicalHistogram:
 
     # ---- analyst ----------------------------------------------------------------------------
     def _check_state(self, state: HierarchyState) -> None:
-        if not isinstance(state, HierarchyState) or state.protocol != self.name or state.params != self.params:
+        if (
+            not isinstance(state, HierarchyState)
+            or state.protocol != self.name
+            or state.params != self.params
+        ):
             raise ValueError(f"state must be a HierarchyState of {self.name} with parameters {self.params}")
         if np.any(state.level_sizes == 0):
             raise ValueError(f"state has levels without reports: sizes {state.level_sizes.tolist()}")
@@ -284,13 +321,16 @@ class HierarchicalHistogram:
     def node_estimates(self, state: HierarchyState) -> list[np.ndarray]:
         """Unbiased count of every node, level by level (1..h), scaled to all users."""
         self._check_state(state)
-        return [o.estimate(s).value * k for o, s, k in zip(self.oracles, state.levels, self._scales(state))]
+        return [
+            o.estimate(s).value * k
+            for o, s, k in zip(self.oracles, state.levels, self._scales(state), strict=False)
+        ]
 
     def level_variances(self, n: float, level_sizes) -> np.ndarray:
         """Public per-level variance σ_l² of a node with the average count (the consistency weights)."""
         sizes = np.asarray(level_sizes, dtype=float)
         out = np.empty(self.height)
-        for l, (oracle, m) in enumerate(zip(self.oracles, sizes), start=1):
+        for l, (oracle, m) in enumerate(zip(self.oracles, sizes, strict=False), start=1):
             k = self.branching**l
             oracle_var = float(oracle.variance(m, np.array([m / k]))[0])
             sampling = m * (1 / k) * (1 - 1 / k) * (n - m) / (n - 1) if n > 1 else 0.0
@@ -369,7 +409,9 @@ class HierarchicalHistogram:
         scales = n / sizes
         total = 0.0
         alphas = []
-        for l, (oracle, a, m, k) in enumerate(zip(self.oracles, coefficients, sizes, scales), start=1):
+        for l, (oracle, a, m, k) in enumerate(
+            zip(self.oracles, coefficients, sizes, scales, strict=False), start=1
+        ):
             node_counts = c.reshape(self.branching**l, -1).sum(axis=1)
             total += k**2 * linear_variance(oracle, node_counts * (m / n), a)
             alphas.append(np.repeat(a * k, self.branching ** (self.height - l)))
@@ -398,7 +440,9 @@ class HierarchicalHistogram:
             values = y
             c = self._plug_in_counts(state, y)
             stderr = []
-            for l, (oracle, m, k) in enumerate(zip(self.oracles, state.level_sizes, self._scales(state)), start=1):
+            for l, (oracle, m, k) in enumerate(
+                zip(self.oracles, state.level_sizes, self._scales(state), strict=False), start=1
+            ):
                 node_counts = c.reshape(self.branching**l, -1).sum(axis=1)
                 var = k**2 * oracle.variance(m, node_counts * m / state.n)
                 if self.split == "users" and state.n > 1:
@@ -408,17 +452,27 @@ class HierarchicalHistogram:
             details["stderr_levels"] = stderr
             stderr = np.concatenate(stderr)
         details["levels"] = values
-        return Estimate(value=np.concatenate(values), stderr=stderr, guarantee=self.guarantee, model="local",
-                        protocol=self.name, params=self.params, n=state.n,
-                        messages_per_user=self.messages_per_user, bits_per_user=self.bits_per_user,
-                        details=details)
+        return Estimate(
+            value=np.concatenate(values),
+            stderr=stderr,
+            guarantee=self.guarantee,
+            model="local",
+            protocol=self.name,
+            params=self.params,
+            n=state.n,
+            messages_per_user=self.messages_per_user,
+            bits_per_user=self.bits_per_user,
+            details=details,
+        )
 
     def _plug_in_counts(self, state: HierarchyState, y: list[np.ndarray]) -> np.ndarray:
         sigma2 = self.level_variances(state.n, state.level_sizes)
         leaves = np.clip(self.consistent_leaves(state.n, y, sigma2)[-1], 0, None)
         leaves[self.domain_size :] = 0
         total = leaves.sum()
-        return leaves * (state.n / total) if total > 0 else np.full(self.padded_size, state.n / self.domain_size)
+        return (
+            leaves * (state.n / total) if total > 0 else np.full(self.padded_size, state.n / self.domain_size)
+        )
 
     def range_coefficients(self, n: int, lo: int, hi: int, level_sizes, consistent: bool = True):
         """Coefficients on the scaled node estimates and on the root count n of the answer for [lo, hi]."""
@@ -441,11 +495,20 @@ class HierarchicalHistogram:
             coef, _ = self.range_coefficients(n, lo, hi, sizes, consistent=True)
         else:
             coef, root = self._canonical(lo, hi)
-            value = float(root * n + sum(np.dot(a, v) for a, v in zip(coef, y)))
+            value = float(root * n + sum(np.dot(a, v) for a, v in zip(coef, y, strict=False)))
         var = self.linear_variance(self._plug_in_counts(state, y)[: self.domain_size], coef, sizes)
-        return Estimate(value=value, stderr=math.sqrt(max(var, 0.0)), guarantee=self.guarantee, model="local",
-                        protocol=self.name, params={**self.params, "range": (lo, hi), "consistent": consistent},
-                        n=n, messages_per_user=self.messages_per_user, bits_per_user=self.bits_per_user)
+        return Estimate(
+            value=value,
+            stderr=math.sqrt(max(var, 0.0)),
+            guarantee=self.guarantee,
+            model="local",
+            protocol=self.name,
+            params={**self.params, "range": (lo, hi), "consistent": consistent},
+            n=n,
+            messages_per_user=self.messages_per_user,
+            bits_per_user=self.bits_per_user,
+        )
+
     # ---- all prefixes [0, i] at once (ECDFs) ------------------------------------------------
     def prefix_variances(self, true_counts, level_sizes) -> np.ndarray:
         """Exact variance of every consistent prefix count (values <= i, i = 0..domain_size-1).
@@ -469,11 +532,17 @@ class HierarchicalHistogram:
         n, sizes = state.n, state.level_sizes
         leaves = self.consistent_leaves(n, y, self.level_variances(n, sizes))[-1]
         var = self.prefix_variances(self._plug_in_counts(state, y)[: self.domain_size], sizes)
-        return Estimate(value=np.cumsum(leaves)[: self.domain_size], stderr=np.sqrt(np.maximum(var, 0.0)),
-                        guarantee=self.guarantee, model="local", protocol=self.name,
-                        params={**self.params, "consistent": True}, n=n,
-                        messages_per_user=self.messages_per_user, bits_per_user=self.bits_per_user)
-
+        return Estimate(
+            value=np.cumsum(leaves)[: self.domain_size],
+            stderr=np.sqrt(np.maximum(var, 0.0)),
+            guarantee=self.guarantee,
+            model="local",
+            protocol=self.name,
+            params={**self.params, "consistent": True},
+            n=n,
+            messages_per_user=self.messages_per_user,
+            bits_per_user=self.bits_per_user,
+        )
 
 
 def _oracle_quadratic(oracle: FrequencyOracle) -> tuple[float, float, float, float]:
@@ -493,8 +562,10 @@ def _oracle_quadratic(oracle: FrequencyOracle) -> tuple[float, float, float, flo
         p, q = oracle.p, (oracle.q if isinstance(oracle, OUE) else 1.0 / oracle.g)
         d2 = (p - q) ** 2
         return q * (1 - q) / d2, (p * (1 - p) - q * (1 - q)) / d2, 0.0, 0.0
-    raise ValueError(f"all-prefix variances support GRR, OUE and OLH levels, not {type(oracle).__name__} "
-                     "(use oracle='grr', 'oue' or 'olh')")
+    raise ValueError(
+        f"all-prefix variances support GRR, OUE and OLH levels, not {type(oracle).__name__} "
+        "(use oracle='grr', 'oue' or 'olh')"
+    )
 
 
 def _prefix_variances(hh: HierarchicalHistogram, true_counts, level_sizes) -> np.ndarray:
@@ -528,7 +599,7 @@ def _prefix_variances(hh: HierarchicalHistogram, true_counts, level_sizes) -> np
         cP[l] = cum[(p + 1) * s] - cum[p * s]
         inherited = beta[l] * P[l]
     nR = (b - 1) - nL
-    B = np.zeros((H, H))            # B[k, l] = β_k ⋯ β_(l-1) for k <= l
+    B = np.zeros((H, H))  # B[k, l] = β_k ⋯ β_(l-1) for k <= l
     for k in range(H):
         B[k, k] = 1.0
         for l in range(k + 1, H):
@@ -549,16 +620,18 @@ def _prefix_variances(hh: HierarchicalHistogram, true_counts, level_sizes) -> np
         # Σ_{l,l'} K_{ll'} (n W_{ll'} − U1_l U1_l') k_l k_l' / (n − 1), K = diag(π) − ππᵀ, W_{ll'} = Σ_leaf c a_l a_l'
         pi = sizes / n
         QB = np.einsum("kn,kl,km->lmn", Q, B, B)
-        G2 = Y[:, None, :] * B[:, :, None]                         # [k, l', i] = Y_k B[k, l']
-        tail = np.cumsum(G2[::-1], axis=0)[::-1]                   # Σ_{k' >= k}
-        Z = np.concatenate([tail[1:], np.zeros((1, H, d))]) + (cP * P)[None, :, :]   # Z[l, l'] = Σ_{k>l} + c_P P_l'
+        G2 = Y[:, None, :] * B[:, :, None]  # [k, l', i] = Y_k B[k, l']
+        tail = np.cumsum(G2[::-1], axis=0)[::-1]  # Σ_{k' >= k}
+        Z = (
+            np.concatenate([tail[1:], np.zeros((1, H, d))]) + (cP * P)[None, :, :]
+        )  # Z[l, l'] = Σ_{k>l} + c_P P_l'
         W = QB + P[:, None, :] * Z
         upper = np.triu(np.ones((H, H), dtype=bool))
         W = np.where(upper[:, :, None], W, np.transpose(W, (1, 0, 2)))
         W *= (alpha[:, None] * alpha[None, :])[:, :, None]
-        kv = scales * pi                                           # π_l k_l
-        cross = np.einsum("l,m,lmn->n", kv, kv, W)                 # Σ_leaf c (Σ_l π_l k_l a_l)²
-        diag = np.einsum("l,ln->n", pi * scales ** 2, U2)
+        kv = scales * pi  # π_l k_l
+        cross = np.einsum("l,m,lmn->n", kv, kv, W)  # Σ_leaf c (Σ_l π_l k_l a_l)²
+        diag = np.einsum("l,ln->n", pi * scales**2, U2)
         f = scales[:, None] * U1
         total += (n * (diag - cross) - (np.einsum("l,ln->n", pi, f * f) - (pi @ f) ** 2)) / (n - 1)
     return total

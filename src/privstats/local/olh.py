@@ -71,7 +71,7 @@ _S32 = np.uint64(32)
 def _bucket_of(z: np.ndarray, g: int) -> np.ndarray:
     """``floor(z · g / 2^64)`` for uint64 ``z`` and g < 2^32, exactly (a 64x32-bit high product)."""
     gg = np.uint64(g)
-    hi = (z >> _S32) * gg                       # < 2^64 since g < 2^32
+    hi = (z >> _S32) * gg  # < 2^64 since g < 2^32
     lo = ((z & _LO32) * gg) >> _S32
     return ((hi + lo) >> _S32).astype(np.int64)  # hi + lo < 2^64: no wrap
 
@@ -89,7 +89,7 @@ def _bucket_bounds(b: np.ndarray, g: int) -> tuple[np.ndarray, np.ndarray]:
 
     bb = b.astype(np.uint64)
     s = start(bb)
-    return s, start(bb + np.uint64(1)) - s          # start(g) = 2^64 wraps to 0: width still exact
+    return s, start(bb + np.uint64(1)) - s  # start(g) = 2^64 wraps to 0: width still exact
 
 
 def olh_hash(seeds, values, g: int) -> np.ndarray:
@@ -133,7 +133,11 @@ class OLH(SupportOracle):
     @property
     def gap(self) -> float:
         """p − 1/g = (g − 1)(1 − e^−ε)/(g(1 + (g − 1)e^−ε)), accurate for tiny ε."""
-        return (self.g - 1) * -math.expm1(-self.epsilon) / (self.g * (1.0 + (self.g - 1) * math.exp(-self.epsilon)))
+        return (
+            (self.g - 1)
+            * -math.expm1(-self.epsilon)
+            / (self.g * (1.0 + (self.g - 1) * math.exp(-self.epsilon)))
+        )
 
     @property
     def bits_per_user(self) -> float:
@@ -146,7 +150,9 @@ class OLH(SupportOracle):
         seeds = src.uint64(values.size)
         bucket = olh_hash(seeds, values, self.g)
         # exact Bernoulli with an integer threshold, rounded up (more resampling: ratio <= e^ε)
-        resample = src.bernoulli_dyadic(dyadic_threshold(min(1.0, self.g * self.q), round_up=True), values.size)
+        resample = src.bernoulli_dyadic(
+            dyadic_threshold(min(1.0, self.g * self.q), round_up=True), values.size
+        )
         bucket[resample] = src.integers(self.g, size=int(resample.sum()))
         return {"seed": seeds, "bucket": bucket}
 
@@ -164,8 +170,9 @@ class OLH(SupportOracle):
         seeds, bucket = reports["seed"], reports["bucket"]
         if seeds.dtype != np.uint64 or seeds.ndim != 1:
             raise ValueError(f"reports['seed'] must be a 1-d uint64 array, got {seeds.dtype} {seeds.shape}")
-        if bucket.ndim != 1 or (bucket.size and (bucket.dtype.kind not in "iu" or bucket.min() < 0
-                                                  or bucket.max() >= self.g)):
+        if bucket.ndim != 1 or (
+            bucket.size and (bucket.dtype.kind not in "iu" or bucket.min() < 0 or bucket.max() >= self.g)
+        ):
             raise ValueError(f"reports['bucket'] must be integers in [0, {self.g})")
         return self.support_counts(seeds, bucket.astype(np.int64))
 

@@ -126,8 +126,9 @@ class OUE(SupportOracle):
         bits = reports["bits"]
         d, w = self.domain_size, self.width
         if bits.dtype != np.uint8 or bits.ndim != 2 or bits.shape[1] != w:
-            raise ValueError(f"reports['bits'] must be a uint8 array of shape (n, {w}), "
-                             f"got {bits.dtype} {bits.shape}")
+            raise ValueError(
+                f"reports['bits'] must be a uint8 array of shape (n, {w}), got {bits.dtype} {bits.shape}"
+            )
         if d % 8 and bits.size and np.any(bits[:, -1] >> np.uint8(d % 8)):
             raise ValueError(f"reports['bits'] has non-zero padding bits beyond domain_size={d}")
         return self.column_sums(bits)
@@ -144,7 +145,8 @@ class OUE(SupportOracle):
             rows = max(1, _CHUNK_BITS // d)
             for s in range(0, bits.shape[0], rows):
                 counts += np.unpackbits(bits[s : s + rows], axis=1, count=d, bitorder="little").sum(
-                    axis=0, dtype=np.int64)
+                    axis=0, dtype=np.int64
+                )
             return counts
         byte_counts = np.zeros(w * 256, dtype=np.int64)
         offsets = (np.arange(w, dtype=np.int64) * 256)[None, :]

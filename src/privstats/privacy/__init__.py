@@ -12,17 +12,38 @@ from privstats.privacy.composition import (
     zcdp_composition,
     zcdp_to_approx,
 )
-from privstats.privacy.guarantees import ApproxDP, Guarantee, PureDP, ZCDP, guarantee_from_dict
+from privstats.privacy.guarantees import ZCDP, ApproxDP, Guarantee, PureDP, guarantee_from_dict
 from privstats.privacy.ledger import BudgetExceededError, BudgetLedger
 from privstats.privacy.randomness import GeneratorSource, RandomSource, SecureSource, as_generator, as_source
 from privstats.privacy.samplers import bernoulli_exp, discrete_gaussian, discrete_laplace, gaussian, laplace
 
 __all__ = [
-    "Guarantee", "PureDP", "ApproxDP", "ZCDP", "guarantee_from_dict",
-    "basic_composition", "advanced_composition", "optimal_composition", "optimal_composition_delta",
-    "zcdp_composition", "zcdp_to_approx", "pure_to_zcdp", "parallel_composition", "compose",
-    "BudgetLedger", "BudgetExceededError",
-    "RandomSource", "SecureSource", "GeneratorSource", "as_source", "as_generator",
-    "bernoulli_exp", "discrete_laplace", "discrete_gaussian", "laplace", "gaussian",
-    "shuffled_epsilon", "local_epsilon_for",
+    "ZCDP",
+    "ApproxDP",
+    "BudgetExceededError",
+    "BudgetLedger",
+    "GeneratorSource",
+    "Guarantee",
+    "PureDP",
+    "RandomSource",
+    "SecureSource",
+    "advanced_composition",
+    "as_generator",
+    "as_source",
+    "basic_composition",
+    "bernoulli_exp",
+    "compose",
+    "discrete_gaussian",
+    "discrete_laplace",
+    "gaussian",
+    "guarantee_from_dict",
+    "laplace",
+    "local_epsilon_for",
+    "optimal_composition",
+    "optimal_composition_delta",
+    "parallel_composition",
+    "pure_to_zcdp",
+    "shuffled_epsilon",
+    "zcdp_composition",
+    "zcdp_to_approx",
 ]

@@ -36,11 +36,16 @@ import numpy as np
 
 from privstats.validation import check_delta, check_epsilon, check_positive_int
 
-__all__ = ["shuffled_epsilon", "local_epsilon_for", "clone_delta", "krr_blanket_delta", "blanket_hoeffding_delta",
-           "AMPLIFICATION_METHODS"]
+__all__ = [
+    "AMPLIFICATION_METHODS",
+    "blanket_hoeffding_delta",
+    "clone_delta",
+    "krr_blanket_delta",
+    "local_epsilon_for",
+    "shuffled_epsilon",
+]
 
 AMPLIFICATION_METHODS = ("balle", "fmt", "fmt-numeric")
-
 
 
 def _pair_delta(eps: float, alpha: float, n_clones: int, clone_prob: float) -> float:
@@ -66,12 +71,14 @@ def _pair_delta(eps: float, alpha: float, n_clones: int, clone_prob: float) -> f
         missing = 0.0
     else:
         mean = n_clones * clone_prob
-        half = 14.0 * math.sqrt(mean * (1 - clone_prob)) + 40.0     # binomial tails beyond this are < 1e-40
-        lo, hi = max(0, int(mean - half)), min(n_clones, int(math.ceil(mean + half)))
+        half = 14.0 * math.sqrt(mean * (1 - clone_prob)) + 40.0  # binomial tails beyond this are < 1e-40
+        lo, hi = max(0, int(mean - half)), min(n_clones, math.ceil(mean + half))
         c = np.arange(lo, hi + 1, dtype=np.int64)
         w = stats.binom.pmf(c, n_clones, clone_prob)
-        missing = float(stats.binom.cdf(lo - 1, n_clones, clone_prob) + stats.binom.sf(hi, n_clones, clone_prob))
-    a_max = np.ceil(beta * (c + 1)).astype(np.int64) - 1      # largest a with a < β(C+1)
+        missing = float(
+            stats.binom.cdf(lo - 1, n_clones, clone_prob) + stats.binom.sf(hi, n_clones, clone_prob)
+        )
+    a_max = np.ceil(beta * (c + 1)).astype(np.int64) - 1  # largest a with a < β(C+1)
     f1 = stats.binom.cdf(a_max, c, 0.5)
     f0 = np.where(a_max >= 1, stats.binom.cdf(a_max - 1, c, 0.5), 0.0)
     d = alpha * f1 + (1 - alpha) * f0 - e * ((1 - alpha) * f1 + alpha * f0)
@@ -109,7 +116,7 @@ def _fmt_closed(epsilon0: float, n: int, delta: float) -> float:
     e = math.log(1 + a + c)
     b = 1 - math.exp(-epsilon0)
     d = 1 + math.exp(-epsilon0 - e)
-    code_form = math.log1p((b / d) * (a + c))                      # the authors' released code
+    code_form = math.log1p((b / d) * (a + c))  # the authors' released code
     # FMT21 Thm 3.1: log(1 + (e^ε0 - 1)/(e^ε0 + 1) (a + c)); both are valid bounds: take the tighter
     thm_form = math.log1p(math.tanh(epsilon0 / 2) * (a + c))
     return min(code_form, thm_form)
@@ -119,7 +126,7 @@ def _balle(epsilon0: float, n: int, delta: float, k: int) -> float:
     k = check_positive_int(k, "k", minimum=2)
     if n < 2:
         raise ValueError("n must be >= 2 for method='balle'")
-    m = (math.exp(epsilon0) + k - 1) / (n - 1)          # = k / ((n−1)γ) with γ = k/(e^ε0+k−1)
+    m = (math.exp(epsilon0) + k - 1) / (n - 1)  # = k / ((n−1)γ) with γ = k/(e^ε0+k−1)
     eps = max(math.sqrt(14 * math.log(2 / delta) * m), 27 * m)
     if eps > 1:
         raise ValueError(
@@ -141,14 +148,18 @@ def blanket_hoeffding_delta(eps: float, n: int, gamma: float, spread: float) -> 
     if eps <= 0:
         return 1.0
     a = math.expm1(eps)
-    log_delta = (2 * math.log(spread) - math.log(4 * a) - math.log(gamma * n)
-                 + n * math.log1p(-gamma * -math.expm1(-2 * a * a / (spread * spread))))
+    log_delta = (
+        2 * math.log(spread)
+        - math.log(4 * a)
+        - math.log(gamma * n)
+        + n * math.log1p(-gamma * -math.expm1(-2 * a * a / (spread * spread)))
+    )
     return math.exp(min(log_delta, 0.0))
 
 
 def _generic_blanket_delta(eps: float, epsilon0: float, n: int) -> float:
     if eps >= epsilon0:
-        return 0.0                                     # ε0-LDP reports are ε0-DP after any post-processing
+        return 0.0  # ε0-LDP reports are ε0-DP after any post-processing
     spread = (math.exp(eps) + 1) * 2 * math.sinh(epsilon0)
     return blanket_hoeffding_delta(eps, n, math.exp(-epsilon0), spread)
 
@@ -166,7 +177,8 @@ def _balle_generic(epsilon0: float, n: int, delta: float) -> float:
         raise ValueError(
             f"epsilon0={epsilon0:.4g} is outside the validity range of the Balle et al. generic blanket bound: "
             f"it certifies no epsilon below epsilon0 for n={n}, delta={delta} (it needs e^(2 epsilon0) well "
-            "below n/ln(1/delta), cf. their Cor. 5.3.1); use method='fmt-numeric'")
+            "below n/ln(1/delta), cf. their Cor. 5.3.1); use method='fmt-numeric'"
+        )
     return _bisect_eps(lambda e: _generic_blanket_delta(e, epsilon0, n), delta, epsilon0, tol=1e-7)
 
 
@@ -184,8 +196,9 @@ def _bisect_eps(delta_of_eps: Callable[[float], float], delta: float, hi: float,
     return hi
 
 
-def shuffled_epsilon(epsilon0: float, n: int, delta: float, method: str = "fmt-numeric", *,
-                     k: int | None = None) -> float:
+def shuffled_epsilon(
+    epsilon0: float, n: int, delta: float, method: str = "fmt-numeric", *, k: int | None = None
+) -> float:
     """Central ε of the shuffled output of n ε0-LDP reports at the given δ.
 
     ``method`` is ``"fmt"`` (closed form), ``"fmt-numeric"`` (exact clone divergence)
@@ -211,8 +224,9 @@ def shuffled_epsilon(epsilon0: float, n: int, delta: float, method: str = "fmt-n
     return _bisect_eps(lambda e: clone_delta(e, epsilon0, n), delta, epsilon0)
 
 
-def local_epsilon_for(epsilon: float, n: int, delta: float, method: str = "fmt-numeric", *,
-                      k: int | None = None) -> float:
+def local_epsilon_for(
+    epsilon: float, n: int, delta: float, method: str = "fmt-numeric", *, k: int | None = None
+) -> float:
     """Largest local ε0 whose shuffled output is (ε, δ)-DP by ``method`` (inverse of :func:`shuffled_epsilon`).
 
     >>> e0 = local_epsilon_for(1.0, 100_000, 1e-6)
@@ -234,8 +248,10 @@ def local_epsilon_for(epsilon: float, n: int, delta: float, method: str = "fmt-n
     if method == "fmt":
         hi = math.log(n / (16 * math.log(4 / delta)))
         if hi <= 0:
-            raise ValueError(f"n={n} is too small for the FMT closed form at delta={delta} "
-                             f"(needs n > 16 ln(4/delta) = {16 * math.log(4 / delta):.1f})")
+            raise ValueError(
+                f"n={n} is too small for the FMT closed form at delta={delta} "
+                f"(needs n > 16 ln(4/delta) = {16 * math.log(4 / delta):.1f})"
+            )
     elif method == "balle" and k is None:
         # the generic bound is vacuous beyond ε0 ≈ ½ ln(n / ln(1/δ)) and its ε grows with ε0 below that
         hi = max(epsilon, 0.5 * math.log(n)) + 1.0
@@ -244,11 +260,13 @@ def local_epsilon_for(epsilon: float, n: int, delta: float, method: str = "fmt-n
         # ε ≤ 1 and ε grows with ε0: the largest valid ε0 solves 14 ln(2/δ)(e^ε0+k−1)/(n−1) = min(ε,1)^2
         _balle(1e-9, n, delta, k)  # raises for a bad k or hopeless n
         target = min(epsilon, 1.0)
-        m = min(target ** 2 / (14 * math.log(2 / delta)), target / 27)
+        m = min(target**2 / (14 * math.log(2 / delta)), target / 27)
         val = m * (n - 1) - (k - 1)
         if val <= 0:
-            raise ValueError(f"no epsilon0 > 0 reaches epsilon={epsilon} with the Balle et al. bound for "
-                             f"n={n}, k={k}, delta={delta}")
+            raise ValueError(
+                f"no epsilon0 > 0 reaches epsilon={epsilon} with the Balle et al. bound for "
+                f"n={n}, k={k}, delta={delta}"
+            )
         if math.log(val) <= 0:
             _raise_small(epsilon, n, k, delta)
         # the closed form can land a rounding error above the target (or above Thm 3.1's ε <= 1):
@@ -281,5 +299,7 @@ def local_epsilon_for(epsilon: float, n: int, delta: float, method: str = "fmt-n
 
 
 def _raise_small(epsilon: float, n: int, k: int, delta: float) -> NoReturn:
-    raise ValueError(f"no epsilon0 > 0 reaches epsilon={epsilon} with the Balle et al. bound for n={n}, k={k}, "
-                     f"delta={delta}")
+    raise ValueError(
+        f"no epsilon0 > 0 reaches epsilon={epsilon} with the Balle et al. bound for n={n}, k={k}, "
+        f"delta={delta}"
+    )

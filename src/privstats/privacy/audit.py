@@ -54,8 +54,16 @@ def _candidates(pooled: np.ndarray, max_events: int) -> np.ndarray:
     return np.unique(np.minimum(np.searchsorted(cum, probs, side="left"), pooled.size - 1))
 
 
-def _bound_from_counts(count_a: np.ndarray, count_b: np.ndarray, n_a: float, n_b: float, *, delta: float,
-                       alpha: float, max_events: int) -> float:
+def _bound_from_counts(
+    count_a: np.ndarray,
+    count_b: np.ndarray,
+    n_a: float,
+    n_b: float,
+    *,
+    delta: float,
+    alpha: float,
+    max_events: int,
+) -> float:
     """The bound from per-support-value counts (support sorted ascending)."""
     idx = _candidates(count_a / n_a + count_b / n_b, max_events)
     cum_a, cum_b = np.cumsum(count_a), np.cumsum(count_b)
@@ -76,20 +84,31 @@ def _bound_from_counts(count_a: np.ndarray, count_b: np.ndarray, n_a: float, n_b
     return best if math.isfinite(best) else 0.0
 
 
-def _scalar_outputs(samples: ArrayLike, statistic: Callable[[np.ndarray], ArrayLike] | None, name: str) -> np.ndarray:
+def _scalar_outputs(
+    samples: ArrayLike, statistic: Callable[[np.ndarray], ArrayLike] | None, name: str
+) -> np.ndarray:
     x = np.asarray(samples)
     if statistic is not None:
         x = np.asarray(statistic(x))
     if x.ndim > 1 and x.size != x.shape[0]:
-        raise ValueError(f"{name} has shape {x.shape}: pass statistic= to reduce each output (a row) to one number")
+        raise ValueError(
+            f"{name} has shape {x.shape}: pass statistic= to reduce each output (a row) to one number"
+        )
     x = x.ravel()
     if x.size == 0:
         raise ValueError(f"{name} must not be empty")
     return x
 
 
-def epsilon_lower_bound(samples_a: ArrayLike, samples_b: ArrayLike, *, delta: float = 0.0, alpha: float = 1e-3,
-                        max_events: int = 200, statistic: Callable[[np.ndarray], ArrayLike] | None = None) -> float:
+def epsilon_lower_bound(
+    samples_a: ArrayLike,
+    samples_b: ArrayLike,
+    *,
+    delta: float = 0.0,
+    alpha: float = 1e-3,
+    max_events: int = 200,
+    statistic: Callable[[np.ndarray], ArrayLike] | None = None,
+) -> float:
     """A (1 − alpha)-confidence lower bound on ε from outputs on two neighbouring inputs.
 
     ``samples_a``/``samples_b``: one output per trial (first axis).  Multi-dimensional
@@ -106,12 +125,21 @@ def epsilon_lower_bound(samples_a: ArrayLike, samples_b: ArrayLike, *, delta: fl
     support, inverse = np.unique(np.concatenate([a, b]), return_inverse=True)
     count_a = np.bincount(inverse[: a.size], minlength=support.size).astype(np.float64)
     count_b = np.bincount(inverse[a.size :], minlength=support.size).astype(np.float64)
-    return _bound_from_counts(count_a, count_b, float(a.size), float(b.size), delta=delta, alpha=alpha,
-                              max_events=max_events)
+    return _bound_from_counts(
+        count_a, count_b, float(a.size), float(b.size), delta=delta, alpha=alpha, max_events=max_events
+    )
 
 
-def expected_epsilon_lower_bound(values: ArrayLike, prob_a: ArrayLike, prob_b: ArrayLike, trials: Any, *, delta: float = 0.0, alpha: float = 1e-3,
-                                 max_events: int = 200) -> float:
+def expected_epsilon_lower_bound(
+    values: ArrayLike,
+    prob_a: ArrayLike,
+    prob_b: ArrayLike,
+    trials: Any,
+    *,
+    delta: float = 0.0,
+    alpha: float = 1e-3,
+    max_events: int = 200,
+) -> float:
     """The bound :func:`epsilon_lower_bound` reaches when every count equals its expectation.
 
     ``values``: the possible values of the (scalar) statistic; ``prob_a``/``prob_b``:

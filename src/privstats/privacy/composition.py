@@ -22,24 +22,24 @@ PureDP(epsilon=0.75)
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 from scipy import special
 
-from privstats.privacy.guarantees import ApproxDP, Guarantee, PureDP, ZCDP
+from privstats.privacy.guarantees import ZCDP, ApproxDP, Guarantee, PureDP
 from privstats.validation import check_choice, check_delta, check_epsilon, check_positive_int
 
 __all__ = [
-    "basic_composition",
     "advanced_composition",
+    "basic_composition",
+    "compose",
     "optimal_composition",
     "optimal_composition_delta",
+    "parallel_composition",
+    "pure_to_zcdp",
     "zcdp_composition",
     "zcdp_to_approx",
-    "pure_to_zcdp",
-    "parallel_composition",
-    "compose",
 ]
 
 _MIX_MSG = (
@@ -59,7 +59,12 @@ def _as_list(guarantees: Iterable[Guarantee], name: str = "guarantees") -> list[
 
 
 def _check_nonneg(x: object, name: str) -> float:
-    if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)) or not (x >= 0) or not math.isfinite(x):
+    if (
+        isinstance(x, bool)
+        or not isinstance(x, (int, float, np.integer, np.floating))
+        or not (x >= 0)
+        or not math.isfinite(x)
+    ):
         raise ValueError(f"{name} must be a finite number >= 0, got {x!r}")
     return float(x)
 
@@ -107,7 +112,9 @@ def advanced_composition(epsilon: float, k: int, delta_prime: float, delta: floa
     total_delta = k * delta + delta_prime
     if total_delta >= 1:
         raise ValueError(f"k*delta + delta_prime = {total_delta} >= 1: the composed guarantee is vacuous")
-    drv = epsilon * math.sqrt(2 * k * math.log(1 / delta_prime)) + k * epsilon * math.expm1(min(epsilon, 700.0))
+    drv = epsilon * math.sqrt(2 * k * math.log(1 / delta_prime)) + k * epsilon * math.expm1(
+        min(epsilon, 700.0)
+    )
     return ApproxDP(min(drv, k * epsilon), total_delta)
 
 
@@ -118,7 +125,7 @@ def _log_delta_pure(epsilon: float, k: int, epsilon_total: float) -> float:
     δ = (1+e^ε)^(−k) Σ_{l : (2l−k)ε > ε_total} C(k,l) (e^{lε} − e^{ε_total} e^{(k−l)ε})
       = Σ_{l} Binom(k, p).pmf(l) · (1 − e^{ε_total − (2l−k)ε}),  p = e^ε/(1+e^ε).
     """
-    l0 = math.floor((epsilon_total / epsilon + k) / 2) + 1     # smallest l with (2l−k)ε > ε_total
+    l0 = math.floor((epsilon_total / epsilon + k) / 2) + 1  # smallest l with (2l−k)ε > ε_total
     if l0 > k:
         return -math.inf
     l0 = max(l0, 0)
@@ -132,10 +139,16 @@ def _log_delta_pure(epsilon: float, k: int, epsilon_total: float) -> float:
     if lo_l > hi_l:
         return tail if l0 <= k else -math.inf
     l = np.arange(lo_l, hi_l + 1)
-    log_p = -math.log1p(math.exp(-epsilon))                    # log(e^ε/(1+e^ε))
-    log_q = -epsilon - math.log1p(math.exp(-epsilon))          # log(1/(1+e^ε))
-    logpmf = special.gammaln(k + 1) - special.gammaln(l + 1) - special.gammaln(k - l + 1) + l * log_p + (k - l) * log_q
-    x = epsilon_total - (2 * l - k) * epsilon                  # < 0 for every term
+    log_p = -math.log1p(math.exp(-epsilon))  # log(e^ε/(1+e^ε))
+    log_q = -epsilon - math.log1p(math.exp(-epsilon))  # log(1/(1+e^ε))
+    logpmf = (
+        special.gammaln(k + 1)
+        - special.gammaln(l + 1)
+        - special.gammaln(k - l + 1)
+        + l * log_p
+        + (k - l) * log_q
+    )
+    x = epsilon_total - (2 * l - k) * epsilon  # < 0 for every term
     x = np.minimum(x, -1e-300)
     terms = logpmf + np.log(-np.expm1(x))
     return float(np.logaddexp(special.logsumexp(terms), tail))
@@ -180,12 +193,16 @@ def optimal_composition(epsilon: float, k: int, delta: float, delta0: float = 0.
     delta0 = check_delta(delta0, "delta0", allow_zero=True)
     total_delta = -math.expm1(k * math.log1p(-delta0) + math.log1p(-delta))
     if total_delta >= 1:
-        raise ValueError("the composed delta 1 - (1-delta0)^k (1-delta) rounds to 1: the guarantee is vacuous")
+        raise ValueError(
+            "the composed delta 1 - (1-delta0)^k (1-delta) rounds to 1: the guarantee is vacuous"
+        )
     log_target = math.log(delta) if delta > 0 else -math.inf
     if k > KOV_EXACT_MAX_K:
         bound = k * epsilon
         if delta > 0:
-            drv = epsilon * math.sqrt(2 * k * math.log(1 / delta)) + k * epsilon * math.expm1(min(epsilon, 700.0))
+            drv = epsilon * math.sqrt(2 * k * math.log(1 / delta)) + k * epsilon * math.expm1(
+                min(epsilon, 700.0)
+            )
             rho = k * epsilon * epsilon / 2
             zcdp = rho + 2 * math.sqrt(rho * math.log(1 / delta))
             bound = min(bound, drv, zcdp)
@@ -194,7 +211,7 @@ def optimal_composition(epsilon: float, k: int, delta: float, delta0: float = 0.
     def ok(eg: float) -> bool:
         return _log_delta_pure(epsilon, k, eg) <= log_target
 
-    hi = k * epsilon                                            # δ(kε) = 0
+    hi = k * epsilon  # δ(kε) = 0
     lo = 0.0
     if ok(lo):
         return ApproxDP(0.0, total_delta)
@@ -274,11 +291,12 @@ def zcdp_to_approx(rho: float, delta: float) -> ApproxDP:
     if rho == 0:
         return ApproxDP(0.0, delta)
     bs = _zcdp_eps_bun_steinke(rho, delta)
+
     # optimise over u = log(α − 1); the bound is smooth and quasi-convex in α
     def f(u: float) -> float:
         return _zcdp_eps_cks(rho, delta, 1.0 + math.exp(u))
 
-    a_star = math.log1p(math.sqrt(math.log(1 / delta) / rho))   # α ≈ 1 + √(ln(1/δ)/ρ) is near-optimal
+    a_star = math.log1p(math.sqrt(math.log(1 / delta) / rho))  # α ≈ 1 + √(ln(1/δ)/ρ) is near-optimal
     from scipy import optimize  # imported here: scipy.optimize is slow to import
 
     res = optimize.minimize_scalar(f, bracket=(a_star - 1.0, a_star + 1.0), tol=1e-12)
@@ -312,7 +330,9 @@ def parallel_composition(guarantees: Iterable[Guarantee]) -> Guarantee:
     return ApproxDP(eps, max(g.delta for g in eds))
 
 
-def compose(guarantees: Iterable[Guarantee], *, method: str = "basic", delta: float | None = None) -> Guarantee:
+def compose(
+    guarantees: Iterable[Guarantee], *, method: str = "basic", delta: float | None = None
+) -> Guarantee:
     """Compose a sequence of guarantees by ``method`` in {"basic", "advanced", "optimal", "zcdp"};
     ``delta`` is the slack δ' for advanced/optimal and the target δ for zcdp.
 
@@ -342,7 +362,7 @@ def compose(guarantees: Iterable[Guarantee], *, method: str = "basic", delta: fl
     if not gs:
         return PureDP(0.0)
     basic = basic_composition(gs)
-    eds = [g for g in gs if isinstance(g, (PureDP, ApproxDP))]     # all of them: zCDP was refused above
+    eds = [g for g in gs if isinstance(g, (PureDP, ApproxDP))]  # all of them: zCDP was refused above
     eps = max(g.epsilon for g in eds)
     d0 = max(g.delta for g in eds)
     if eps == 0:

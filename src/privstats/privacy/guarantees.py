@@ -19,7 +19,7 @@ import numbers
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Guarantee", "PureDP", "ApproxDP", "ZCDP", "guarantee_from_dict"]
+__all__ = ["ZCDP", "ApproxDP", "Guarantee", "PureDP", "guarantee_from_dict"]
 
 
 class Guarantee:
@@ -27,11 +27,11 @@ class Guarantee:
 
     kind: str = ""
 
-    def to_approx(self, delta: float | None = None) -> "ApproxDP":
+    def to_approx(self, delta: float | None = None) -> ApproxDP:
         """The (ε, δ) statement this guarantee implies (``delta`` is required for zCDP)."""
         return ApproxDP(self.epsilon, self.delta)  # type: ignore[attr-defined]
 
-    def __le__(self, other: "Guarantee") -> bool:
+    def __le__(self, other: Guarantee) -> bool:
         """``a <= b`` when ``a`` is at least as strong as ``b``."""
         if isinstance(self, ZCDP) or isinstance(other, ZCDP):
             if isinstance(self, ZCDP) and isinstance(other, ZCDP):
@@ -46,7 +46,11 @@ class Guarantee:
 
 def _check_eps(eps: Any, name: str = "epsilon") -> float:
     """A finite real >= 0 (int, float, Fraction or numpy scalar; not a bool), as a float."""
-    if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not (math.isfinite(eps) and float(eps) >= 0):
+    if (
+        isinstance(eps, bool)
+        or not isinstance(eps, numbers.Real)
+        or not (math.isfinite(eps) and float(eps) >= 0)
+    ):
         raise ValueError(f"{name} must be a finite number >= 0, got {eps!r}")
     return float(eps)
 
@@ -79,7 +83,11 @@ class ApproxDP(Guarantee):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", _check_eps(self.epsilon))
-        if isinstance(self.delta, bool) or not isinstance(self.delta, numbers.Real) or not (0 <= self.delta < 1):
+        if (
+            isinstance(self.delta, bool)
+            or not isinstance(self.delta, numbers.Real)
+            or not (0 <= self.delta < 1)
+        ):
             raise ValueError(f"delta must be in [0, 1), got {self.delta!r}")
         object.__setattr__(self, "delta", float(self.delta))
 

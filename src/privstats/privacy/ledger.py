@@ -36,9 +36,9 @@ from fractions import Fraction
 from typing import Any
 
 from privstats.privacy.composition import zcdp_to_approx
-from privstats.privacy.guarantees import ApproxDP, Guarantee, PureDP, ZCDP, guarantee_from_dict
+from privstats.privacy.guarantees import ZCDP, ApproxDP, Guarantee, PureDP, guarantee_from_dict
 
-__all__ = ["BudgetLedger", "BudgetExceededError", "LedgerTamperedError"]
+__all__ = ["BudgetExceededError", "BudgetLedger", "LedgerTamperedError"]
 
 _TOL = 1e-12
 
@@ -69,8 +69,10 @@ class BudgetLedger:
         if composition not in ("basic", "zcdp"):
             raise ValueError(f"composition must be one of ['basic', 'zcdp'], got {composition!r}")
         if composition == "zcdp" and not isinstance(total, ZCDP) and total.delta == 0:
-            raise ValueError("composition='zcdp' needs a ZCDP total or an (epsilon, delta) total with delta > 0 "
-                             "(zCDP never implies pure epsilon-DP)")
+            raise ValueError(
+                "composition='zcdp' needs a ZCDP total or an (epsilon, delta) total with delta > 0 "
+                "(zCDP never implies pure epsilon-DP)"
+            )
         self._total: PureDP | ApproxDP | ZCDP = total
         self._composition = composition
         # accounting mode: "eps" (ε, δ sums) or "rho" (ρ sum, checked as ρ or via conversion)
@@ -103,13 +105,15 @@ class BudgetLedger:
         if isinstance(g, ZCDP):
             return 0.0, 0.0, g.rho
         if g.delta > 0:
-            raise TypeError(f"cannot spend an (epsilon, delta) guarantee with delta > 0 ({g}) from a zCDP budget")
+            raise TypeError(
+                f"cannot spend an (epsilon, delta) guarantee with delta > 0 ({g}) from a zCDP budget"
+            )
         return 0.0, 0.0, g.epsilon**2 / 2
 
     def _fits(self, eps: float, delta: float, rho: float) -> bool:
         t = self._total
         if self._mode == "eps":
-            assert not isinstance(t, ZCDP)          # a zCDP total always accounts in "rho" mode
+            assert not isinstance(t, ZCDP)  # a zCDP total always accounts in "rho" mode
             return _le(eps, t.epsilon) and _le(delta, t.delta)
         if isinstance(t, ZCDP):
             return _le(rho, t.rho)
@@ -125,7 +129,7 @@ class BudgetLedger:
     def _exact_after(self, extra: tuple[float, float, float] | None) -> tuple[Fraction, Fraction, Fraction]:
         if extra is None:
             return self._sums_exact
-        return tuple(s + Fraction(x) for s, x in zip(self._sums_exact, extra))  # type: ignore[return-value]
+        return tuple(s + Fraction(x) for s, x in zip(self._sums_exact, extra, strict=False))  # type: ignore[return-value]
 
     def _sums(self, extra: tuple[float, float, float] | None = None) -> tuple[float, float, float]:
         """Correctly rounded sums of all recorded costs (plus ``extra``), like math.fsum."""
@@ -186,7 +190,7 @@ class BudgetLedger:
             eps, delta, rho = self._sums()
         t = self._total
         if self._mode == "eps":
-            assert not isinstance(t, ZCDP)          # a zCDP total always accounts in "rho" mode
+            assert not isinstance(t, ZCDP)  # a zCDP total always accounts in "rho" mode
             e = max(0.0, t.epsilon - eps)
             if isinstance(t, PureDP):
                 return PureDP(e)
@@ -198,7 +202,7 @@ class BudgetLedger:
     def _max_rho(self) -> float:
         """Largest ρ with zcdp_to_approx(ρ, δ_total).ε <= ε_total (bisection, conservative)."""
         t = self._total
-        assert not isinstance(t, ZCDP)              # called only for an (ε, δ) total
+        assert not isinstance(t, ZCDP)  # called only for an (ε, δ) total
 
         def ok(r: float) -> bool:
             return zcdp_to_approx(r, t.delta).epsilon <= t.epsilon
@@ -247,7 +251,7 @@ class BudgetLedger:
         return json.dumps({**body, "hmac": _mac(_check_key(key), body)})
 
     @classmethod
-    def from_json(cls, text: str, key: bytes | None = None) -> "BudgetLedger":
+    def from_json(cls, text: str, key: bytes | None = None) -> BudgetLedger:
         """Rebuild a ledger from :meth:`to_json`; the entries are replayed, so an overspent record is refused.
 
         ``key``: the owner's key; the document's HMAC must then verify (a signed document is refused
@@ -263,8 +267,10 @@ class BudgetLedger:
             if key is not None:
                 k = _check_key(key)
                 if not isinstance(mac, str) or not hmac.compare_digest(mac, _mac(k, d)):
-                    raise LedgerTamperedError("text: the ledger's HMAC does not verify with this key: the file "
-                                              "was edited (total, entries) or signed with another key")
+                    raise LedgerTamperedError(
+                        "text: the ledger's HMAC does not verify with this key: the file "
+                        "was edited (total, entries) or signed with another key"
+                    )
             elif mac is not None:
                 raise LedgerTamperedError("text is a signed ledger: pass key= to verify it before loading")
             total = guarantee_from_dict(d["total"])

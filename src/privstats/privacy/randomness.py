@@ -28,12 +28,12 @@ from typing import Any, TypeAlias
 import numpy as np
 
 __all__ = [
-    "RandomSource",
-    "SecureSource",
     "GeneratorSource",
     "RNGLike",
-    "as_source",
+    "RandomSource",
+    "SecureSource",
     "as_generator",
+    "as_source",
     "dyadic_threshold",
 ]
 
@@ -69,7 +69,11 @@ class RandomSource(ABC):
             ok = x < limit[todo]
             out[todo[ok]] = x[ok] % high_b[todo[ok]]
             todo = todo[~ok]
-        res = out.reshape(shape).astype(np.int64) if np.all(high_b <= np.iinfo(np.int64).max) else out.reshape(shape)
+        res = (
+            out.reshape(shape).astype(np.int64)
+            if np.all(high_b <= np.iinfo(np.int64).max)
+            else out.reshape(shape)
+        )
         return res if shape else res[()]
 
     def random(self, size: Size = None) -> np.ndarray:
@@ -105,7 +109,9 @@ class RandomSource(ABC):
         den = np.asarray(den, dtype=np.int64)
         if np.any(num < 0) or np.any(num > den):
             raise ValueError("need 0 <= num <= den")
-        return self.integers(den, size=size) < np.broadcast_to(num, np.broadcast_shapes(num.shape, den.shape, () if size is None else _as_shape(size)))
+        return self.integers(den, size=size) < np.broadcast_to(
+            num, np.broadcast_shapes(num.shape, den.shape, () if size is None else _as_shape(size))
+        )
 
     def permutation(self, n: int) -> np.ndarray:
         """A uniformly random permutation of ``range(n)``.
@@ -195,7 +201,9 @@ def as_source(rng: RNGLike = None) -> RandomSource:
         return GeneratorSource(rng)
     if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
         return GeneratorSource(np.random.default_rng(_seed(rng)))
-    raise TypeError(f"rng must be None, an int seed, a numpy Generator or a RandomSource, not {type(rng).__name__}")
+    raise TypeError(
+        f"rng must be None, an int seed, a numpy Generator or a RandomSource, not {type(rng).__name__}"
+    )
 
 
 def as_generator(rng: RNGLike = None) -> np.random.Generator:
@@ -218,7 +226,7 @@ def as_generator(rng: RNGLike = None) -> np.random.Generator:
     )
 
 
-_MARGIN = 2.0 ** -50     # covers the float64 error of a probability computed from exp/log (a few ulp of 1)
+_MARGIN = 2.0**-50  # covers the float64 error of a probability computed from exp/log (a few ulp of 1)
 
 
 def dyadic_threshold(p: float, *, round_up: bool) -> int:
@@ -231,8 +239,8 @@ def dyadic_threshold(p: float, *, round_up: bool) -> int:
     >>> dyadic_threshold(0.5, round_up=True) > 2**63 > dyadic_threshold(0.5, round_up=False)
     True
     """
-    from fractions import Fraction
     import math
+    from fractions import Fraction
 
     if not 0.0 <= float(p) <= 1.0:
         raise ValueError(f"p must be a probability, got {p!r}")

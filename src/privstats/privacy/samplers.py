@@ -42,18 +42,26 @@ from typing import Any
 
 import numpy as np
 
-from privstats.privacy.randomness import (GeneratorSource, RandomSource, RNGLike, SecureSource, Size, as_generator,
-                                          as_source)
+from privstats.privacy.randomness import (
+    GeneratorSource,
+    RandomSource,
+    RNGLike,
+    SecureSource,
+    Size,
+    as_generator,
+    as_source,
+)
 
-__all__ = ["bernoulli_exp", "discrete_laplace", "discrete_gaussian", "laplace", "gaussian"]
+__all__ = ["bernoulli_exp", "discrete_gaussian", "discrete_laplace", "gaussian", "laplace"]
 
-_SAFE = 1 << 62          # products below this fit int64 with headroom
+_SAFE = 1 << 62  # products below this fit int64 with headroom
 _I64_MAX = (1 << 63) - 1
-_LAPLACE_BITS = 50       # numerator/denominator bound for the discrete Laplace scale
-_GAUSS_DEN_BITS = 22     # denominator budget for σ² (relative rounding < 2^-22)
+_LAPLACE_BITS = 50  # numerator/denominator bound for the discrete Laplace scale
+_GAUSS_DEN_BITS = 22  # denominator budget for σ² (relative rounding < 2^-22)
 
 
 # ----------------------------------------------------------------------------- inputs
+
 
 def _as_fraction(x: Any, name: str, *, allow_zero: bool = False) -> Fraction:
     """A finite rational >= 0 (> 0 unless allow_zero); floats are taken exactly."""
@@ -102,12 +110,13 @@ def _round_up(x: Fraction, max_den: int) -> Fraction:
 
 # ------------------------------------------------------------------ exact primitives
 
+
 def _randbelow_big(high: np.ndarray, src: RandomSource) -> np.ndarray:
     """Exactly uniform integers in [0, high) for Python-int (object) highs of any size."""
     n = high.size
     out = np.empty(n, dtype=object)
     bits = max(int(h).bit_length() for h in high)  # only reached for huge rationals
-    words = (bits + 63) // 64 + 1                   # one extra word: rejection probability < 2^-64
+    words = (bits + 63) // 64 + 1  # one extra word: rejection probability < 2^-64
     span = 1 << (64 * words)
     limit = (span // high) * high
     todo = np.arange(n)
@@ -147,7 +156,7 @@ def _bern_over_k(num: np.ndarray, den: np.ndarray, k: np.ndarray, src: RandomSou
 
 
 _L = 20
-_L_FACT = math.factorial(_L)                                   # 20! < 2^63
+_L_FACT = math.factorial(_L)  # 20! < 2^63
 _FACT_THRESH = np.array([_L_FACT // math.factorial(k) for k in range(_L, 0, -1)], dtype=np.int64)  # ascending
 
 
@@ -159,12 +168,12 @@ def _bern_exp1(n: int, src: RandomSource) -> np.ndarray:
     Bernoulli(1/k) trials continue from k = 21.
     """
     nn = np.asarray(src.integers(_L_FACT, size=n), dtype=np.int64)
-    k = 1 + (_L - np.searchsorted(_FACT_THRESH, nn, side="right"))   # 1 + #{k <= L : N < L!/k!}
+    k = 1 + (_L - np.searchsorted(_FACT_THRESH, nn, side="right"))  # 1 + #{k <= L : N < L!/k!}
     res = (k % 2) == 1
     idx = np.flatnonzero(k > _L)
     kk = np.full(idx.size, _L + 1, dtype=np.int64)
     while idx.size:
-        a = np.asarray(src.integers(kk)) == 0          # Bernoulli(1/k)
+        a = np.asarray(src.integers(kk)) == 0  # Bernoulli(1/k)
         stop = ~a
         res[idx[stop]] = (kk[stop] % 2) == 1
         idx, kk = idx[a], kk[a] + 1
@@ -178,9 +187,9 @@ def _bern_exp_frac(r: np.ndarray, d: np.ndarray, src: RandomSource) -> np.ndarra
     idx = np.arange(n)
     k = np.ones(n, dtype=np.int64)
     while idx.size:
-        a = _bern_over_k(r, d, k, src)                 # A ~ Bernoulli(γ/K)
+        a = _bern_over_k(r, d, k, src)  # A ~ Bernoulli(γ/K)
         stop = ~a
-        res[idx[stop]] = (k[stop] % 2) == 1           # return 1 iff K is odd
+        res[idx[stop]] = (k[stop] % 2) == 1  # return 1 iff K is odd
         idx, r, d, k = idx[a], r[a], d[a], k[a] + 1
     return res
 
@@ -233,12 +242,12 @@ def _dlap(t: int, s: int, n: int, src: RandomSource) -> np.ndarray:
         keep = _bern_exp_frac(u, np.full(m, t, dtype=np.int64), src)  # D ~ Bernoulli(exp(−U/t)), U/t < 1
         u = u[keep]
         v = _geometric_exp1(u.size, src)
-        if v.size and int(v.max()) >= (1 << 10):                     # probability ~ e^-1024
+        if v.size and int(v.max()) >= (1 << 10):  # probability ~ e^-1024
             raise OverflowError("discrete Laplace geometric overflow")
         x = u + t * v
         y = x // s
-        b = np.asarray(src.integers(2, size=y.size)) == 1          # sign
-        ok = ~(b & (y == 0))                                         # reject (B=1, Y=0)
+        b = np.asarray(src.integers(2, size=y.size)) == 1  # sign
+        ok = ~(b & (y == 0))  # reject (B=1, Y=0)
         z = np.where(b, -y, y)[ok]
         rate = max(z.size / m, 0.05)
         take = min(z.size, need)
@@ -254,6 +263,7 @@ def _finish(x: np.ndarray, shape: tuple[int, ...] | None, scalar: type = int) ->
 
 
 # --------------------------------------------------------------------- public API
+
 
 def bernoulli_exp(gamma: Any, size: Size = None, rng: RNGLike = None) -> Any:
     """Exact Bernoulli(exp(−γ)) for rational γ >= 0 (Fraction, int, or float taken exactly).
@@ -329,7 +339,7 @@ def discrete_gaussian(sigma: Any, size: Size = None, rng: RNGLike = None) -> Any
     bt = b * t
     den = 2 * a * b * t * t
     small_den = den < _SAFE
-    lim = math.isqrt(_SAFE) if small_den else -1     # |v| < lim keeps v² in int64
+    lim = math.isqrt(_SAFE) if small_den else -1  # |v| < lim keeps v² in int64
     while filled < n:
         need = n - filled
         m = int(need / rate * 1.1) + 16
@@ -338,7 +348,7 @@ def discrete_gaussian(sigma: Any, size: Size = None, rng: RNGLike = None) -> Any
         # γ = (|Y| − σ²/t)² / (2σ²) = v² / den with v = |Y|·b·t − a
         fast = np.zeros(m, dtype=bool)
         if small_den and a < lim:
-            fast = ay <= (lim + a - 1) // bt     # ⇔ −lim < v < lim, so ay·bt < 2^32: no overflow
+            fast = ay <= (lim + a - 1) // bt  # ⇔ −lim < v < lim, so ay·bt < 2^32: no overflow
         c = np.zeros(m, dtype=bool)
         if fast.any():
             v = ay[fast] * bt - a
@@ -356,7 +366,11 @@ def discrete_gaussian(sigma: Any, size: Size = None, rng: RNGLike = None) -> Any
 
 
 def _simulation_generator(rng: RNGLike, name: str) -> np.random.Generator:
-    if rng is None or isinstance(rng, SecureSource) or (isinstance(rng, RandomSource) and not isinstance(rng, GeneratorSource)):
+    if (
+        rng is None
+        or isinstance(rng, SecureSource)
+        or (isinstance(rng, RandomSource) and not isinstance(rng, GeneratorSource))
+    ):
         raise ValueError(
             f"{name} draws floating-point noise and is only for simulation (Mironov 2012): "
             "pass rng as an int seed or a numpy Generator; to protect real data use the exact "

@@ -42,8 +42,15 @@ from privstats.privacy.randomness import RNGLike, as_source
 from privstats.secure.noise import discrete_laplace_shares, noise_variance_factor, share_generator
 from privstats.secure.sharing import expand_seed_shares, new_seed, prg_expand
 
-__all__ = ["AggregationServer", "BatchClosedError", "ClientShare", "DistributedNoiseMechanism",
-           "encode_client", "open_partials", "SecureECDFAggregation"]
+__all__ = [
+    "AggregationServer",
+    "BatchClosedError",
+    "ClientShare",
+    "DistributedNoiseMechanism",
+    "SecureECDFAggregation",
+    "encode_client",
+    "open_partials",
+]
 
 _MAGIC = b"PSC1"
 
@@ -63,7 +70,7 @@ class ClientShare:
         return _MAGIC + struct.pack("<BII", kind, self.server, self.n_cells) + body
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> "ClientShare":
+    def from_bytes(cls, data: bytes) -> ClientShare:
         if data[:4] != _MAGIC:
             raise ValueError("not a ClientShare message")
         kind, server, n_cells = struct.unpack("<BII", data[4:13])
@@ -87,7 +94,9 @@ def encode_client(cell: int, n_cells: int, n_servers: int, rng: RNGLike = None) 
     last[cell] = 1
     for s in seeds:
         last -= prg_expand(s, n_cells)
-    return [ClientShare(j, n_cells, seed=s) for j, s in enumerate(seeds)] + [ClientShare(n_servers - 1, n_cells, vector=last)]
+    return [ClientShare(j, n_cells, seed=s) for j, s in enumerate(seeds)] + [
+        ClientShare(n_servers - 1, n_cells, vector=last)
+    ]
 
 
 class BatchClosedError(RuntimeError):
@@ -105,15 +114,16 @@ class AggregationServer:
     :class:`BatchClosedError` (start a new ``AggregationServer`` for later reports).
     """
 
-    def __init__(self, index: int, n_servers: int, mechanism, *, tolerate: int | None = None,
-                 rng: RNGLike = None):
+    def __init__(
+        self, index: int, n_servers: int, mechanism, *, tolerate: int | None = None, rng: RNGLike = None
+    ):
         if n_servers < 2:
             raise ValueError("secure aggregation needs n_servers >= 2")
         if not 0 <= index < n_servers:
             raise ValueError(f"index must be in [0, {n_servers - 1}], got {index}")
         self.index, self.n_servers, self.mechanism = index, n_servers, mechanism
         self.tolerate = n_servers - 1 if tolerate is None else tolerate
-        noise_variance_factor(n_servers, self.tolerate)          # validates tolerate
+        noise_variance_factor(n_servers, self.tolerate)  # validates tolerate
         self.n_cells = mechanism.n_points + 1
         self.total = np.zeros(self.n_cells, dtype=np.uint64)
         self.n_reports = 0
@@ -129,8 +139,10 @@ class AggregationServer:
 
     def _check_open(self) -> None:
         if self._released is not None:
-            raise BatchClosedError("this batch's noisy aggregate was already released; later reports must go to "
-                                   "a new batch (a new AggregationServer, with fresh noise and its own budget)")
+            raise BatchClosedError(
+                "this batch's noisy aggregate was already released; later reports must go to "
+                "a new batch (a new AggregationServer, with fresh noise and its own budget)"
+            )
 
     def receive(self, message: ClientShare | bytes) -> None:
         self._check_open()
@@ -154,7 +166,7 @@ class AggregationServer:
         self.total += np.asarray(share_sum, dtype=np.uint64)
         self.n_reports += n_reports
 
-    def merge(self, other: "AggregationServer") -> "AggregationServer":
+    def merge(self, other: AggregationServer) -> AggregationServer:
         self._check_open()
         other._check_open()
         self.total += other.total
@@ -168,11 +180,21 @@ class AggregationServer:
             if self.tolerate == self.n_servers - 1:
                 from privstats.secure.noise import server_noise_share
 
-                self._noise = server_noise_share(self.mechanism.scale, self.mechanism.n_nodes, server=self.index,
-                                                 n_servers=self.n_servers, rng=self._rng)
+                self._noise = server_noise_share(
+                    self.mechanism.scale,
+                    self.mechanism.n_nodes,
+                    server=self.index,
+                    n_servers=self.n_servers,
+                    rng=self._rng,
+                )
             else:
-                self._noise = discrete_laplace_shares(self.mechanism.scale, self.mechanism.n_nodes, self.n_servers,
-                                                      tolerate=self.tolerate, rng=self._rng)[self.index]
+                self._noise = discrete_laplace_shares(
+                    self.mechanism.scale,
+                    self.mechanism.n_nodes,
+                    self.n_servers,
+                    tolerate=self.tolerate,
+                    rng=self._rng,
+                )[self.index]
         return self._noise
 
     def partial(self) -> np.ndarray:
@@ -191,8 +213,12 @@ class AggregationServer:
 
 def open_partials(partials) -> np.ndarray:
     """The opened noisy statistic (int64) from all servers' partials (arrays or bytes)."""
-    arrs = [np.frombuffer(p, dtype="<u8").astype(np.uint64) if isinstance(p, (bytes, bytearray)) else np.asarray(p, dtype=np.uint64)
-            for p in partials]
+    arrs = [
+        np.frombuffer(p, dtype="<u8").astype(np.uint64)
+        if isinstance(p, (bytes, bytearray))
+        else np.asarray(p, dtype=np.uint64)
+        for p in partials
+    ]
     total = np.zeros_like(arrs[0])
     for a in arrs:
         total += a
@@ -217,26 +243,35 @@ class SecureECDFAggregation:
         self.variance_factor = noise_variance_factor(n_servers, self.tolerate)
         if rng is None:
             self._share_rng = None
-            self.servers = [AggregationServer(j, n_servers, mechanism, tolerate=self.tolerate, rng=None)
-                            for j in range(n_servers)]
+            self.servers = [
+                AggregationServer(j, n_servers, mechanism, tolerate=self.tolerate, rng=None)
+                for j in range(n_servers)
+            ]
             return
         gen = share_generator(rng)
         self._share_rng = np.random.default_rng(gen.integers(2**63))
-        self.servers = [AggregationServer(j, n_servers, mechanism, tolerate=self.tolerate,
-                                          rng=np.random.default_rng(gen.integers(2**63)))
-                        for j in range(n_servers)]
+        self.servers = [
+            AggregationServer(
+                j,
+                n_servers,
+                mechanism,
+                tolerate=self.tolerate,
+                rng=np.random.default_rng(gen.integers(2**63)),
+            )
+            for j in range(n_servers)
+        ]
 
     def run(self, cells: np.ndarray, chunk: int = 4096) -> np.ndarray:
         n_cells = self.mechanism.n_points + 1
         cells = np.asarray(cells, dtype=np.int64)
         for start in range(0, cells.size, chunk):
-            block = cells[start:start + chunk]
+            block = cells[start : start + chunk]
             onehot_sum = np.bincount(block, minlength=n_cells).astype(np.uint64)
             last = onehot_sum
             for j in range(self.n_servers - 1):
                 seeds = [new_seed(self._share_rng) for _ in range(block.size)]
                 expanded = np.zeros(n_cells, dtype=np.uint64)
-                for s in seeds:                       # each client's own PRG stream
+                for s in seeds:  # each client's own PRG stream
                     expanded += prg_expand(s, n_cells)
                 last = last - expanded
                 self.servers[j]._receive_seeds(seeds)

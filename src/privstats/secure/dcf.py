@@ -24,7 +24,7 @@ import numpy as np
 
 from privstats.privacy.randomness import RNGLike, as_source
 
-__all__ = ["DCFKeys", "gen_lt", "evaluate", "full_domain_eval", "FSSECDFServer", "fss_ecdf_keys"]
+__all__ = ["DCFKeys", "FSSECDFServer", "evaluate", "fss_ecdf_keys", "full_domain_eval", "gen_lt"]
 
 _FIXED_KEY = bytes(range(16))
 _CONSTS = np.array([[i + 1, 0x5A5A5A5A5A5A5A5A] for i in range(4)], dtype=np.uint64)
@@ -63,12 +63,12 @@ class DCFKeys:
 
     party: int
     depth: int
-    seeds: np.ndarray        # (n, 2)
-    cw_seed: np.ndarray      # (n, L, 2)
-    cw_value: np.ndarray     # (n, L)
-    cw_tl: np.ndarray        # (n, L)
-    cw_tr: np.ndarray        # (n, L)
-    cw_last: np.ndarray      # (n,)
+    seeds: np.ndarray  # (n, 2)
+    cw_seed: np.ndarray  # (n, L, 2)
+    cw_value: np.ndarray  # (n, L)
+    cw_tl: np.ndarray  # (n, L)
+    cw_tr: np.ndarray  # (n, L)
+    cw_last: np.ndarray  # (n,)
 
     @property
     def n_keys(self) -> int:
@@ -84,7 +84,7 @@ class DCFKeys:
         return head + b"".join(np.ascontiguousarray(p, dtype="<u8").tobytes() for p in parts)
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> "DCFKeys":
+    def from_bytes(cls, data: bytes) -> DCFKeys:
         party, L, n = (int(v) for v in np.frombuffer(data[:24], dtype="<u8"))
         arr = np.frombuffer(data[24:], dtype="<u8").astype(np.uint64)
         sizes = [n * 2, n * L * 2, n * L, n * L, n * L, n]
@@ -92,10 +92,18 @@ class DCFKeys:
             raise ValueError("DCF key bytes have the wrong length")
         chunks, pos = [], 0
         for s in sizes:
-            chunks.append(arr[pos:pos + s])
+            chunks.append(arr[pos : pos + s])
             pos += s
-        return cls(party, L, chunks[0].reshape(n, 2), chunks[1].reshape(n, L, 2), chunks[2].reshape(n, L),
-                   chunks[3].reshape(n, L), chunks[4].reshape(n, L), chunks[5])
+        return cls(
+            party,
+            L,
+            chunks[0].reshape(n, 2),
+            chunks[1].reshape(n, L, 2),
+            chunks[2].reshape(n, L),
+            chunks[3].reshape(n, L),
+            chunks[4].reshape(n, L),
+            chunks[5],
+        )
 
 
 def gen_lt(alphas: np.ndarray, depth: int, beta: int = 1, rng: RNGLike = None) -> tuple[DCFKeys, DCFKeys]:
@@ -109,14 +117,14 @@ def gen_lt(alphas: np.ndarray, depth: int, beta: int = 1, rng: RNGLike = None) -
     t0 = np.zeros(n, dtype=np.uint64)
     t1 = np.ones(n, dtype=np.uint64)
     v_alpha = np.zeros(n, dtype=np.uint64)
-    beta = np.uint64(beta % (1 << 64))
+    beta = np.uint64(beta % (1 << 64))  # type: ignore[assignment]  # the int becomes a uint64 word
     cw_s = np.zeros((n, L, 2), dtype=np.uint64)
     cw_v = np.zeros((n, L), dtype=np.uint64)
     cw_tl = np.zeros((n, L), dtype=np.uint64)
     cw_tr = np.zeros((n, L), dtype=np.uint64)
     one = np.uint64(1)
     for i in range(L):
-        bit = (alphas >> np.uint64(L - 1 - i)) & one            # MSB first
+        bit = (alphas >> np.uint64(L - 1 - i)) & one  # MSB first
         sL0, sR0, vL0, vR0, tL0, tR0 = _prg(s0)
         sL1, sR1, vL1, vR1, tL1, tR1 = _prg(s1)
         keep_right = bit.astype(bool)
@@ -126,7 +134,9 @@ def gen_lt(alphas: np.ndarray, depth: int, beta: int = 1, rng: RNGLike = None) -
         v_keep0, v_keep1 = np.where(keep_right, vR0, vL0), np.where(keep_right, vR1, vL1)
         s_cw = s_lose0 ^ s_lose1
         v_cw = _neg_if(t1, v_lose1 - v_lose0 - v_alpha)
-        v_cw = v_cw + np.where(keep_right, _neg_if(t1, np.full(n, beta, dtype=np.uint64)), np.uint64(0))  # Lose = L
+        v_cw = v_cw + np.where(
+            keep_right, _neg_if(t1, np.full(n, beta, dtype=np.uint64)), np.uint64(0)
+        )  # Lose = L
         v_alpha = v_alpha - v_keep1 + v_keep0 + _neg_if(t1, v_cw)
         t_cw_l = tL0 ^ tL1 ^ bit ^ one
         t_cw_r = tR0 ^ tR1 ^ bit
@@ -188,7 +198,7 @@ def full_domain_eval(keys: DCFKeys, chunk: int = 256) -> np.ndarray:
             left, right = _expand(keys, idx, s, t, i)
             s = np.stack([left[0], right[0]], axis=1).reshape(-1, 2)
             t = np.stack([left[1], right[1]], axis=1).ravel()
-            V = (np.repeat(V, 2) + np.stack([left[2], right[2]], axis=1).ravel())
+            V = np.repeat(V, 2) + np.stack([left[2], right[2]], axis=1).ravel()
             idx = np.repeat(idx, 2)
         V = V + s[:, 0] + t * keys.cw_last[idx]
         out[sl] = V.reshape(m, 1 << L)
@@ -230,7 +240,7 @@ class FSSECDFServer:
         return self._released is not None
 
     def cumulative_share(self) -> np.ndarray:
-        lt = full_domain_eval(self.keys).sum(axis=0, dtype=np.uint64)     # shares of #{t < cell}
+        lt = full_domain_eval(self.keys).sum(axis=0, dtype=np.uint64)  # shares of #{t < cell}
         if self.keys.party == 0:
             return np.uint64(self.keys.n_keys) - lt
         return np.uint64(0) - lt
@@ -246,8 +256,13 @@ class FSSECDFServer:
         if self._noise is None:
             from privstats.secure.noise import server_noise_share
 
-            self._noise = server_noise_share(self.mechanism.scale, self.mechanism.n_nodes, server=self.keys.party,
-                                             n_servers=2, rng=self._rng)
+            self._noise = server_noise_share(
+                self.mechanism.scale,
+                self.mechanism.n_nodes,
+                server=self.keys.party,
+                n_servers=2,
+                rng=self._rng,
+            )
         return self._noise
 
     def partial(self) -> np.ndarray:

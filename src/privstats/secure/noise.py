@@ -127,8 +127,9 @@ def server_noise_share(scale, size: int, *, server: int, n_servers: int, rng: RN
     return np.asarray(discrete_laplace(scale, size=int(size), rng=rng), dtype=np.int64)
 
 
-def discrete_laplace_shares(scale, size: int, n_shares: int, *, tolerate: int | None = None,
-                            rng: RNGLike = None) -> np.ndarray:
+def discrete_laplace_shares(
+    scale, size: int, n_shares: int, *, tolerate: int | None = None, rng: RNGLike = None
+) -> np.ndarray:
     """int64 array (n_shares, size): every server's noise shares (for in-process simulation).
 
     Default ``tolerate = n_shares - 1``: each row is an independent exact discrete Laplace
@@ -141,14 +142,17 @@ def discrete_laplace_shares(scale, size: int, n_shares: int, *, tolerate: int | 
     t = _check(n_shares, tolerate, scale)
     if t == n_shares - 1:
         src = as_source(rng)
-        return np.stack([server_noise_share(scale, size, server=j, n_servers=n_shares, rng=src)
-                         for j in range(n_shares)]).reshape(n_shares, size)
+        return np.stack(
+            [server_noise_share(scale, size, server=j, n_servers=n_shares, rng=src) for j in range(n_shares)]
+        ).reshape(n_shares, size)
     if rng is None:
-        raise ValueError(f"tolerate={t} < n_shares - 1 uses a floating-point negative-binomial sampler "
-                         "and is for seeded simulation only; with rng=None use the default "
-                         "tolerate = n_shares - 1")
+        raise ValueError(
+            f"tolerate={t} < n_shares - 1 uses a floating-point negative-binomial sampler "
+            "and is for seeded simulation only; with rng=None use the default "
+            "tolerate = n_shares - 1"
+        )
     gen = share_generator(rng)
-    p = -np.expm1(-1.0 / float(scale))                 # 1 - a
+    p = -np.expm1(-1.0 / float(scale))  # 1 - a
     r = 1.0 / (n_shares - t)
     pos = gen.negative_binomial(r, p, size=(n_shares, size))
     neg = gen.negative_binomial(r, p, size=(n_shares, size))

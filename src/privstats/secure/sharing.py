@@ -19,7 +19,7 @@ import numpy as np
 
 from privstats.privacy.randomness import RNGLike, as_source
 
-__all__ = ["share", "reconstruct", "prg_expand", "share_with_seeds", "expand_seed_shares", "new_seed"]
+__all__ = ["expand_seed_shares", "new_seed", "prg_expand", "reconstruct", "share", "share_with_seeds"]
 
 
 def _as_u64(values) -> np.ndarray:
@@ -35,12 +35,14 @@ def share(values, n_shares: int, rng: RNGLike = None) -> list[np.ndarray]:
         raise ValueError(f"n_shares must be >= 2, got {n_shares}")
     v = _as_u64(values)
     src = as_source(rng)
-    out = [np.asarray(src.uint64(v.shape if v.shape else 1), dtype=np.uint64).reshape(v.shape)
-           for _ in range(n_shares - 1)]
+    out = [
+        np.asarray(src.uint64(v.shape if v.shape else 1), dtype=np.uint64).reshape(v.shape)
+        for _ in range(n_shares - 1)
+    ]
     last = v.copy()
     for s in out:
         last -= s
-    return out + [last]
+    return [*out, last]
 
 
 def reconstruct(shares) -> np.ndarray:

@@ -339,8 +339,9 @@ def resolve_protocol(
     if model == "secure":
         from privstats.services.secure_tasks import resolve_secure
 
-        return resolve_secure(statistic, protocol, epsilon=epsilon, delta=delta, domain_size=domain_size,
-                              options=options)
+        return resolve_secure(
+            statistic, protocol, epsilon=epsilon, delta=delta, domain_size=domain_size, options=options
+        )
     raise ValueError(f"--model must be one of {sorted(MODEL_ROLES)}, got {model!r}")
 
 

@@ -12,5 +12,13 @@ from privstats.shuffle.shuffler import BatchTooSmallError, Shuffler, shuffle_row
 from privstats.shuffle.single import ShuffledKRR, ShuffledRAPPOR
 from privstats.shuffle.summation import ShuffledSum
 
-__all__ = ["Shuffler", "BatchTooSmallError", "shuffle_rows", "ShuffledKRR", "ShuffledRAPPOR",
-           "HadamardMultiMessage", "CountMinMultiMessage", "ShuffledSum"]
+__all__ = [
+    "BatchTooSmallError",
+    "CountMinMultiMessage",
+    "HadamardMultiMessage",
+    "ShuffledKRR",
+    "ShuffledRAPPOR",
+    "ShuffledSum",
+    "Shuffler",
+    "shuffle_rows",
+]

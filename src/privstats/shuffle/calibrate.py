@@ -30,13 +30,13 @@ from scipy import stats
 from scipy.special import gammaln
 
 __all__ = [
-    "group_delta_factor",
-    "hadamard_swap_delta",
-    "hadamard_blanket",
-    "hadamard_chernoff_rho",
     "countmin_delta",
     "countmin_gamma",
     "countmin_paper_gamma_n",
+    "group_delta_factor",
+    "hadamard_blanket",
+    "hadamard_chernoff_rho",
+    "hadamard_swap_delta",
 ]
 
 
@@ -52,16 +52,21 @@ HADAMARD_SEARCH_WORK_MAX = 6_000_000
 
 def _swap_work(n_blanket: float, tau: int) -> float:
     """Predicted number of binomial terms of one :func:`hadamard_swap_delta` evaluation."""
-    p = 2.0 ** -tau
+    p = 2.0**-tau
     n_d = 20 * math.sqrt(n_blanket * p * p + 1) + 41
     return n_d * (26 * math.sqrt(n_blanket * (p - p * p) + 1) + 361)
 
 
 def _gaussian_mu(epsilon: float, delta: float) -> float:
     """μ at which the Gaussian limit of the blanket counts (N(μ, μ), shifts (1,0) vs (0,1)) gives δ(ε) = δ."""
+
     def gdelta(mu: float) -> float:
         s = math.sqrt(2 / mu)
-        return float(stats.norm.cdf(-epsilon / s + s / 2) - math.exp(min(epsilon, 700.0)) * stats.norm.cdf(-epsilon / s - s / 2))
+        return float(
+            stats.norm.cdf(-epsilon / s + s / 2)
+            - math.exp(min(epsilon, 700.0)) * stats.norm.cdf(-epsilon / s - s / 2)
+        )
+
     lo, hi = 1e-3, 1e18
     for _ in range(100):
         mid = math.sqrt(lo * hi)
@@ -98,32 +103,34 @@ def hadamard_swap_delta(epsilon0: float, n_blanket: int, tau: int) -> float:
     E[(1 − e^ε0 (A' + D + W)/(1 + A + D))_+] is a partial binomial mean, so the cost is
     O(window) per value of D instead of a double sum (fast even for μ = N 2^−τ ~ 10^6).
     """
-    p = 2.0 ** -tau
-    pb = p * p                      # tuple in both sets
-    q = p - pb                      # in exactly one of them
+    p = 2.0**-tau
+    pb = p * p  # tuple in both sets
+    q = p - pb  # in exactly one of them
     N = int(n_blanket)
-    e0 = math.exp(min(epsilon0, 700.0))     # δ(ε) decreases in ε: δ(700) bounds δ(ε) for larger ε
+    e0 = math.exp(min(epsilon0, 700.0))  # δ(ε) decreases in ε: δ(700) bounds δ(ε) for larger ε
     if N == 0:
-        return min(1.0, 1.0 - p)    # X = X' = 0: the ratio is 1/W, infinite unless W = 1
+        return min(1.0, 1.0 - p)  # X = X' = 0: the ratio is 1/W, infinite unless W = 1
     mu_d = N * pb
     dmin = max(0, int(mu_d - 10 * math.sqrt(mu_d + 1) - 20))
     dmax = 0 if mu_d < 1e-300 else min(N, int(mu_d + 10 * math.sqrt(mu_d + 1) + 20))
     work = (dmax - dmin + 1) * (26 * math.sqrt(N * q + 1) + 61)
     if work > HADAMARD_WORK_MAX:
-        raise CalibrationTooCostly(f"exact Hadamard accounting with {N} blanket tuples (tau={tau}) needs ~{work:.2g} "
-                                   f"binomial terms, more than the {HADAMARD_WORK_MAX} budget")
+        raise CalibrationTooCostly(
+            f"exact Hadamard accounting with {N} blanket tuples (tau={tau}) needs ~{work:.2g} "
+            f"binomial terms, more than the {HADAMARD_WORK_MAX} budget"
+        )
     d_all = np.arange(dmin, dmax + 1)
     pd_all = stats.binom.pmf(d_all, N, pb)
-    q_a = q / (1.0 - pb)            # A | D = d ~ Bin(N − d, q_a)
-    q_ap = q / (1.0 - pb - q)       # A' | D = d, A = a ~ Bin(N − d − a, q_ap)
+    q_a = q / (1.0 - pb)  # A | D = d ~ Bin(N − d, q_a)
+    q_ap = q / (1.0 - pb - q)  # A' | D = d, A = a ~ Bin(N − d − a, q_ap)
     total_mass = 0.0
     delta = 0.0
-    for d_raw, pd in zip(d_all, pd_all):
+    for d_raw, pd in zip(d_all, pd_all, strict=False):
         if pd == 0.0:
             continue
         d = int(d_raw)
         mu = (N - d) * q_a
-        half = 13 * math.sqrt(mu + 1) + 30                  # window around the mean; the rest is added to δ
+        half = 13 * math.sqrt(mu + 1) + 30  # window around the mean; the rest is added to δ
         a = np.arange(max(0, int(mu - half)), min(N - d, int(mu + half)) + 1)
         pa = pd * stats.binom.pmf(a, N - d, q_a)
         total_mass += float(pa.sum())
@@ -134,24 +141,25 @@ def hadamard_swap_delta(epsilon0: float, n_blanket: int, tau: int) -> float:
             t = np.floor((1.0 + a + d) / e0 - d - w - 1e-12)
             F = stats.binom.cdf(t, M, q_ap)
             F1 = np.where(M > 0, stats.binom.cdf(t - 1, np.maximum(M - 1, 0), q_ap), 0.0)
-            partial_mean = M * q_ap * F1                    # E[A' 1{A' <= t}]
+            partial_mean = M * q_ap * F1  # E[A' 1{A' <= t}]
             gain = np.maximum(F * (1.0 - c * (d + w)) - c * partial_mean, 0.0)
             delta += pw * float(np.sum(pa * gain))
     return min(1.0, delta + max(0.0, 1.0 - total_mass))
 
 
 def _tau_for(n: int) -> int:
-    return max(1, int(math.floor(math.log2(n))))
+    return max(1, math.floor(math.log2(n)))
 
 
 def hadamard_chernoff_rho(n: int, k: int, epsilon: float, delta: float, tau: int) -> int:
     """ρ from the paper's Chernoff argument (research note §3.5): n ρ 2^−τ ≥ 48 k² ln(4k e^{(k−1)ε/k}/δ)/ε²."""
-    mu = 48 * k * k * math.log(4 * k * math.exp((k - 1) * epsilon / k) / delta) / epsilon ** 2
-    return int(math.ceil(mu * 2 ** tau / n))
+    mu = 48 * k * k * math.log(4 * k * math.exp((k - 1) * epsilon / k) / delta) / epsilon**2
+    return math.ceil(mu * 2**tau / n)
 
 
-def hadamard_blanket(n: int, epsilon: float, delta: float, *, k: int = 1, tau: int | None = None,
-                     method: str = "exact") -> tuple[int, dict]:
+def hadamard_blanket(
+    n: int, epsilon: float, delta: float, *, k: int = 1, tau: int | None = None, method: str = "exact"
+) -> tuple[int, dict]:
     """Smallest number ρ of blanket messages per user giving (ε, δ)-DP, and the accounting details.
 
     ``method="exact"`` uses :func:`hadamard_swap_delta` with group privacy over k
@@ -172,7 +180,8 @@ def hadamard_blanket(n: int, epsilon: float, delta: float, *, k: int = 1, tau: i
             f"epsilon={epsilon} (delta={delta}) is too small for n={n} in the Hadamard protocol: it needs about "
             f"{rho_pred:.3g} blanket messages per user, and certifying that with the exact accountant would take "
             f"~{work:.2g} binomial terms (minutes; the limit is {HADAMARD_SEARCH_WORK_MAX:.0e}); use a larger "
-            "epsilon or delta, more users, or calibration='chernoff'")
+            "epsilon or delta, more users, or calibration='chernoff'"
+        )
 
     def ok(rho: int) -> bool:
         try:
@@ -181,14 +190,17 @@ def hadamard_blanket(n: int, epsilon: float, delta: float, *, k: int = 1, tau: i
             raise CalibrationTooCostly(
                 f"epsilon={epsilon} (delta={delta}) is too small for n={n}: certifying it would need more than "
                 f"{rho // 2} blanket messages per user, and the exact accountant would run for minutes ({exc}); "
-                "use a larger epsilon or delta, more users, or calibration='chernoff'") from None
+                "use a larger epsilon or delta, more users, or calibration='chernoff'"
+            ) from None
 
     hi = 1
     while not ok(hi):
         hi *= 2
         if hi > 1 << 30:
-            raise ValueError(f"epsilon={epsilon}, delta={delta}: no blanket size up to 2^30 messages per user "
-                             "reaches the requested guarantee")
+            raise ValueError(
+                f"epsilon={epsilon}, delta={delta}: no blanket size up to 2^30 messages per user "
+                "reaches the requested guarantee"
+            )
     lo = hi // 2
     while hi - lo > 1:
         mid = (lo + hi) // 2
@@ -197,32 +209,51 @@ def hadamard_blanket(n: int, epsilon: float, delta: float, *, k: int = 1, tau: i
         else:
             lo = mid
     rho = hi
-    return rho, {"tau": tau, "calibration": "exact", "epsilon0": eps0, "delta0": delta0,
-                 "swap_delta": hadamard_swap_delta(eps0, n * rho, tau)}
+    return rho, {
+        "tau": tau,
+        "calibration": "exact",
+        "epsilon0": eps0,
+        "delta0": delta0,
+        "swap_delta": hadamard_swap_delta(eps0, n * rho, tau),
+    }
 
 
 # ---------------------------------------------------------------- Count-Min ----------------------------------
 
+
 def _cell_losses(n: int, gamma: float, sign: int) -> tuple[np.ndarray, np.ndarray, float]:
     """Loss values and their probabilities under P for a cell shifted by ``sign`` (±1), and the ∞-loss mass."""
-    y = np.arange(n + 1, dtype=np.float64)          # the noise N ~ Bin(n, γ)
-    logpmf = (gammaln(n + 1) - gammaln(y + 1) - gammaln(n - y + 1) + y * math.log(gamma)
-              + (n - y) * math.log1p(-gamma))
+    y = np.arange(n + 1, dtype=np.float64)  # the noise N ~ Bin(n, γ)
+    logpmf = (
+        gammaln(n + 1)
+        - gammaln(y + 1)
+        - gammaln(n - y + 1)
+        + y * math.log(gamma)
+        + (n - y) * math.log1p(-gamma)
+    )
     pmf = np.exp(logpmf)
     lg = math.log(gamma) - math.log1p(-gamma)
     with np.errstate(divide="ignore"):
-        if sign > 0:   # P outputs N+1, Q outputs N: loss ln P(N=y)/P(N=y+1) at output y+1
+        if sign > 0:  # P outputs N+1, Q outputs N: loss ln P(N=y)/P(N=y+1) at output y+1
             loss = np.log(y + 1) - np.log(n - y) - lg
             inf = y == n
-        else:          # P outputs N, Q outputs N+1: loss ln P(N=y)/P(N=y−1)
+        else:  # P outputs N, Q outputs N+1: loss ln P(N=y)/P(N=y−1)
             loss = np.log(n - y + 1) - np.log(y) + lg
             inf = y == 0
     keep = ~inf & (pmf > 1e-300)
     return loss[keep], pmf[keep], float(pmf[inf].sum())
 
 
-def countmin_delta(epsilon: float, n: int, gamma: float, cells: int, *, up_only: bool = False,
-                   down_only: bool = False, grid: float | None = None) -> float:
+def countmin_delta(
+    epsilon: float,
+    n: int,
+    gamma: float,
+    cells: int,
+    *,
+    up_only: bool = False,
+    down_only: bool = False,
+    grid: float | None = None,
+) -> float:
     """Upper bound on δ(ε) for a swap that moves ``cells`` cells up and ``cells`` down (Bin(n, γ) noise each).
 
     ``up_only`` / ``down_only`` keep only the cells moved up / down (a single-cell count).
@@ -243,7 +274,7 @@ def countmin_delta(epsilon: float, n: int, gamma: float, cells: int, *, up_only:
         over = loss > hi_l
         extra_inf = float(pmf[over].sum())
         idx = np.ceil((np.maximum(loss[~over], lo_l) - lo_l) / h).astype(np.int64)
-        g = np.bincount(idx, weights=pmf[~over], minlength=int(math.ceil((hi_l - lo_l) / h)) + 1)
+        g = np.bincount(idx, weights=pmf[~over], minlength=math.ceil((hi_l - lo_l) / h) + 1)
         return g, extra_inf
 
     gp, xp = to_grid(lp, pp)
@@ -251,7 +282,7 @@ def countmin_delta(epsilon: float, n: int, gamma: float, cells: int, *, up_only:
     inf_mass = 1.0 - (1.0 - inf_mass) * (1.0 - xp) ** ups * (1.0 - xm) ** downs
     factors = ups + downs
     size = factors * (gp.size - 1) + 1
-    nfft = 1 << int(math.ceil(math.log2(size)))
+    nfft = 1 << math.ceil(math.log2(size))
     spec = np.fft.rfft(gp, nfft) ** ups * np.fft.rfft(gm, nfft) ** downs
     dist = np.maximum(np.fft.irfft(spec, nfft)[:size], 0.0)
     losses = factors * lo_l + h * np.arange(size)
@@ -264,8 +295,9 @@ def countmin_paper_gamma_n(epsilon: float, delta: float, k: int, tau: int) -> fl
     return 10 * math.log(4 * k * tau / delta) / math.tanh(epsilon / (4 * k * tau)) ** 2
 
 
-def countmin_gamma(n: int, epsilon: float, delta: float, *, tau: int, k: int = 1,
-                   method: str = "numeric") -> tuple[float, dict]:
+def countmin_gamma(
+    n: int, epsilon: float, delta: float, *, tau: int, k: int = 1, method: str = "numeric"
+) -> tuple[float, dict]:
     """Smallest per-cell blanket probability γ giving (ε, δ)-DP, with details.
 
     ``"numeric"`` composes the exact cell privacy losses (one swap, group privacy over k);
@@ -276,15 +308,19 @@ def countmin_gamma(n: int, epsilon: float, delta: float, *, tau: int, k: int = 1
     if method == "paper":
         gn = countmin_paper_gamma_n(epsilon, delta, k, tau)
     elif method == "numeric":
+
         def ok(gn: float) -> bool:
             return gn / n <= 0.5 and countmin_delta(eps0, n, gn / n, tau) <= delta0
+
         lo, hi = 1.0, 16.0
         while not ok(hi):
             lo, hi = hi, hi * 2
             if hi / n > 0.5:
                 if not ok(0.5 * n):
-                    raise ValueError(f"Count-Min cannot reach (epsilon={epsilon}, delta={delta}) with n={n}, "
-                                     f"tau={tau}: even gamma=1/2 is not enough")
+                    raise ValueError(
+                        f"Count-Min cannot reach (epsilon={epsilon}, delta={delta}) with n={n}, "
+                        f"tau={tau}: even gamma=1/2 is not enough"
+                    )
                 hi = 0.5 * n
                 break
         while hi - lo > 0.005 * hi:
@@ -298,6 +334,8 @@ def countmin_gamma(n: int, epsilon: float, delta: float, *, tau: int, k: int = 1
         raise ValueError(f"method must be 'numeric' or 'paper', got {method!r}")
     gamma = gn / n
     if gamma > 0.5:
-        raise ValueError(f"Count-Min calibration ({method}) needs gamma = {gamma:.3g} > 1/2 at n={n}: the protocol "
-                         f"is not valid here (use more users or method='numeric')")
+        raise ValueError(
+            f"Count-Min calibration ({method}) needs gamma = {gamma:.3g} > 1/2 at n={n}: the protocol "
+            f"is not valid here (use more users or method='numeric')"
+        )
     return gamma, {"calibration": method, "gamma_n": gn, "epsilon0": eps0, "delta0": delta0}

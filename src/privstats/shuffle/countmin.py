@@ -31,7 +31,13 @@ from privstats.local.base import CountState
 from privstats.privacy.guarantees import ApproxDP
 from privstats.privacy.randomness import RNGLike, as_generator, as_source
 from privstats.shuffle.calibrate import countmin_gamma
-from privstats.validation import as_domain_values, check_delta, check_domain_size, check_epsilon, check_positive_int
+from privstats.validation import (
+    as_domain_values,
+    check_delta,
+    check_domain_size,
+    check_epsilon,
+    check_positive_int,
+)
 
 __all__ = ["CountMinMultiMessage", "exact_binomial_dyadic"]
 
@@ -52,12 +58,12 @@ def exact_binomial_dyadic(trials: int, numerator: int, bits: int, rng: RNGLike =
         words = src.uint64((tied + 63) // 64)
         if tied % 64:
             words[-1] &= np.uint64((1 << (tied % 64)) - 1)
-        zeros = tied - int(np.bitwise_count(words).sum())       # trials whose next bit is 0
+        zeros = tied - int(np.bitwise_count(words).sum())  # trials whose next bit is 0
         if (numerator >> i) & 1:
-            successes += zeros                                     # below the threshold for sure
-            tied -= zeros                                          # bit 1 stays tied
+            successes += zeros  # below the threshold for sure
+            tied -= zeros  # bit 1 stays tied
         else:
-            tied = zeros                                           # bit 1 is above: fails
+            tied = zeros  # bit 1 is above: fails
     return successes
 
 
@@ -66,41 +72,66 @@ class CountMinMultiMessage:
 
     name = "shuffle-countmin"
 
-    def __init__(self, domain_size: int, *, n: int, epsilon: float, delta: float, tau: int | None = None,
-                 buckets: int | None = None, gamma: float | None = None, seed: int = 0,
-                 calibration: str = "numeric", estimator: str = "min", beta: float = 0.05):
+    def __init__(
+        self,
+        domain_size: int,
+        *,
+        n: int,
+        epsilon: float,
+        delta: float,
+        tau: int | None = None,
+        buckets: int | None = None,
+        gamma: float | None = None,
+        seed: int = 0,
+        calibration: str = "numeric",
+        estimator: str = "min",
+        beta: float = 0.05,
+    ):
         self.domain_size = check_domain_size(domain_size)
-        if self.domain_size > 2 ** 32:
+        if self.domain_size > 2**32:
             raise ValueError("domain_size must be at most 2^32 for the Count-Min hash family")
         self.n = check_positive_int(n, "n")
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_delta(delta)
-        self.tau = int(math.ceil(math.log2(2 * self.domain_size / beta))) if tau is None \
+        self.tau = (
+            math.ceil(math.log2(2 * self.domain_size / beta))
+            if tau is None
             else check_positive_int(tau, "tau")
+        )
         b = 2 * self.n if buckets is None else check_positive_int(buckets, "buckets", minimum=2)
-        self.buckets = 1 << int(math.ceil(math.log2(b)))
+        self.buckets = 1 << math.ceil(math.log2(b))
         if estimator not in ("min", "mean"):
             raise ValueError(f"estimator must be 'min' or 'mean', got {estimator!r}")
         self.estimator = estimator
         if gamma is None:
-            gamma, self.accounting = countmin_gamma(self.n, self.epsilon, self.delta, tau=self.tau,
-                                                    method=calibration)
+            gamma, self.accounting = countmin_gamma(
+                self.n, self.epsilon, self.delta, tau=self.tau, method=calibration
+            )
         else:
             self.accounting = {"calibration": "given"}
         # round γ up to the dyadic grid the client samples exactly (more noise is never less private)
-        self.gamma_num = int(math.ceil(float(gamma) * 2 ** _DYADIC_BITS))
-        self.gamma = self.gamma_num / 2 ** _DYADIC_BITS
+        self.gamma_num = math.ceil(float(gamma) * 2**_DYADIC_BITS)
+        self.gamma = self.gamma_num / 2**_DYADIC_BITS
         self.seed = int(seed)
         g = np.random.default_rng(self.seed)
-        self._a = g.integers(0, 2 ** 63, size=self.tau, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
-        self._c = g.integers(0, 2 ** 63, size=self.tau, dtype=np.uint64) * np.uint64(2) + \
-            g.integers(0, 2, size=self.tau, dtype=np.uint64)
+        self._a = g.integers(0, 2**63, size=self.tau, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+        self._c = g.integers(0, 2**63, size=self.tau, dtype=np.uint64) * np.uint64(2) + g.integers(
+            0, 2, size=self.tau, dtype=np.uint64
+        )
         self._shift = np.uint64(64 - int(math.log2(self.buckets)))
 
     @property
     def params(self) -> dict:
-        return {"domain_size": self.domain_size, "n": self.n, "epsilon": self.epsilon, "delta": self.delta,
-                "tau": self.tau, "buckets": self.buckets, "gamma": self.gamma, "seed": self.seed}
+        return {
+            "domain_size": self.domain_size,
+            "n": self.n,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "tau": self.tau,
+            "buckets": self.buckets,
+            "gamma": self.gamma,
+            "seed": self.seed,
+        }
 
     @property
     def guarantee(self) -> ApproxDP:
@@ -112,8 +143,11 @@ class CountMinMultiMessage:
 
     @property
     def bits_per_user(self) -> float:
-        return self.messages_per_user * (math.ceil(math.log2(self.tau)) + math.log2(self.buckets) if self.tau > 1
-                                         else math.log2(self.buckets))
+        return self.messages_per_user * (
+            math.ceil(math.log2(self.tau)) + math.log2(self.buckets)
+            if self.tau > 1
+            else math.log2(self.buckets)
+        )
 
     def hashes(self, items) -> np.ndarray:
         """Cells r·b + h_r(x), shape (len(items), τ)."""
@@ -172,7 +206,7 @@ class CountMinMultiMessage:
         k = g.binomial(cells, self.gamma, size=values.size)
         owner = np.repeat(np.arange(values.size), k)
         pick = g.integers(0, cells, size=owner.size)
-        while True:      # redraw cells a user picked twice (sampling without replacement per user)
+        while True:  # redraw cells a user picked twice (sampling without replacement per user)
             key = owner * cells + pick
             order = np.argsort(key, kind="stable")
             dup = np.zeros(key.size, dtype=bool)
@@ -192,7 +226,7 @@ class CountMinMultiMessage:
         if getattr(self, "_min_moments", None) is None:
             mu, sd = self.n * self.gamma, math.sqrt(self.n * self.gamma * (1 - self.gamma))
             k = np.arange(0, min(self.n, int(mu + 40 * sd + 40)) + 1)
-            tail = stats.binom.sf(k, self.n, self.gamma) ** self.tau        # P(min > k)
+            tail = stats.binom.sf(k, self.n, self.gamma) ** self.tau  # P(min > k)
             m1 = float(tail.sum())
             m2 = float(((2 * k + 1) * tail).sum())
             self._min_moments = (m1, max(m2 - m1 * m1, 0.0))
@@ -212,10 +246,23 @@ class CountMinMultiMessage:
             raise ValueError(f"state must be a CountState of {self.name} with parameters {self.params}")
         value = self.query(state, np.arange(self.domain_size))
         noise_var = self.n * self.gamma * (1 - self.gamma)
-        se = math.sqrt(noise_var / self.tau) / (1 - 1 / self.buckets) if self.estimator == "mean" \
+        se = (
+            math.sqrt(noise_var / self.tau) / (1 - 1 / self.buckets)
+            if self.estimator == "mean"
             else math.sqrt(self.min_noise_moments()[1])
-        return Estimate(value=value, stderr=np.full(self.domain_size, se), guarantee=self.guarantee,
-                        model="shuffle", protocol=self.name, params={**self.params, "estimator": self.estimator},
-                        n=self.n, messages_per_user=self.messages_per_user, bits_per_user=self.bits_per_user,
-                        details={"accounting": self.accounting,
-                                 "stderr_note": "noise only; hash collisions add (sum of other counts^2)/b per row"})
+        )
+        return Estimate(
+            value=value,
+            stderr=np.full(self.domain_size, se),
+            guarantee=self.guarantee,
+            model="shuffle",
+            protocol=self.name,
+            params={**self.params, "estimator": self.estimator},
+            n=self.n,
+            messages_per_user=self.messages_per_user,
+            bits_per_user=self.bits_per_user,
+            details={
+                "accounting": self.accounting,
+                "stderr_note": "noise only; hash collisions add (sum of other counts^2)/b per row",
+            },
+        )

@@ -34,16 +34,27 @@ from privstats.local.base import CountState
 from privstats.privacy.guarantees import ApproxDP
 from privstats.privacy.randomness import RNGLike, as_generator, as_source
 from privstats.shuffle.calibrate import hadamard_blanket
-from privstats.validation import as_domain_values, check_delta, check_domain_size, check_epsilon, check_positive_int
-
+from privstats.validation import (
+    as_domain_values,
+    check_delta,
+    check_domain_size,
+    check_epsilon,
+    check_positive_int,
+)
 
 SIMULATE_MAX_MESSAGES = 1 << 26
 """Guard (issue 18): message-level simulation above this many messages would run for minutes."""
-__all__ = ["HadamardMultiMessage", "kernels_from_tuples", "canonical_basis", "messages_to_bytes",
-           "messages_from_bytes"]
+__all__ = [
+    "HadamardMultiMessage",
+    "canonical_basis",
+    "kernels_from_tuples",
+    "messages_from_bytes",
+    "messages_to_bytes",
+]
 
 
 # ------------------------------------------------------------------ F2 linear algebra (vectorized over rows) ---
+
 
 def _leading_bit(v: np.ndarray) -> np.ndarray:
     """Mask of the highest set bit of each uint32 (0 for 0)."""
@@ -77,7 +88,7 @@ def kernels_from_tuples(tuples: np.ndarray, m: int) -> np.ndarray:
     """Null spaces of tuples (shape (N, τ), entries < 2^m) as message rows [d, basis…] (uint32)."""
     T = np.asarray(tuples, dtype=np.uint32)
     N, tau = T.shape
-    slots = np.zeros((N, m), dtype=np.uint32)          # slot b holds the basis vector with leading bit b
+    slots = np.zeros((N, m), dtype=np.uint32)  # slot b holds the basis vector with leading bit b
     for s in range(tau):
         v = T[:, s].copy()
         for b in range(m - 1, -1, -1):
@@ -87,7 +98,7 @@ def kernels_from_tuples(tuples: np.ndarray, m: int) -> np.ndarray:
             place = has & ~occ
             slots[:, b] = np.where(place, v, slot)
             v = np.where(place, np.uint32(0), np.where(has & occ, v ^ slot, v))
-    for b in range(m):                                   # full reduction: clear pivot b from higher slots
+    for b in range(m):  # full reduction: clear pivot b from higher slots
         piv = slots[:, b]
         nz = piv != 0
         for b2 in range(b + 1, m):
@@ -116,13 +127,13 @@ def _pack(d: np.ndarray, basis: np.ndarray) -> np.ndarray:
         if dd == 0:
             continue
         idx = np.nonzero(d == dd)[0]
-        out[idx, 1:1 + dd] = canonical_basis(basis[idx, :dd])
+        out[idx, 1 : 1 + dd] = canonical_basis(basis[idx, :dd])
     return out
 
 
 def messages_to_bytes(messages: np.ndarray) -> list[bytes]:
     """Wire form of message rows: one byte d, then d little-endian uint32 basis vectors."""
-    return [bytes([int(r[0])]) + r[1:1 + int(r[0])].astype("<u4").tobytes() for r in np.asarray(messages)]
+    return [bytes([int(r[0])]) + r[1 : 1 + int(r[0])].astype("<u4").tobytes() for r in np.asarray(messages)]
 
 
 def messages_from_bytes(blobs: list[bytes]) -> np.ndarray:
@@ -136,7 +147,7 @@ def messages_from_bytes(blobs: list[bytes]) -> np.ndarray:
     out = np.zeros((len(blobs), 1 + max(dmax, 1)), dtype=np.uint32)
     for i, b in enumerate(blobs):
         out[i, 0] = b[0]
-        out[i, 1:1 + b[0]] = np.frombuffer(b[1:], dtype="<u4")
+        out[i, 1 : 1 + b[0]] = np.frombuffer(b[1:], dtype="<u4")
     return out
 
 
@@ -148,8 +159,7 @@ def _rank_pmf(rows: int, dim: int) -> np.ndarray:
     for r in range(top + 1):
         lp = -rows * dim * math.log(2)
         for i in range(r):
-            lp += (math.log(2.0 ** rows - 2.0 ** i) + math.log(2.0 ** dim - 2.0 ** i)
-                   - math.log(2.0 ** r - 2.0 ** i))
+            lp += math.log(2.0**rows - 2.0**i) + math.log(2.0**dim - 2.0**i) - math.log(2.0**r - 2.0**i)
         out[r] = math.exp(lp)
     return out / out.sum()
 
@@ -158,43 +168,63 @@ def _span(basis: np.ndarray) -> np.ndarray:
     """All 2^d elements of each row's span, shape (N, 2^d)."""
     span = np.zeros((basis.shape[0], 1), dtype=np.uint32)
     for i in range(basis.shape[1]):
-        span = np.concatenate([span, span ^ basis[:, i:i + 1]], axis=1)
+        span = np.concatenate([span, span ^ basis[:, i : i + 1]], axis=1)
     return span
 
 
 # ------------------------------------------------------------------------------------------ protocol -----------
+
 
 class HadamardMultiMessage:
     """Algorithm 1 over the domain [0, B) for n users holding sets of at most k items."""
 
     name = "shuffle-hadamard"
 
-    def __init__(self, domain_size: int, *, n: int, epsilon: float, delta: float, k: int = 1,
-                 rho: int | None = None, tau: int | None = None, calibration: str = "exact"):
+    def __init__(
+        self,
+        domain_size: int,
+        *,
+        n: int,
+        epsilon: float,
+        delta: float,
+        k: int = 1,
+        rho: int | None = None,
+        tau: int | None = None,
+        calibration: str = "exact",
+    ):
         self.domain_size = check_domain_size(domain_size)
         self.n = check_positive_int(n, "n")
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_delta(delta)
         self.k = check_positive_int(k, "k")
-        self.b_prime = 1 << int(math.ceil(math.log2(self.domain_size + self.k + 1)))
+        self.b_prime = 1 << math.ceil(math.log2(self.domain_size + self.k + 1))
         self.m = int(math.log2(self.b_prime))
         if self.m > 31:
             raise ValueError(f"domain_size={domain_size} is too large for the Hadamard protocol (max 2^30)")
         if rho is None:
-            rho, self.accounting = hadamard_blanket(self.n, self.epsilon, self.delta, k=self.k, tau=tau,
-                                                    method=calibration)
+            rho, self.accounting = hadamard_blanket(
+                self.n, self.epsilon, self.delta, k=self.k, tau=tau, method=calibration
+            )
             tau = self.accounting["tau"]
         else:
             rho = check_positive_int(rho, "rho", minimum=0)
-            tau = max(1, int(math.floor(math.log2(self.n)))) if tau is None else check_positive_int(tau, "tau")
+            tau = max(1, math.floor(math.log2(self.n))) if tau is None else check_positive_int(tau, "tau")
             self.accounting = {"tau": tau, "calibration": "given"}
         self.rho, self.tau = int(rho), int(tau)
 
     # ---- description ------------------------------------------------------------------------------------------
     @property
     def params(self) -> dict:
-        return {"domain_size": self.domain_size, "n": self.n, "epsilon": self.epsilon, "delta": self.delta,
-                "k": self.k, "rho": self.rho, "tau": self.tau, "b_prime": self.b_prime}
+        return {
+            "domain_size": self.domain_size,
+            "n": self.n,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "k": self.k,
+            "rho": self.rho,
+            "tau": self.tau,
+            "b_prime": self.b_prime,
+        }
 
     @property
     def guarantee(self) -> ApproxDP:
@@ -208,8 +238,10 @@ class HadamardMultiMessage:
         """Expected kernel dimension of a real and of a blanket message."""
         real = _rank_pmf(self.tau, self.m - 1)
         blank = _rank_pmf(self.tau, self.m)
-        return (float(np.sum((self.m - np.arange(real.size)) * real)),
-                float(np.sum((self.m - np.arange(blank.size)) * blank)))
+        return (
+            float(np.sum((self.m - np.arange(real.size)) * real)),
+            float(np.sum((self.m - np.arange(blank.size)) * blank)),
+        )
 
     @property
     def bits_per_user(self) -> float:
@@ -232,7 +264,7 @@ class HadamardMultiMessage:
             raise ValueError(f"sets must hold items in [0, {self.domain_size}) or -1 for none")
         idx = np.where(arr >= 0, arr + 1, 0)
         full = np.zeros((arr.shape[0], self.k), dtype=np.int64)
-        full[:, :arr.shape[1]] = idx
+        full[:, : arr.shape[1]] = idx
         pad = self.domain_size + 1 + np.arange(self.k)
         full = np.where(full == 0, pad[None, :], full)
         return full
@@ -243,7 +275,7 @@ class HadamardMultiMessage:
         sets = np.full((1, self.k), -1, dtype=np.int64)
         if items.size > self.k:
             raise ValueError(f"a user holds at most k={self.k} items, got {items.size}")
-        sets[0, :items.size] = items
+        sets[0, : items.size] = items
         return self.encode_batch(sets, rng)
 
     def encode_batch(self, sets, rng: RNGLike = None) -> np.ndarray:
@@ -257,7 +289,7 @@ class HadamardMultiMessage:
         n_users = idx.shape[0]
         real = src.integers(self.b_prime, size=(j.size, self.tau)).astype(np.uint32)
         odd = (np.bitwise_count(real & j[:, None]) & 1).astype(bool)
-        low = (j & (~j + np.uint32(1))).astype(np.uint32)            # lowest set bit of j: flips the parity
+        low = (j & (~j + np.uint32(1))).astype(np.uint32)  # lowest set bit of j: flips the parity
         real = np.where(odd, real ^ low[:, None], real)
         blank = src.integers(self.b_prime, size=(n_users * self.rho, self.tau)).astype(np.uint32)
         return kernels_from_tuples(np.concatenate([real, blank]), self.m)
@@ -272,8 +304,11 @@ class HadamardMultiMessage:
         if msgs.ndim != 2 or msgs.shape[1] < 2 or msgs.dtype.kind not in "iu":
             raise ValueError("messages must be a 2-d integer array of rows [d, basis...]")
         d = msgs[:, 0]
-        if msgs.size and ((msgs.dtype.kind == "i" and msgs.min() < 0) or d.max() > min(self.m, msgs.shape[1] - 1)
-                          or msgs.max() >= self.b_prime):       # column 0 holds d <= m < B', so max() checks the basis
+        if msgs.size and (
+            (msgs.dtype.kind == "i" and msgs.min() < 0)
+            or d.max() > min(self.m, msgs.shape[1] - 1)
+            or msgs.max() >= self.b_prime
+        ):  # column 0 holds d <= m < B', so max() checks the basis
             raise ValueError("messages contain a malformed Hadamard message")
         counts = self._count_span_items(msgs, d)
         return CountState(self.name, self.params, state.n + msgs.shape[0], state.counts + counts)
@@ -294,13 +329,13 @@ class HadamardMultiMessage:
             has2 = d >= 2
             parts.append(np.where(has2, msgs[:, 2], 0).astype(np.uint32, copy=False))
             parts.append(np.where(has2, parts[0] ^ parts[1], np.uint32(0)))
-            big = msgs[np.flatnonzero(d >= 3)]                       # a few percent of the rows
+            big = msgs[np.flatnonzero(d >= 3)]  # a few percent of the rows
             for dd in range(3, min(int(d.max()), msgs.shape[1] - 1) + 1):
-                rows = big[big[:, 0] == dd, 1:1 + dd].astype(np.uint32, copy=False)
+                rows = big[big[:, 0] == dd, 1 : 1 + dd].astype(np.uint32, copy=False)
                 if rows.shape[0]:
-                    parts.append(_span(rows)[:, 4:].ravel())          # span elements that use b3…
+                    parts.append(_span(rows)[:, 4:].ravel())  # span elements that use b3…
         total = np.bincount(np.concatenate(parts), minlength=bins)
-        return total[1:1 + self.domain_size]
+        return total[1 : 1 + self.domain_size]
         zero = np.uint32(0)
         b1 = np.where(d >= 1, msgs[:, 1], 0).astype(np.uint32, copy=False)
         total += np.bincount(b1, minlength=bins)
@@ -310,10 +345,10 @@ class HadamardMultiMessage:
             total += np.bincount(b2, minlength=bins)
             total += np.bincount(np.where(has2, b1 ^ b2, zero), minlength=bins)
             for dd in range(3, min(int(d.max()), msgs.shape[1] - 1) + 1):
-                rows = msgs[d == dd, 1:1 + dd].astype(np.uint32, copy=False)
+                rows = msgs[d == dd, 1 : 1 + dd].astype(np.uint32, copy=False)
                 if rows.shape[0]:
-                    total += np.bincount(_span(rows)[:, 4:].ravel(), minlength=bins)   # elements using b3…
-        return total[1:1 + self.domain_size]                 # Hadamard index j is item j − 1
+                    total += np.bincount(_span(rows)[:, 4:].ravel(), minlength=bins)  # elements using b3…
+        return total[1 : 1 + self.domain_size]  # Hadamard index j is item j − 1
 
     # ---- simulation ---------------------------------------------------------------------------------------------
     def sample_messages(self, indices: np.ndarray, n_blanket: int, rng: RNGLike = None) -> np.ndarray:
@@ -328,8 +363,12 @@ class HadamardMultiMessage:
         j = np.asarray(indices, dtype=np.uint32).ravel()
         nr, nb = j.size, int(n_blanket)
         pr, pb = _rank_pmf(self.tau, self.m - 1), _rank_pmf(self.tau, self.m)
-        d_real = (self.m - np.searchsorted(np.cumsum(pr), g.random(nr) * pr.sum(), side="right")).astype(np.int64)
-        d_blank = (self.m - np.searchsorted(np.cumsum(pb), g.random(nb) * pb.sum(), side="right")).astype(np.int64)
+        d_real = (self.m - np.searchsorted(np.cumsum(pr), g.random(nr) * pr.sum(), side="right")).astype(
+            np.int64
+        )
+        d_blank = (self.m - np.searchsorted(np.cumsum(pb), g.random(nb) * pb.sum(), side="right")).astype(
+            np.int64
+        )
         dmax = max(1, int(d_real.max(initial=0)), int(d_blank.max(initial=0)))
         out = np.zeros((nr + nb, 1 + dmax), dtype=np.uint32)
         out[:nr, 0] = d_real
@@ -352,7 +391,7 @@ class HadamardMultiMessage:
                         bad = np.any(span[todo] == cand[:, None], axis=1)
                         B[todo[~bad], i] = cand[~bad]
                         todo = todo[bad]
-                out[offset + rows, 1:1 + dd] = canonical_basis(B) if dd > 1 else B
+                out[offset + rows, 1 : 1 + dd] = canonical_basis(B) if dd > 1 else B
         return out
 
     def simulate(self, sets, rng: RNGLike = None, *, chunk_users: int | None = None) -> CountState:
@@ -363,17 +402,19 @@ class HadamardMultiMessage:
         """
         idx = self._indices(sets)
         total = idx.shape[0] * self.messages_per_user
-        if total > SIMULATE_MAX_MESSAGES:   # ~6.7e7 messages take ~10 s; 2.3e9 (n = 2^20, ε = 1, k = 7) ~6 min
-            raise ValueError(f"epsilon={self.epsilon} needs rho={self.rho} blanket messages per user: simulating "
-                             f"{total:.3g} shuffled messages (n={idx.shape[0]}, k={self.k}) exceeds "
-                             f"{SIMULATE_MAX_MESSAGES:.3g} and would run for minutes; use a larger epsilon or "
-                             "fewer users per run")
+        if total > SIMULATE_MAX_MESSAGES:  # ~6.7e7 messages take ~10 s; 2.3e9 (n = 2^20, ε = 1, k = 7) ~6 min
+            raise ValueError(
+                f"epsilon={self.epsilon} needs rho={self.rho} blanket messages per user: simulating "
+                f"{total:.3g} shuffled messages (n={idx.shape[0]}, k={self.k}) exceeds "
+                f"{SIMULATE_MAX_MESSAGES:.3g} and would run for minutes; use a larger epsilon or "
+                "fewer users per run"
+            )
         g = as_generator(rng)
         state = self.new_state()
         if chunk_users is None:
             chunk_users = max(1, (1 << 21) // self.messages_per_user)
         for s in range(0, idx.shape[0], chunk_users):
-            part = idx[s:s + chunk_users]
+            part = idx[s : s + chunk_users]
             state = self.aggregate(self.sample_messages(part, part.shape[0] * self.rho, g), state)
         return state
 
@@ -382,18 +423,25 @@ class HadamardMultiMessage:
         """Unbiased counts x̂_j = (c_j − N 2^−τ)/(1 − 2^−τ) for the B items, N = messages received."""
         if not isinstance(state, CountState) or state.protocol != self.name or state.params != self.params:
             raise ValueError(f"state must be a CountState of {self.name} with parameters {self.params}")
-        p = 2.0 ** -self.tau
+        p = 2.0**-self.tau
         c = state.counts.astype(np.float64)
         value = (c - state.n * p) / (1 - p)
         var = np.maximum(state.n - np.clip(value, 0, state.n), 0) * p / (1 - p)
-        return Estimate(value=value, stderr=np.sqrt(var), guarantee=self.guarantee, model="shuffle",
-                        protocol=self.name, params=self.params, n=self.n,
-                        messages_per_user=self.messages_per_user, bits_per_user=self.bits_per_user,
-                        details={"accounting": self.accounting,
-                                 "paper_bits_per_message": self.tau * self.m})
+        return Estimate(
+            value=value,
+            stderr=np.sqrt(var),
+            guarantee=self.guarantee,
+            model="shuffle",
+            protocol=self.name,
+            params=self.params,
+            n=self.n,
+            messages_per_user=self.messages_per_user,
+            bits_per_user=self.bits_per_user,
+            details={"accounting": self.accounting, "paper_bits_per_message": self.tau * self.m},
+        )
 
     def variance(self, true_counts) -> np.ndarray:
         """Exact Var(x̂_j) = (N − x_j) 2^−τ/(1 − 2^−τ), N = n(k + ρ)."""
-        p = 2.0 ** -self.tau
+        p = 2.0**-self.tau
         N = self.n * (self.k + self.rho)
         return (N - np.asarray(true_counts, dtype=float)) * p / (1 - p)

@@ -19,7 +19,7 @@ scaled estimate is at least threshold/2 and expanding only their two children.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -28,15 +28,21 @@ from privstats.privacy.randomness import RNGLike, as_generator, as_source
 __all__ = ["prefix_tree_heavy_hitters"]
 
 
-def prefix_tree_heavy_hitters(values: np.ndarray, B: int, *, threshold: float,
-                              level_estimator: Callable[[int, np.ndarray, RNGLike], tuple[np.ndarray, np.ndarray]],
-                              rng: RNGLike = None, max_frontier: int | None = None):
+def prefix_tree_heavy_hitters(
+    values: np.ndarray,
+    B: int,
+    *,
+    threshold: float,
+    level_estimator: Callable[[int, np.ndarray, RNGLike], tuple[np.ndarray, np.ndarray]],
+    rng: RNGLike = None,
+    max_frontier: int | None = None,
+):
     """Items with estimated count ≥ threshold, their estimates and stderrs.
 
     ``level_estimator(level, prefixes, rng)`` runs the level's oracle on the group's
     prefixes (values in [0, 2^level)) and returns (count estimates, stderrs) over [0, 2^level).
     """
-    L = int(round(math.log2(B)))
+    L = round(math.log2(B))
     n = values.size
     # rng=None (real data): the level assignment comes from the OS CSPRNG and the level estimators
     # receive None (their own secure path); a seed gives one reproducible numpy stream

@@ -21,11 +21,11 @@ import math
 
 import numpy as np
 
-__all__ = ["support", "support_nd", "prefix_terms", "range_terms", "box_terms", "node_ids_nd"]
+__all__ = ["box_terms", "node_ids_nd", "prefix_terms", "range_terms", "support", "support_nd"]
 
 
 def _levels(B: int) -> int:
-    L = int(round(math.log2(B)))
+    L = round(math.log2(B))
     if 1 << L != B:
         raise ValueError(f"the tree needs a power-of-two domain, got {B}")
     return L
@@ -38,7 +38,7 @@ def support(x: np.ndarray, B: int) -> np.ndarray:
     out = np.full((x.size, L + 1), -1, dtype=np.int64)
     out[:, 0] = 0
     col = np.ones(x.size, dtype=np.int64)
-    for depth in range(1, L + 1):                 # node at this depth on x's path has heap index (B + x) >> (L − depth)
+    for depth in range(1, L + 1):  # node at this depth on x's path has heap index (B + x) >> (L − depth)
         h = (B + x) >> (L - depth)
         left = (h & 1) == 0
         out[left, col[left]] = h[left] // 2
@@ -52,20 +52,20 @@ def support_nd(points: np.ndarray, B: int) -> np.ndarray:
     n, d = pts.shape
     per_axis = [support(pts[:, s], B) for s in range(d)]
     L1 = per_axis[0].shape[1]
-    out = np.full((n, L1 ** d), -1, dtype=np.int64)
+    out = np.full((n, L1**d), -1, dtype=np.int64)
     for c, combo in enumerate(itertools.product(range(L1), repeat=d)):
         ids = np.zeros(n, dtype=np.int64)
         ok = np.ones(n, dtype=bool)
         for s, col in enumerate(combo):
             v = per_axis[s][:, col]
             ok &= v >= 0
-            ids += np.maximum(v, 0) * B ** s
+            ids += np.maximum(v, 0) * B**s
         out[ok, c] = ids[ok]
     return out
 
 
 def node_ids_nd(ids: tuple[int, ...], B: int) -> int:
-    return int(sum(i * B ** s for s, i in enumerate(ids)))
+    return int(sum(i * B**s for s, i in enumerate(ids)))
 
 
 def prefix_terms(j: int, B: int) -> dict[int, int]:
@@ -99,7 +99,7 @@ def box_terms(box, B: int) -> dict[int, int]:
     per_axis = [range_terms(int(lo), int(hi), B) for lo, hi in box]
     terms: dict[int, int] = {}
     for combo in itertools.product(*[list(t.items()) for t in per_axis]):
-        node = sum(nid * B ** s for s, (nid, _) in enumerate(combo))
+        node = sum(nid * B**s for s, (nid, _) in enumerate(combo))
         coef = int(np.prod([c for _, c in combo]))
         terms[node] = terms.get(node, 0) + coef
     return {k: v for k, v in terms.items() if v}

@@ -19,14 +19,14 @@ analyzer and must not collude with it.  This one
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 
 from privstats.privacy.randomness import RNGLike, as_source
 from privstats.validation import check_positive_int
 
-__all__ = ["Shuffler", "BatchTooSmallError", "shuffle_rows"]
+__all__ = ["BatchTooSmallError", "Shuffler", "shuffle_rows"]
 
 
 class BatchTooSmallError(ValueError):

@@ -32,7 +32,13 @@ from privstats.local.grr import GRR
 from privstats.privacy.amplification import krr_blanket_delta, local_epsilon_for
 from privstats.privacy.guarantees import ApproxDP
 from privstats.privacy.randomness import RNGLike, as_generator, as_source, dyadic_threshold
-from privstats.validation import as_domain_values, check_delta, check_domain_size, check_epsilon, check_positive_int
+from privstats.validation import (
+    as_domain_values,
+    check_delta,
+    check_domain_size,
+    check_epsilon,
+    check_positive_int,
+)
 
 __all__ = ["ShuffledKRR", "ShuffledRAPPOR", "krr_gamma"]
 
@@ -42,7 +48,7 @@ def krr_gamma(k: int, n: int, epsilon: float, delta: float, calibration: str = "
     if calibration == "balle":
         if epsilon > 1:
             raise ValueError(f"calibration='balle' (Balle et al. Thm 3.1) needs epsilon <= 1, got {epsilon}")
-        gamma = max(14 * k * math.log(2 / delta) / ((n - 1) * epsilon ** 2), 27 * k / ((n - 1) * epsilon))
+        gamma = max(14 * k * math.log(2 / delta) / ((n - 1) * epsilon**2), 27 * k / ((n - 1) * epsilon))
     elif calibration == "exact":
         if krr_blanket_delta(epsilon, 1.0, k, n) > delta:
             gamma = math.inf
@@ -58,9 +64,11 @@ def krr_gamma(k: int, n: int, epsilon: float, delta: float, calibration: str = "
     else:
         raise ValueError(f"calibration must be 'exact' or 'balle', got {calibration!r}")
     if gamma >= 1:
-        raise ValueError(f"shuffled k-RR cannot reach (epsilon={epsilon}, delta={delta}) with n={n} users over "
-                         f"k={k} values (blanket probability would be {gamma:.3g} >= 1); use protocol='single-rappor' "
-                         "or a multi-message protocol")
+        raise ValueError(
+            f"shuffled k-RR cannot reach (epsilon={epsilon}, delta={delta}) with n={n} users over "
+            f"k={k} values (blanket probability would be {gamma:.3g} >= 1); use protocol='single-rappor' "
+            "or a multi-message protocol"
+        )
     return gamma
 
 
@@ -104,20 +112,37 @@ class ShuffledKRR(_ShuffleBase):
 
     name = "shuffle-krr"
 
-    def __init__(self, domain_size: int, *, n: int, epsilon: float, delta: float, calibration: str = "exact",
-                 gamma: float | None = None):
+    def __init__(
+        self,
+        domain_size: int,
+        *,
+        n: int,
+        epsilon: float,
+        delta: float,
+        calibration: str = "exact",
+        gamma: float | None = None,
+    ):
         super().__init__(domain_size, n, epsilon, delta)
         self.calibration = calibration if gamma is None else "given"
-        self.gamma = krr_gamma(self.domain_size, self.n, self.epsilon, self.delta, calibration) if gamma is None \
+        self.gamma = (
+            krr_gamma(self.domain_size, self.n, self.epsilon, self.delta, calibration)
+            if gamma is None
             else float(gamma)
+        )
         k = self.domain_size
         self.epsilon0 = math.log(k / self.gamma - k + 1)
         self.local = GRR(k, self.epsilon0)
 
     @property
     def params(self) -> dict:
-        return {"domain_size": self.domain_size, "n": self.n, "epsilon": self.epsilon, "delta": self.delta,
-                "gamma": self.gamma, "epsilon0": self.epsilon0}
+        return {
+            "domain_size": self.domain_size,
+            "n": self.n,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "gamma": self.gamma,
+            "epsilon0": self.epsilon0,
+        }
 
     @property
     def bits_per_user(self) -> float:
@@ -145,9 +170,17 @@ class ShuffledKRR(_ShuffleBase):
     def estimate(self, state: CountState) -> Estimate:
         self._check_state(state)
         est = self.local.estimate(CountState(self.local.name, self.local.params, state.n, state.counts))
-        return Estimate(value=est.value, stderr=est.stderr, guarantee=self.guarantee, model="shuffle",
-                        protocol=self.name, params={**self.params, "calibration": self.calibration}, n=state.n,
-                        messages_per_user=1, bits_per_user=self.bits_per_user)
+        return Estimate(
+            value=est.value,
+            stderr=est.stderr,
+            guarantee=self.guarantee,
+            model="shuffle",
+            protocol=self.name,
+            params={**self.params, "calibration": self.calibration},
+            n=state.n,
+            messages_per_user=1,
+            bits_per_user=self.bits_per_user,
+        )
 
 
 class ShuffledRAPPOR(_ShuffleBase):
@@ -155,18 +188,35 @@ class ShuffledRAPPOR(_ShuffleBase):
 
     name = "shuffle-rappor"
 
-    def __init__(self, domain_size: int, *, n: int, epsilon: float, delta: float, method: str = "fmt-numeric",
-                 epsilon0: float | None = None):
+    def __init__(
+        self,
+        domain_size: int,
+        *,
+        n: int,
+        epsilon: float,
+        delta: float,
+        method: str = "fmt-numeric",
+        epsilon0: float | None = None,
+    ):
         super().__init__(domain_size, n, epsilon, delta)
         self.method = method if epsilon0 is None else "given"
-        self.epsilon0 = local_epsilon_for(self.epsilon, self.n, self.delta, method) if epsilon0 is None \
+        self.epsilon0 = (
+            local_epsilon_for(self.epsilon, self.n, self.delta, method)
+            if epsilon0 is None
             else check_epsilon(epsilon0, "epsilon0")
+        )
         self.p = 1.0 / (1.0 + math.exp(self.epsilon0 / 2))
 
     @property
     def params(self) -> dict:
-        return {"domain_size": self.domain_size, "n": self.n, "epsilon": self.epsilon, "delta": self.delta,
-                "flip_probability": self.p, "epsilon0": self.epsilon0}
+        return {
+            "domain_size": self.domain_size,
+            "n": self.n,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "flip_probability": self.p,
+            "epsilon0": self.epsilon0,
+        }
 
     @property
     def bits_per_user(self) -> float:
@@ -191,8 +241,9 @@ class ShuffledRAPPOR(_ShuffleBase):
         if msgs.ndim != 2 or msgs.shape[1] != width or msgs.dtype != np.uint8:
             raise ValueError(f"messages must be uint8 rows of {width} packed bytes")
         bits = np.unpackbits(msgs, axis=1, count=self.domain_size)
-        return CountState(self.name, self.params, state.n + msgs.shape[0],
-                          state.counts + bits.sum(axis=0, dtype=np.int64))
+        return CountState(
+            self.name, self.params, state.n + msgs.shape[0], state.counts + bits.sum(axis=0, dtype=np.int64)
+        )
 
     def simulate(self, values, rng: RNGLike = None) -> CountState:
         """Exact sufficient statistic: column j sums Bin(x_j, 1−p) + Bin(n − x_j, p)."""
@@ -211,6 +262,14 @@ class ShuffledRAPPOR(_ShuffleBase):
         self._check_state(state)
         value = (state.counts - state.n * self.p) / (1 - 2 * self.p)
         se = math.sqrt(state.n * self.p * (1 - self.p)) / (1 - 2 * self.p)
-        return Estimate(value=value, stderr=np.full(self.domain_size, se), guarantee=self.guarantee,
-                        model="shuffle", protocol=self.name, params={**self.params, "accountant": self.method},
-                        n=state.n, messages_per_user=1, bits_per_user=self.bits_per_user)
+        return Estimate(
+            value=value,
+            stderr=np.full(self.domain_size, se),
+            guarantee=self.guarantee,
+            model="shuffle",
+            protocol=self.name,
+            params={**self.params, "accountant": self.method},
+            n=state.n,
+            messages_per_user=1,
+            bits_per_user=self.bits_per_user,
+        )

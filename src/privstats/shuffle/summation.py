@@ -35,11 +35,16 @@ __all__ = ["ShuffledSum"]
 def _sum_gamma(trials: int, epsilon: float, delta: float) -> float:
     def dlt(gamma: float) -> float:
         # one cell moved by +1 or by −1: take the worse direction
-        return max(countmin_delta(epsilon, trials, gamma, 1, up_only=True),
-                   countmin_delta(epsilon, trials, gamma, 1, down_only=True))
+        return max(
+            countmin_delta(epsilon, trials, gamma, 1, up_only=True),
+            countmin_delta(epsilon, trials, gamma, 1, down_only=True),
+        )
+
     if dlt(0.5) > delta:
-        raise ValueError(f"summation cannot reach (epsilon={epsilon}, delta={delta}) with {trials} blanket bits; "
-                         "increase n or blanket")
+        raise ValueError(
+            f"summation cannot reach (epsilon={epsilon}, delta={delta}) with {trials} blanket bits; "
+            "increase n or blanket"
+        )
     lo, hi = 0.0, 0.5
     while hi - lo > 1e-3 * hi:
         mid = 0.5 * (lo + hi)
@@ -55,19 +60,35 @@ class ShuffledSum:
 
     name = "shuffle-sum"
 
-    def __init__(self, *, n: int, epsilon: float, delta: float, blanket: int = 8, gamma: float | None = None,
-                 inputs: str = "unit"):
+    def __init__(
+        self,
+        *,
+        n: int,
+        epsilon: float,
+        delta: float,
+        blanket: int = 8,
+        gamma: float | None = None,
+        inputs: str = "unit",
+    ):
         self.n = check_positive_int(n, "n")
         self.inputs = check_choice(inputs, "inputs", ("unit", "bits"))
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_delta(delta)
         self.blanket = check_positive_int(blanket, "blanket")
-        self.gamma = _sum_gamma(self.n * self.blanket, self.epsilon, self.delta) if gamma is None else float(gamma)
+        self.gamma = (
+            _sum_gamma(self.n * self.blanket, self.epsilon, self.delta) if gamma is None else float(gamma)
+        )
 
     @property
     def params(self) -> dict:
-        return {"n": self.n, "epsilon": self.epsilon, "delta": self.delta, "blanket": self.blanket,
-                "gamma": self.gamma, "inputs": self.inputs}
+        return {
+            "n": self.n,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "blanket": self.blanket,
+            "gamma": self.gamma,
+            "inputs": self.inputs,
+        }
 
     messages_per_user = property(lambda self: self.blanket + 1)
     bits_per_user = property(lambda self: float(self.blanket + 1))
@@ -78,14 +99,16 @@ class ShuffledSum:
     def _values(self, x) -> np.ndarray:
         x = as_float_array(x, "x", bounds=(0.0, 1.0))
         if self.inputs == "bits" and np.any((x != 0) & (x != 1)):
-            raise ValueError("x must hold only 0 and 1 with inputs='bits' (use inputs='unit' for values in [0, 1])")
+            raise ValueError(
+                "x must hold only 0 and 1 with inputs='bits' (use inputs='unit' for values in [0, 1])"
+            )
         return x
 
     def encode_batch(self, x, rng: RNGLike = None) -> np.ndarray:
         """s + 1 one-bit messages per user (uint8), CSPRNG by default."""
         x = self._values(x)
         src = as_source(rng)
-        bit = src.random(x.size) < x                                      # unbiased randomized rounding
+        bit = src.random(x.size) < x  # unbiased randomized rounding
         blank = src.random(x.size * self.blanket) < self.gamma
         return np.concatenate([bit, blank]).astype(np.uint8)
 
@@ -95,8 +118,12 @@ class ShuffledSum:
         m = np.asarray(messages)
         if m.ndim != 1 or (m.size and (m.min() < 0 or m.max() > 1)):
             raise ValueError("messages must be bits (0 or 1)")
-        return CountState(self.name, self.params, state.n + m.size,
-                          state.counts + np.bincount(m.astype(np.int64), minlength=2))
+        return CountState(
+            self.name,
+            self.params,
+            state.n + m.size,
+            state.counts + np.bincount(m.astype(np.int64), minlength=2),
+        )
 
     def simulate(self, x, rng: RNGLike = None) -> CountState:
         """Exact sufficient statistic: ones = Σ Bern(x_i) + Bin(n s, γ)."""
@@ -117,9 +144,20 @@ class ShuffledSum:
         var = users * self.blanket * self.gamma * (1 - self.gamma)
         if self.inputs == "unit" and users:
             s = min(max(value, 0.0), float(users))
-            var += s * (1 - s / users)          # Σ x(1−x) ≤ S(1 − S/n) (Cauchy–Schwarz), plug-in S
-        return Estimate(value=value, stderr=math.sqrt(var), guarantee=ApproxDP(self.epsilon, self.delta),
-                        model="shuffle", protocol=self.name, params=self.params, n=users,
-                        messages_per_user=self.messages_per_user, bits_per_user=self.bits_per_user,
-                        details={"stderr_note": "blanket noise only" if self.inputs == "bits" else
-                                 "blanket noise plus the rounding bound S(1 - S/n) at the estimated S"})
+            var += s * (1 - s / users)  # Σ x(1−x) ≤ S(1 − S/n) (Cauchy–Schwarz), plug-in S
+        return Estimate(
+            value=value,
+            stderr=math.sqrt(var),
+            guarantee=ApproxDP(self.epsilon, self.delta),
+            model="shuffle",
+            protocol=self.name,
+            params=self.params,
+            n=users,
+            messages_per_user=self.messages_per_user,
+            bits_per_user=self.bits_per_user,
+            details={
+                "stderr_note": "blanket noise only"
+                if self.inputs == "bits"
+                else "blanket noise plus the rounding bound S(1 - S/n) at the estimated S"
+            },
+        )

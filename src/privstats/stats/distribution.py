@@ -22,21 +22,39 @@ import math
 import numpy as np
 from scipy import stats
 
-from privstats.central import discrete_laplace_variance
-from privstats.cdf.quantiles import (independent_exponential_quantiles, joint_exponential_quantiles)
+from privstats.cdf.quantiles import independent_exponential_quantiles, joint_exponential_quantiles
 from privstats.cdf.result import PrivateECDF
 from privstats.cdf.smoothing import SMOOTHING_METHODS, smooth
 from privstats.cdf.tree import choose_mechanism, grid_histogram, uniform_grid
+from privstats.central import discrete_laplace_variance
 from privstats.estimate import Estimate
 from privstats.plan import Option, check_model, register, warn_if_useless
 from privstats.privacy import PureDP, discrete_laplace
 from privstats.privacy.randomness import RNGLike, as_source
-from privstats.validation import (as_binary_labels, as_float_array, check_bounds, check_choice, check_epsilon,
-                                  check_positive_int, check_power_of_two, check_same_length)
-from privstats.validation import MAX_GRID, check_array, check_real, check_rng
+from privstats.validation import (
+    MAX_GRID,
+    as_binary_labels,
+    as_float_array,
+    check_array,
+    check_bounds,
+    check_choice,
+    check_epsilon,
+    check_positive_int,
+    check_power_of_two,
+    check_real,
+    check_rng,
+    check_same_length,
+)
 
-__all__ = ["ecdf", "quantiles", "roc_curve", "hosmer_lemeshow", "hosmer_lemeshow_accounting", "auc_variance",
-           "raw_covariance"]
+__all__ = [
+    "auc_variance",
+    "ecdf",
+    "hosmer_lemeshow",
+    "hosmer_lemeshow_accounting",
+    "quantiles",
+    "raw_covariance",
+    "roc_curve",
+]
 
 NEIGHBOURS = ("replace", "add-remove")
 
@@ -48,7 +66,9 @@ def _thresholds(grid, bounds) -> np.ndarray:
     try:
         t = np.asarray(grid, dtype=np.float64)
     except (TypeError, ValueError):
-        raise ValueError("grid must be an int (number of points) or an increasing array of thresholds") from None
+        raise ValueError(
+            "grid must be an int (number of points) or an increasing array of thresholds"
+        ) from None
     if t.ndim != 1 or t.size == 0 or not np.all(np.isfinite(t)):
         raise ValueError("grid must be an int or a non-empty finite 1-d array of thresholds")
     if np.any(np.diff(t) <= 0):
@@ -58,11 +78,22 @@ def _thresholds(grid, bounds) -> np.ndarray:
     return t
 
 
-def _private_cumulative(x: np.ndarray, thresholds: np.ndarray, bounds, *, epsilon: float, neighbours: str,
-                        method: str, model: str, rng: RNGLike, n_servers: int = 2, protocol: str = "aggregation"):
+def _private_cumulative(
+    x: np.ndarray,
+    thresholds: np.ndarray,
+    bounds,
+    *,
+    epsilon: float,
+    neighbours: str,
+    method: str,
+    model: str,
+    rng: RNGLike,
+    n_servers: int = 2,
+    protocol: str = "aggregation",
+):
     """Noisy ECDF values at ``thresholds`` (before smoothing), their exact stderr, mechanism and cost."""
-    lo, hi = bounds
-    internal = thresholds if thresholds[-1] >= hi else np.append(thresholds, hi)   # last point = total
+    _lo, hi = bounds
+    internal = thresholds if thresholds[-1] >= hi else np.append(thresholds, hi)  # last point = total
     N = internal.size
     if model == "local":
         return _local_cumulative(x, thresholds, internal, epsilon=epsilon, method=method, rng=rng)
@@ -82,12 +113,12 @@ def _private_cumulative(x: np.ndarray, thresholds: np.ndarray, bounds, *, epsilo
             from privstats.secure.dcf import FSSECDFServer, fss_ecdf_keys
             from privstats.secure.noise import share_generator
 
-            seeds: list = [None, None, None]                  # rng=None: OS CSPRNG for keys and noise
+            seeds: list = [None, None, None]  # rng=None: OS CSPRNG for keys and noise
             if rng is not None:
                 gen = share_generator(rng)
                 seeds = [int(gen.integers(2**62)) for _ in range(3)]
             k0, k1 = fss_ecdf_keys(cells, N.bit_length() - 1, rng=seeds[0])
-            servers = [FSSECDFServer(k, mech, rng=r) for k, r in zip((k0, k1), seeds[1:])]
+            servers = [FSSECDFServer(k, mech, rng=r) for k, r in zip((k0, k1), seeds[1:], strict=False)]
             noisy = open_partials([s.partial() for s in servers])
             cost = {"messages_per_user": 2.0, "bits_per_user": 16.0 * k0.key_bytes()}
             name = mech.name + "+fss-dcf"
@@ -97,7 +128,10 @@ def _private_cumulative(x: np.ndarray, thresholds: np.ndarray, bounds, *, epsilo
 
             proto = SecureECDFAggregation(mech, n_servers=n_servers, rng=rng)
             noisy = proto.run(cells) if n * (N + 1) <= 2**22 else proto.simulate(cells)
-            cost = {"messages_per_user": float(n_servers), "bits_per_user": 128.0 * (n_servers - 1) + 64.0 * (N + 1)}
+            cost = {
+                "messages_per_user": float(n_servers),
+                "bits_per_user": 128.0 * (n_servers - 1) + 64.0 * (N + 1),
+            }
             name = mech.name + "+secure-aggregation"
             factor = proto.variance_factor
         # every server's share is a full discrete Laplace (the guarantee holds against any one server
@@ -113,33 +147,59 @@ def _private_cumulative(x: np.ndarray, thresholds: np.ndarray, bounds, *, epsilo
     return F[:k], se[:k], mech, name, cost, noise_model
 
 
-def _local_cumulative(x: np.ndarray, thresholds: np.ndarray, internal: np.ndarray, *, epsilon: float, method: str,
-                      rng: RNGLike):
+def _local_cumulative(
+    x: np.ndarray, thresholds: np.ndarray, internal: np.ndarray, *, epsilon: float, method: str, rng: RNGLike
+):
     """Local model: each user reports its cell through a hierarchical histogram (see privstats.cdf.local)."""
     from privstats.cdf.local import LocalPrefixNoise, local_hierarchy, release_local_prefix_counts
 
     N, n = internal.size, x.size
     if N < 2:
-        raise ValueError("grid must have at least 2 cells for model='local' (one threshold below the upper bound)")
+        raise ValueError(
+            "grid must have at least 2 cells for model='local' (one threshold below the upper bound)"
+        )
     hh = local_hierarchy(N, epsilon, n, method)
-    cells = np.searchsorted(internal, x, side="left")            # x counted at tau_i iff x <= tau_i
+    cells = np.searchsorted(internal, x, side="left")  # x counted at tau_i iff x <= tau_i
     counts, sd, _, info = release_local_prefix_counts(cells, hh, rng)
     F, se = counts / n, sd / n
     k = thresholds.size
-    noise_model = {"mechanism": LocalPrefixNoise(hh, info["plug_in_counts"], info["level_sizes"]),
-                   "total": float(n), "public_total": True, "values": F}
-    params = {"mechanism": hh.name, "grid_points": N, "branching": hh.branching, "height": hh.height,
-              "padded_leaves": hh.padded_size, "split": hh.split, "oracle": hh.oracle,
-              "level_oracles": [o.name for o in hh.oracles], "path": info["path"],
-              "level_sizes": info["level_sizes"].tolist(),
-              "choice": "smallest mean exact prefix variance at uniform data" if method == "auto" else method}
+    noise_model = {
+        "mechanism": LocalPrefixNoise(hh, info["plug_in_counts"], info["level_sizes"]),
+        "total": float(n),
+        "public_total": True,
+        "values": F,
+    }
+    params = {
+        "mechanism": hh.name,
+        "grid_points": N,
+        "branching": hh.branching,
+        "height": hh.height,
+        "padded_leaves": hh.padded_size,
+        "split": hh.split,
+        "oracle": hh.oracle,
+        "level_oracles": [o.name for o in hh.oracles],
+        "path": info["path"],
+        "level_sizes": info["level_sizes"].tolist(),
+        "choice": "smallest mean exact prefix variance at uniform data" if method == "auto" else method,
+    }
     cost = {"messages_per_user": float(hh.messages_per_user), "bits_per_user": float(hh.bits_per_user)}
     return F[:k], se[:k], params, "local-hierarchical-histogram", cost, noise_model
 
 
-def ecdf(x, *, epsilon: float, bounds, grid=1024, smoothing: str | None = None, neighbours: str = "replace",
-         model: str = "central", method: str = "auto", rng: RNGLike = None, n_servers: int = 2,
-         protocol: str = "aggregation") -> PrivateECDF:
+def ecdf(
+    x,
+    *,
+    epsilon: float,
+    bounds,
+    grid=1024,
+    smoothing: str | None = None,
+    neighbours: str = "replace",
+    model: str = "central",
+    method: str = "auto",
+    rng: RNGLike = None,
+    n_servers: int = 2,
+    protocol: str = "aggregation",
+) -> PrivateECDF:
     """ε-DP empirical CDF on a public grid, like ``scipy.stats.ecdf(x).cdf``.
 
     Parameters
@@ -186,19 +246,30 @@ def ecdf(x, *, epsilon: float, bounds, grid=1024, smoothing: str | None = None, 
     check_model("ecdf", model)
     if not isinstance(method, str):
         raise ValueError(f"method must be 'auto', 'binary', 'b-ary' or 'b-ary:<b>', got {method!r}")
-    check_positive_int(n_servers, "n_servers", minimum=2, maximum=1024)   # each holds a share of the grid
+    check_positive_int(n_servers, "n_servers", minimum=2, maximum=1024)  # each holds a share of the grid
     epsilon = check_epsilon(epsilon, model=model)
     check_rng(rng)
     if model == "local" and neighbours != "replace":
-        raise ValueError("model='local' needs neighbours='replace': local DP protects each user's value, and the "
-                         "collector counts the reports, so n is public (add/remove would hide participation)")
+        raise ValueError(
+            "model='local' needs neighbours='replace': local DP protects each user's value, and the "
+            "collector counts the reports, so n is public (add/remove would hide participation)"
+        )
     if model == "secure" and protocol == "aggregation" and (not isinstance(n_servers, int) or n_servers < 2):
         raise ValueError(f"n_servers must be an integer >= 2, got {n_servers!r}")
     xs = as_float_array(x, "x", bounds=bounds)
     thresholds = _thresholds(grid, bounds)
-    raw, se, mech, name, cost, noise_model = _private_cumulative(xs, thresholds, bounds, epsilon=epsilon, neighbours=neighbours,
-                                                    method=method, model=model, rng=rng, n_servers=n_servers,
-                                                    protocol=protocol)
+    raw, se, mech, name, cost, noise_model = _private_cumulative(
+        xs,
+        thresholds,
+        bounds,
+        epsilon=epsilon,
+        neighbours=neighbours,
+        method=method,
+        model=model,
+        rng=rng,
+        n_servers=n_servers,
+        protocol=protocol,
+    )
     values = smooth(raw, smoothing)
     params = {**(mech if model == "local" else mech.params()), "smoothing": smoothing}
     if model == "secure":
@@ -209,11 +280,28 @@ def ecdf(x, *, epsilon: float, bounds, grid=1024, smoothing: str | None = None, 
         # (the last cumulative count, covered by the same epsilon), never the exact n
         details["noisy_n"] = float(noise_model["total"])
     else:
-        warn_if_useless("ecdf", float(np.max(se)) if se.size else None, n=int(xs.size), epsilon=epsilon,
-                        model=model, protocol=name, stacklevel=3)
-    est = Estimate(values, stderr=se, guarantee=PureDP(epsilon), model=model, protocol=name, params=params,
-                   n=int(xs.size) if neighbours == "replace" else None, neighbours=neighbours, details=details,
-                   support=(0.0, 1.0), **cost)
+        warn_if_useless(
+            "ecdf",
+            float(np.max(se)) if se.size else None,
+            n=int(xs.size),
+            epsilon=epsilon,
+            model=model,
+            protocol=name,
+            stacklevel=3,
+        )
+    est = Estimate(
+        values,
+        stderr=se,
+        guarantee=PureDP(epsilon),
+        model=model,
+        protocol=name,
+        params=params,
+        n=int(xs.size) if neighbours == "replace" else None,
+        neighbours=neighbours,
+        details=details,
+        support=(0.0, 1.0),
+        **cost,
+    )
     return PrivateECDF(thresholds, values, se, estimate=est, raw=raw)
 
 
@@ -253,16 +341,29 @@ def _band_interval(thresholds, raw, se, qs, level, lo_bound):
     up, down = F + z * np.asarray(se), F - z * np.asarray(se)
     i_lo = np.searchsorted(np.maximum.accumulate(up), qs, side="left")
     i_hi = np.searchsorted(np.maximum.accumulate(down), qs, side="left")
-    grid = np.concatenate([[lo_bound], t])                       # t_{-1} = lower bound
+    grid = np.concatenate([[lo_bound], t])  # t_{-1} = lower bound
     top = t[-1]
-    lo = grid[np.clip(i_lo, 0, t.size)]                          # t_{i_lo - 1}
+    lo = grid[np.clip(i_lo, 0, t.size)]  # t_{i_lo - 1}
     hi = np.where(i_hi >= t.size, top, t[np.clip(i_hi, 0, t.size - 1)])
     return lo, np.maximum(hi, lo)
 
 
-def quantiles(x, q, *, epsilon: float, bounds, model: str = "central", method: str = "auto",
-              neighbours: str = "replace", grid: int = 4096, rng: RNGLike = None, delta: float | None = None,
-              ci_fraction: float = 0.1, postprocess: str = "clip", **kwargs) -> Estimate:
+def quantiles(
+    x,
+    q,
+    *,
+    epsilon: float,
+    bounds,
+    model: str = "central",
+    method: str = "auto",
+    neighbours: str = "replace",
+    grid: int = 4096,
+    rng: RNGLike = None,
+    delta: float | None = None,
+    ci_fraction: float = 0.1,
+    postprocess: str = "clip",
+    **kwargs,
+) -> Estimate:
     """ε-DP quantiles of ``x`` at probabilities ``q``, with confidence intervals.
 
     ``method``: ``"exponential"`` (Smith 2011, one quantile, or ε/m each for several
@@ -299,7 +400,7 @@ def quantiles(x, q, *, epsilon: float, bounds, model: str = "central", method: s
         raise ValueError("q must be probabilities in [0, 1]")
     check_choice(method, "method", ("auto", "exponential", "independent", "joint", "tree"))
     check_rng(rng)
-    check_positive_int(grid, "grid", maximum=MAX_GRID)          # checked even where the method ignores it
+    check_positive_int(grid, "grid", maximum=MAX_GRID)  # checked even where the method ignores it
     if "bins" in kwargs:
         check_positive_int(kwargs["bins"], "bins", minimum=2, maximum=MAX_GRID)
     if model == "shuffle":
@@ -312,51 +413,90 @@ def quantiles(x, q, *, epsilon: float, bounds, model: str = "central", method: s
         shuffle_band = (edges, d["prefix_counts"] / n, np.asarray(d["prefix_stderr"]) / n)
         return _finish_quantiles(est, qs, shuffle_band, bounds, postprocess)
     xs = as_float_array(x, "x", bounds=bounds)
-    public_n = xs.size if neighbours == "replace" else None          # n is private under add/remove
+    public_n = xs.size if neighbours == "replace" else None  # n is private under add/remove
     chosen = _auto_quantile_method(qs.size, public_n) if method == "auto" else method
     if model in ("secure", "local"):
         if method not in ("auto", "tree"):
-            raise ValueError(f"model={model!r} quantiles use method='tree' (Algorithm 1 on a private ECDF), "
-                             f"got method={method!r}")
+            raise ValueError(
+                f"model={model!r} quantiles use method='tree' (Algorithm 1 on a private ECDF), "
+                f"got method={method!r}"
+            )
         chosen = "tree"
     check_choice(chosen, "method", ("exponential", "independent", "joint", "tree"))
     order = np.argsort(qs)
     band: tuple | None = None
     if chosen == "tree":
-        res = ecdf(xs, epsilon=epsilon, bounds=bounds, grid=grid, smoothing="isotonic", neighbours=neighbours,
-                   model=model, rng=rng, **kwargs)
+        res = ecdf(
+            xs,
+            epsilon=epsilon,
+            bounds=bounds,
+            grid=grid,
+            smoothing="isotonic",
+            neighbours=neighbours,
+            model=model,
+            rng=rng,
+            **kwargs,
+        )
         values = np.asarray(res.quantile(qs))
         protocol, params = "ecdf-tree+algorithm1", {**res.estimate.params}
-        cost = {"messages_per_user": res.estimate.messages_per_user, "bits_per_user": res.estimate.bits_per_user}
+        cost = {
+            "messages_per_user": res.estimate.messages_per_user,
+            "bits_per_user": res.estimate.bits_per_user,
+        }
         band = (res.quantiles, res.raw, res.stderr)
         eps_point = epsilon
     else:
         src = as_source(rng) if rng is not None else None
         eps_point = epsilon * (1 - ci_fraction)
         if ci_fraction > 0:
-            res = ecdf(xs, epsilon=epsilon * ci_fraction, bounds=bounds, grid=min(grid, 1024), smoothing="none",
-                       neighbours=neighbours, model="central", rng=src)
+            res = ecdf(
+                xs,
+                epsilon=epsilon * ci_fraction,
+                bounds=bounds,
+                grid=min(grid, 1024),
+                smoothing="none",
+                neighbours=neighbours,
+                model="central",
+                rng=src,
+            )
             band = (res.quantiles, res.raw, res.stderr)
         sx = np.sort(xs)
         if chosen == "joint":
-            v = joint_exponential_quantiles(sx, qs[order], epsilon=eps_point, bounds=bounds, rng=src,
-                                            neighbours=neighbours)
+            v = joint_exponential_quantiles(
+                sx, qs[order], epsilon=eps_point, bounds=bounds, rng=src, neighbours=neighbours
+            )
         else:
-            v = independent_exponential_quantiles(sx, qs[order], epsilon=eps_point, bounds=bounds, rng=src,
-                                                  neighbours=neighbours)
-            v = np.maximum.accumulate(v)    # post-processing: quantiles ordered like their levels
+            v = independent_exponential_quantiles(
+                sx, qs[order], epsilon=eps_point, bounds=bounds, rng=src, neighbours=neighbours
+            )
+            v = np.maximum.accumulate(v)  # post-processing: quantiles ordered like their levels
         values = np.empty(qs.size)
         values[order] = v
-        protocol, params = {"joint": "joint-exponential", "exponential": "exponential",
-                            "independent": "independent-exponential"}[chosen], {}
+        protocol, params = (
+            {
+                "joint": "joint-exponential",
+                "exponential": "exponential",
+                "independent": "independent-exponential",
+            }[chosen],
+            {},
+        )
         if ci_fraction > 0:
             params.update(ci_fraction=ci_fraction, interval="central ECDF band")
         cost = {"messages_per_user": 0.0, "bits_per_user": 0.0}
     params.update(method=chosen, q=qs.tolist())
     if model == "local":
         protocol = "ecdf-local-hierarchy+algorithm1"
-    est = Estimate(values, stderr=None, guarantee=PureDP(epsilon), model=model, protocol=protocol, params=params,
-                   n=public_n, neighbours=neighbours, **cost)         # n is private (None) under add/remove
+    est = Estimate(
+        values,
+        stderr=None,
+        guarantee=PureDP(epsilon),
+        model=model,
+        protocol=protocol,
+        params=params,
+        n=public_n,
+        neighbours=neighbours,
+        **cost,
+    )  # n is private (None) under add/remove
     return _finish_quantiles(est, qs, band, bounds, postprocess)
 
 
@@ -383,7 +523,9 @@ def _finish_quantiles(est: Estimate, qs, band, bounds, postprocess) -> Estimate:
         lo95, hi95 = ci_fn(0.95)
         stderr = (hi95 - lo95) / (2 * 1.959963984540054)
         details["interval_method"] = "inverted pointwise band of a raw private ECDF"
-    return replace(est, value=value, stderr=stderr, details=details, support=(float(bounds[0]), float(bounds[1])))
+    return replace(
+        est, value=value, stderr=stderr, details=details, support=(float(bounds[0]), float(bounds[1]))
+    )
 
 
 def raw_covariance(result: PrivateECDF) -> np.ndarray:
@@ -399,7 +541,7 @@ def raw_covariance(result: PrivateECDF) -> np.ndarray:
     k = result.raw.size
     total = nm["total"]
     if nm["public_total"]:
-        return cov_counts[:k, :k] / total ** 2
+        return cov_counts[:k, :k] / total**2
     F = nm["values"]
     J = np.zeros((k, F.size))
     J[:, :k] = np.eye(k)
@@ -416,7 +558,7 @@ def _auc_terms(pos_raw: np.ndarray, neg_raw: np.ndarray):
     # d auc / d tpr_j = (fpr_{j+1} - fpr_{j-1}) / 2,  d auc / d fpr_j = (tpr_{j-1} - tpr_{j+1}) / 2 (inner j)
     g_tpr = (fpr[2:] - fpr[:-2]) / 2
     g_fpr = (tpr[:-2] - tpr[2:]) / 2
-    return auc, -g_tpr[::-1], -g_fpr[::-1]        # chain rule: tpr_j = 1 - pos_{N+1-j}
+    return auc, -g_tpr[::-1], -g_fpr[::-1]  # chain rule: tpr_j = 1 - pos_{N+1-j}
 
 
 def _second_difference_cov(A: np.ndarray) -> np.ndarray:
@@ -442,9 +584,20 @@ def auc_variance(pos_raw, neg_raw, cov_pos, cov_neg) -> tuple[float, float]:
     return lin + cross, max(lin - cross, cross)
 
 
-def roc_curve(y_true, y_score, *, epsilon: float, bounds=(0.0, 1.0), labels: str = "public", grid: int = 1024,
-              smoothing: str = "isotonic", method: str = "auto", model: str = "central", rng: RNGLike = None,
-              **kwargs):
+def roc_curve(
+    y_true,
+    y_score,
+    *,
+    epsilon: float,
+    bounds=(0.0, 1.0),
+    labels: str = "public",
+    grid: int = 1024,
+    smoothing: str = "isotonic",
+    method: str = "auto",
+    model: str = "central",
+    rng: RNGLike = None,
+    **kwargs,
+):
     """ε-DP ROC curve from two private ECDFs (scores of positives and of negatives).
 
     Returns ``fpr, tpr, thresholds, estimate``: the curve from (0, 0) to (1, 1) with
@@ -482,15 +635,27 @@ def roc_curve(y_true, y_score, *, epsilon: float, bounds=(0.0, 1.0), labels: str
     s = as_float_array(y_score, "y_score", bounds=bounds)
     check_same_length(y_true=y, y_score=s)
     if model == "local" and labels == "private":
-        raise ValueError("model='local' roc_curve needs labels='public': with private labels a user would have to "
-                         "hide its class, which the per-class local histograms do not; use model='central' or "
-                         "'secure' for private labels")
+        raise ValueError(
+            "model='local' roc_curve needs labels='public': with private labels a user would have to "
+            "hide its class, which the per-class local histograms do not; use model='central' or "
+            "'secure' for private labels"
+        )
     eps_each, nb = (epsilon, "replace") if labels == "public" else (epsilon / 2, "add-remove")
     src = as_source(rng) if rng is not None else None
     curves = []
     for cls in (True, False):
-        r = ecdf(s[y == cls], epsilon=eps_each, bounds=bounds, grid=grid, smoothing=smoothing, neighbours=nb,
-                 method=method, model=model, rng=src, **kwargs)
+        r = ecdf(
+            s[y == cls],
+            epsilon=eps_each,
+            bounds=bounds,
+            grid=grid,
+            smoothing=smoothing,
+            neighbours=nb,
+            method=method,
+            model=model,
+            rng=src,
+            **kwargs,
+        )
         curves.append(r)
     pos, neg = curves
     tau = pos.quantiles
@@ -601,8 +766,18 @@ def _hl_simulate(E1, E0, O1, O0, scale_e_steps, scale_o, min_expected, gen, reps
     return _hl_statistic(E1 + ne[:, 0], E0 + ne[:, 1], O1 + no[:, 0], O0 + no[:, 1], min_expected)
 
 
-def hl_uncertainty(E1n, E0n, O1n, O0n, accounting: dict, *, min_expected: float = 0.5, bootstrap: int = 2000,
-                   rng=None, shrink: bool = True) -> tuple[float, float]:
+def hl_uncertainty(
+    E1n,
+    E0n,
+    O1n,
+    O0n,
+    accounting: dict,
+    *,
+    min_expected: float = 0.5,
+    bootstrap: int = 2000,
+    rng=None,
+    shrink: bool = True,
+) -> tuple[float, float]:
     """(p-value, stderr) of the DP Hosmer–Lemeshow statistic from the released sums (post-processing).
 
     See :func:`hosmer_lemeshow`; ``shrink=False`` plugs the raw noisy residuals in (biased
@@ -610,7 +785,7 @@ def hl_uncertainty(E1n, E0n, O1n, O0n, accounting: dict, *, min_expected: float 
     """
     gen = np.random.default_rng(rng)
     scale_e, scale_o = float(accounting["scale_expected_steps"]), float(accounting["scale_observed"])
-    var_e = discrete_laplace_variance(scale_e) / HL_STEPS ** 2
+    var_e = discrete_laplace_variance(scale_e) / HL_STEPS**2
     var_o = discrete_laplace_variance(scale_o)
     H = float(_hl_statistic(E1n, E0n, O1n, O0n, min_expected))
     E1h, E0h = np.maximum(E1n, min_expected), np.maximum(E0n, min_expected)
@@ -622,7 +797,7 @@ def hl_uncertainty(E1n, E0n, O1n, O0n, accounting: dict, *, min_expected: float 
     plug = []
     for O, E in ((O1n, E1h), (O0n, E0h)):
         d = O - E
-        plug.append(E + np.sign(d) * np.sqrt(np.maximum(d ** 2 - var_o - var_e, 0.0)) if shrink else O)
+        plug.append(E + np.sign(d) * np.sqrt(np.maximum(d**2 - var_o - var_e, 0.0)) if shrink else O)
     sims = _hl_simulate(E1h, E0h, plug[0], plug[1], scale_e, scale_o, min_expected, gen, bootstrap)
     return p_value, float(np.std(sims, ddof=1))
 
@@ -663,11 +838,13 @@ def hosmer_lemeshow(y_true, y_prob, *, epsilon: float, groups: int = 10, depth: 
     """
     epsilon = check_epsilon(epsilon)
     check_model("hosmer_lemeshow", model)
-    L = check_positive_int(depth, "depth", maximum=24)               # the quantile grid has 2^depth cells
+    L = check_positive_int(depth, "depth", maximum=24)  # the quantile grid has 2^depth cells
     Q = check_positive_int(groups, "groups", minimum=3, maximum=1 << L)
-    B = check_positive_int(bootstrap, "bootstrap", minimum=100, maximum=10**6)   # B x groups bootstrap draws
+    B = check_positive_int(bootstrap, "bootstrap", minimum=100, maximum=10**6)  # B x groups bootstrap draws
     if check_real(min_expected, "min_expected") <= 0:
-        raise ValueError(f"min_expected must be > 0 (the statistic divides by the floored E), got {min_expected!r}")
+        raise ValueError(
+            f"min_expected must be > 0 (the statistic divides by the floored E), got {min_expected!r}"
+        )
     if not isinstance(method, str):
         raise ValueError(f"method must be 'auto', 'binary', 'b-ary' or 'b-ary:<b>', got {method!r}")
     check_choice(budget, "budget", HL_BUDGETS)
@@ -691,7 +868,7 @@ def hosmer_lemeshow(y_true, y_prob, *, epsilon: float, groups: int = 10, depth: 
                  + discrete_laplace_variance(float(acc["scale_expected_steps"])) / HL_STEPS ** 2)
     H_unbiased = H - float(np.sum(noise_var / np.maximum(np.r_[E1n, E0n], min_expected)))
 
-    gen = np.random.default_rng(src.uint64(4).tolist() if rng is None else int(src.integers(2 ** 62)))
+    gen = np.random.default_rng(src.uint64(4).tolist() if rng is None else int(src.integers(2**62)))
     p_value, stderr = hl_uncertainty(E1n, E0n, O1n, O0n, acc, min_expected=min_expected, bootstrap=B, rng=gen)
     warn_if_useless("hosmer_lemeshow", stderr, n=int(y.size), epsilon=epsilon, model="central",
                     protocol="hosmer-lemeshow-algorithm2", stacklevel=3)
@@ -731,9 +908,15 @@ def _plan_ecdf_secure(*, n, epsilon, grid=1024, n_servers=2, **_) -> Option:
     from privstats.secure.noise import noise_variance_factor
 
     mech, se = _central_curve(n, epsilon, grid)
-    se *= math.sqrt(noise_variance_factor(n_servers))         # every server's share is a full noise
-    return Option("secure", mech.name + "+secure-aggregation", {**_short(mech.params()), "servers": n_servers}, se,
-                  messages_per_user=float(n_servers), bits_per_user=128.0 * (n_servers - 1) + 64.0 * (grid + 2))
+    se *= math.sqrt(noise_variance_factor(n_servers))  # every server's share is a full noise
+    return Option(
+        "secure",
+        mech.name + "+secure-aggregation",
+        {**_short(mech.params()), "servers": n_servers},
+        se,
+        messages_per_user=float(n_servers),
+        bits_per_user=128.0 * (n_servers - 1) + 64.0 * (grid + 2),
+    )
 
 
 @register("ecdf", "local", "hierarchical-histogram")
@@ -741,9 +924,14 @@ def _plan_ecdf_local(*, n, epsilon, grid=1024, **_) -> Option:
     from privstats.cdf.local import local_hierarchy, mean_prefix_variance
 
     hh = local_hierarchy(int(grid) + 1, epsilon, n, "auto")
-    return Option("local", "local-hierarchical-histogram", {"branching": hh.branching, "height": hh.height},
-                  math.sqrt(mean_prefix_variance(hh, n)) / n, messages_per_user=float(hh.messages_per_user),
-                  bits_per_user=float(hh.bits_per_user))
+    return Option(
+        "local",
+        "local-hierarchical-histogram",
+        {"branching": hh.branching, "height": hh.height},
+        math.sqrt(mean_prefix_variance(hh, n)) / n,
+        messages_per_user=float(hh.messages_per_user),
+        bits_per_user=float(hh.bits_per_user),
+    )
 
 
 def _width(bounds):
@@ -756,13 +944,23 @@ def _plan_quantiles_exp(*, n, epsilon, bounds=None, q=(0.5,), ci_fraction=0.1, *
     spacings it samples within (uniform data, where one rank is (hi - lo)/n in value)."""
     m = len(np.atleast_1d(q))
     eps = epsilon * (1 - ci_fraction) / m
-    return Option("central", "exponential" if m == 1 else "independent-exponential", {"ci_fraction": ci_fraction},
-                  _width(bounds) * math.sqrt(8 / eps**2 + 4) / n)
+    return Option(
+        "central",
+        "exponential" if m == 1 else "independent-exponential",
+        {"ci_fraction": ci_fraction},
+        _width(bounds) * math.sqrt(8 / eps**2 + 4) / n,
+    )
 
 
 def _quantile_from_curve(opt: Option, bounds) -> Option:
-    return Option(opt.model, opt.protocol + "+algorithm1", opt.params, _width(bounds) * opt.stderr,
-                  messages_per_user=opt.messages_per_user, bits_per_user=opt.bits_per_user)
+    return Option(
+        opt.model,
+        opt.protocol + "+algorithm1",
+        opt.params,
+        _width(bounds) * opt.stderr,
+        messages_per_user=opt.messages_per_user,
+        bits_per_user=opt.bits_per_user,
+    )
 
 
 @register("quantiles", "secure", "tree")
@@ -791,9 +989,16 @@ def _plan_quantiles_shuffle(*, n, epsilon, delta=0.0, bounds=None, bins=64, **_)
     F_se = node_se * math.sqrt(L / 2) / n
     w = _width(bounds)
     bias = w / bins / math.sqrt(12)
-    return Option("shuffle", "shuffle-range-quantiles", {"bins": bins}, math.hypot(w * F_se, bias), bias=bias,
-                  messages_per_user=float(proto.messages_per_user), bits_per_user=float(proto.bits_per_user),
-                  delta=delta)
+    return Option(
+        "shuffle",
+        "shuffle-range-quantiles",
+        {"bins": bins},
+        math.hypot(w * F_se, bias),
+        bias=bias,
+        messages_per_user=float(proto.messages_per_user),
+        bits_per_user=float(proto.bits_per_user),
+        delta=delta,
+    )
 
 
 def _plan_roc(model, n, epsilon, grid, n_pos):
@@ -806,7 +1011,9 @@ def _plan_roc(model, n, epsilon, grid, n_pos):
         for m in (n_pos, n_neg):
             hh = local_hierarchy(int(grid) + 1, epsilon, m, "auto")
             cells = np.full(int(grid) + 1, m / (grid + 1))
-            levels = np.full(hh.height, m / hh.height) if hh.split == "users" else np.full(hh.height, float(m))
+            levels = (
+                np.full(hh.height, m / hh.height) if hh.split == "users" else np.full(hh.height, float(m))
+            )
             covs.append(hh.prefix_covariance(cells, levels)[:-1, :-1] / m**2)
         bits = float(hh.bits_per_user)
     else:
@@ -818,10 +1025,17 @@ def _plan_roc(model, n, epsilon, grid, n_pos):
         bits = 0.0 if model == "central" else 128.0 + 64.0 * (grid + 2)
     curve = np.linspace(0, 1, int(grid) + 1)[1:]
     var, _ = auc_variance(curve, curve, covs[0], covs[1])
-    return Option(model, "roc-two-ecdfs", {"grid": grid}, math.sqrt(var), bits_per_user=bits,
-                  messages_per_user=0.0 if model == "central" else 1.0)
+    return Option(
+        model,
+        "roc-two-ecdfs",
+        {"grid": grid},
+        math.sqrt(var),
+        bits_per_user=bits,
+        messages_per_user=0.0 if model == "central" else 1.0,
+    )
 
 
 for _m in ("central", "secure", "local"):
     register("roc_curve", _m, "roc-two-ecdfs")(
-        lambda *, n, epsilon, grid=256, n_pos=None, _m=_m, **_: _plan_roc(_m, n, epsilon, grid, n_pos))
+        lambda *, n, epsilon, grid=256, n_pos=None, _m=_m, **_: _plan_roc(_m, n, epsilon, grid, n_pos)
+    )

@@ -32,12 +32,30 @@ from privstats.shuffle.hadamard import HadamardMultiMessage
 from privstats.shuffle.heavy import prefix_tree_heavy_hitters
 from privstats.shuffle.ranges import box_terms, support_nd
 from privstats.shuffle.single import ShuffledKRR, ShuffledRAPPOR
-from privstats.validation import (as_domain_values, as_float_array, check_bounds, check_choice, check_delta,
-                                  check_domain_size, check_epsilon, check_positive_int)
-from privstats.validation import MAX_CELLS, check_array, check_real
+from privstats.validation import (
+    MAX_CELLS,
+    as_domain_values,
+    as_float_array,
+    check_array,
+    check_bounds,
+    check_choice,
+    check_delta,
+    check_domain_size,
+    check_epsilon,
+    check_positive_int,
+    check_real,
+)
 
-__all__ = ["frequencies", "range_counts", "heavy_hitters", "shuffle_quantiles", "shuffle_protocol",
-           "SHUFFLE_PROTOCOLS", "MODELS", "require_delta"]
+__all__ = [
+    "MODELS",
+    "SHUFFLE_PROTOCOLS",
+    "frequencies",
+    "heavy_hitters",
+    "range_counts",
+    "require_delta",
+    "shuffle_protocol",
+    "shuffle_quantiles",
+]
 
 SHUFFLE_PROTOCOLS = ("auto", "single", "single-rr", "single-rappor", "multi-hadamard", "multi-countmin")
 MODELS = ("shuffle", "local", "central")
@@ -55,8 +73,10 @@ def require_delta(delta, n: int) -> float:
     pure-DP protocol here, so ``None`` is an error that says what to pass (δ well below 1/n)."""
     if delta is None:
         suggestion = min(DEFAULT_DELTA, 1.0 / (10 * max(n, 1)))
-        raise ValueError(f"delta: model='shuffle' gives (epsilon, delta)-DP and needs delta passed explicitly "
-                         f"(e.g. delta={suggestion:.3g}, well below 1/n); no delta is spent unless you pass one")
+        raise ValueError(
+            f"delta: model='shuffle' gives (epsilon, delta)-DP and needs delta passed explicitly "
+            f"(e.g. delta={suggestion:.3g}, well below 1/n); no delta is spent unless you pass one"
+        )
     return check_delta(delta)
 
 
@@ -70,8 +90,10 @@ def _resolve_model(statistic: str, model, protocol=None) -> str:
         elif protocol is not None and protocol != "auto" and protocol in SHUFFLE_PROTOCOLS:
             model = "shuffle"
         elif protocol not in (None, "auto"):
-            raise ValueError(f"protocol must be a local oracle {sorted(ORACLES)} or a shuffle protocol "
-                             f"{list(SHUFFLE_PROTOCOLS)}, got {protocol!r}")
+            raise ValueError(
+                f"protocol must be a local oracle {sorted(ORACLES)} or a shuffle protocol "
+                f"{list(SHUFFLE_PROTOCOLS)}, got {protocol!r}"
+            )
         else:
             model = DEFAULT_MODEL
     return check_model(statistic, model)
@@ -81,8 +103,15 @@ def _in_range(est: Estimate, n: int, postprocess: str, statistic: str) -> Estima
     """Counts clipped into [0, n] (raw unbiased counts in ``details["unbiased"]``)."""
     se = est.stderr
     if se is not None:
-        warn_if_useless(statistic, float(np.max(se)), n=n, epsilon=est.epsilon or 1.0, model=est.model,
-                        protocol=est.protocol, stacklevel=4)
+        warn_if_useless(
+            statistic,
+            float(np.max(se)),
+            n=n,
+            epsilon=est.epsilon or 1.0,
+            model=est.model,
+            protocol=est.protocol,
+            stacklevel=4,
+        )
     return constrain(est, 0.0, float(n), postprocess=postprocess)
 
 
@@ -94,7 +123,9 @@ def _codes(values, domain) -> tuple[np.ndarray, int]:
     try:
         labels = list(domain)
     except TypeError:
-        raise ValueError(f"domain must be a domain size (int) or a sequence of labels, got {domain!r}") from None
+        raise ValueError(
+            f"domain must be a domain size (int) or a sequence of labels, got {domain!r}"
+        ) from None
     d = check_domain_size(len(labels), "domain")
     index = {v: i for i, v in enumerate(labels)}
     if len(index) != d:
@@ -121,7 +152,9 @@ def _worst_se(proto) -> float:
 
 
 def shuffle_protocol(protocol: str, d: int, n: int, epsilon: float, delta: float, **options):
-    """The shuffle-model frequency protocol object for ``protocol`` (``"single"``/``"auto"`` choose by worst-case stderr)."""
+    """The shuffle-model frequency protocol object for ``protocol``.
+
+    ``"single"`` and ``"auto"`` choose by worst-case standard error."""
     check_choice(protocol, "protocol", SHUFFLE_PROTOCOLS)
     if protocol == "single-rr":
         return ShuffledKRR(d, n=n, epsilon=epsilon, delta=delta, **options)
@@ -156,17 +189,28 @@ def _draw_state(proto, values, rng: RNGLike):
         return proto.simulate(values, as_generator(rng))
     src = as_source(None)
     values = np.asarray(values)
-    width = int(getattr(proto, "messages_per_user", 1) or 1) * max(1, int(getattr(proto, "domain_size", 1)) // 64)
+    width = int(getattr(proto, "messages_per_user", 1) or 1) * max(
+        1, int(getattr(proto, "domain_size", 1)) // 64
+    )
     chunk = max(256, (1 << 22) // max(1, width))
     state = proto.new_state()
     for s in range(0, values.shape[0], chunk):
-        state = proto.aggregate(proto.encode_batch(values[s:s + chunk], src), state)
+        state = proto.aggregate(proto.encode_batch(values[s : s + chunk], src), state)
     return state
 
 
-def frequencies(values, *, domain, epsilon: float, delta: float | None = None, model: str | None = None,
-                protocol: str | None = None, rng: RNGLike = None, postprocess: str = "clip",
-                **options) -> Estimate:
+def frequencies(
+    values,
+    *,
+    domain,
+    epsilon: float,
+    delta: float | None = None,
+    model: str | None = None,
+    protocol: str | None = None,
+    rng: RNGLike = None,
+    postprocess: str = "clip",
+    **options,
+) -> Estimate:
     """Private count of every domain element (``estimate.value[i]`` = count of element i).
 
     ``model="shuffle"``: ``protocol`` is ``"single"`` (the better single-message protocol for
@@ -193,7 +237,7 @@ def frequencies(values, *, domain, epsilon: float, delta: float | None = None, m
     epsilon = check_epsilon(epsilon, model=model)
     if delta is not None:
         check_delta(delta)
-    if protocol is not None:      # checked whatever the model, so a bad value is never silently ignored
+    if protocol is not None:  # checked whatever the model, so a bad value is never silently ignored
         check_choice(protocol, "protocol", {"auto", "grr", "oue", "olh", "hr", *SHUFFLE_PROTOCOLS})
     codes, d = _codes(values, domain)
     n = codes.size
@@ -207,6 +251,7 @@ def frequencies(values, *, domain, epsilon: float, delta: float | None = None, m
                        details={"ci_law": {"discrete_laplace_scale": scale}})
     elif model == "local":
         from privstats.local.choose import ORACLES, make_oracle
+
         check_choice(protocol or "auto", "protocol", {"auto", *ORACLES})
         oracle = make_oracle(protocol or "auto", d, epsilon)
         est = oracle.estimate(_draw_state(oracle, codes, rng))
@@ -219,8 +264,9 @@ def frequencies(values, *, domain, epsilon: float, delta: float | None = None, m
 
 @register("frequencies", "central", "discrete-laplace")
 def _plan_freq_central(*, n, epsilon, **_):
-    return Option("central", "discrete-laplace", {"sensitivity": 2},
-                  math.sqrt(discrete_laplace_variance(2.0 / epsilon)))
+    return Option(
+        "central", "discrete-laplace", {"sensitivity": 2}, math.sqrt(discrete_laplace_variance(2.0 / epsilon))
+    )
 
 
 @register("frequencies", "local", "best-oracle")
@@ -233,8 +279,14 @@ def _plan_freq_local(*, n, epsilon, domain=None, **_):
     d = domain if isinstance(domain, int) else len(domain)
     oracle = best_oracle(d, epsilon)
     se = float(np.sqrt(oracle.variance(n, np.zeros(d))[0]))
-    return Option("local", oracle.name, {"oracle": oracle.name}, se, messages_per_user=1.0,
-                  bits_per_user=float(oracle.bits_per_user))
+    return Option(
+        "local",
+        oracle.name,
+        {"oracle": oracle.name},
+        se,
+        messages_per_user=1.0,
+        bits_per_user=float(oracle.bits_per_user),
+    )
 
 
 @register("frequencies", "shuffle", "auto")
@@ -247,17 +299,33 @@ def _plan_freq_shuffle(*, n, epsilon, delta=0.0, domain=None, **_):
         proto = shuffle_protocol("auto", d, n, epsilon, delta)
     except ValueError:
         return None
-    return Option("shuffle", proto.name if hasattr(proto, "name") else type(proto).__name__, {}, _worst_se(proto),
-                  messages_per_user=float(proto.messages_per_user), bits_per_user=float(proto.bits_per_user),
-                  delta=delta)
+    return Option(
+        "shuffle",
+        proto.name if hasattr(proto, "name") else type(proto).__name__,
+        {},
+        _worst_se(proto),
+        messages_per_user=float(proto.messages_per_user),
+        bits_per_user=float(proto.bits_per_user),
+        delta=delta,
+    )
 
 
 def _pad_pow2(B: int) -> int:
-    return 1 << int(math.ceil(math.log2(max(B, 2))))
+    return 1 << math.ceil(math.log2(max(B, 2)))
 
 
-def range_counts(values, ranges=None, *, domain: int, epsilon: float, delta: float | None = None,
-                 model: str | None = None, rng: RNGLike = None, postprocess: str = "clip", **options) -> Estimate:
+def range_counts(
+    values,
+    ranges=None,
+    *,
+    domain: int,
+    epsilon: float,
+    delta: float | None = None,
+    model: str | None = None,
+    rng: RNGLike = None,
+    postprocess: str = "clip",
+    **options,
+) -> Estimate:
     """Private counts of points in ranges (1-d) or boxes (d-dim), by the dyadic tree of §5.
 
     ``values``: integers in [0, domain) (1-d), or an (n, dim) integer array (each axis in
@@ -284,7 +352,9 @@ def range_counts(values, ranges=None, *, domain: int, epsilon: float, delta: flo
     dim = 1 if raw.ndim == 1 else raw.shape[1] if raw.ndim == 2 else 0
     if dim == 0:
         raise ValueError("values must be a 1-d array of integers or an (n, dim) integer array")
-    pts = np.column_stack([as_domain_values(raw if dim == 1 else raw[:, s], B0, "values") for s in range(dim)])
+    pts = np.column_stack(
+        [as_domain_values(raw if dim == 1 else raw[:, s], B0, "values") for s in range(dim)]
+    )
     n = pts.shape[0]
     if ranges is None:
         if dim != 1:
@@ -295,51 +365,78 @@ def range_counts(values, ranges=None, *, domain: int, epsilon: float, delta: flo
         shape = "(lo, hi)" if dim == 1 else f"{dim} pairs (lo, hi)"
         if not hasattr(ranges, "__len__") or isinstance(ranges, (str, bytes)):
             raise ValueError(f"ranges must be a list of (lo, hi) pairs or None, got {ranges!r}")
-        single = dim == 1 and len(ranges) == 2 and all(np.isscalar(e) for e in ranges)   # one (lo, hi)
-        for r in ([ranges] if single else ranges):
+        single = dim == 1 and len(ranges) == 2 and all(np.isscalar(e) for e in ranges)  # one (lo, hi)
+        for r in [ranges] if single else ranges:
             try:
                 box = ((r[0], r[1]),) if dim == 1 and len(r) == 2 else tuple((b[0], b[1]) for b in r)
                 if len(box) != dim or any(len(b) != 2 for b in (r if dim > 1 else [r])):
                     raise TypeError
             except (TypeError, IndexError):
-                raise ValueError(f"ranges must be a list of {shape} (half-open, integer ends), got {r!r}") from None
+                raise ValueError(
+                    f"ranges must be a list of {shape} (half-open, integer ends), got {r!r}"
+                ) from None
             if any(not isinstance(e, (int, np.integer)) or isinstance(e, bool) for b in box for e in b):
-                raise ValueError(f"ranges: range ends must be integers (half-open [lo, hi) over item codes), got {r!r}")
+                raise ValueError(
+                    f"ranges: range ends must be integers (half-open [lo, hi) over item codes), got {r!r}"
+                )
             if any(not (0 <= lo <= hi <= B0) for lo, hi in box):
-                raise ValueError(f"ranges: each range must be {shape} with 0 <= lo <= hi <= {B0}, got {r!r:.80}")
+                raise ValueError(
+                    f"ranges: each range must be {shape} with 0 <= lo <= hi <= {B0}, got {r!r:.80}"
+                )
             boxes.append(tuple((int(lo), int(hi)) for lo, hi in box))
     L = int(math.log2(B))
     k = (1 + L) ** dim
-    M = B ** dim
-    if M > MAX_CELLS:      # the tree keeps B^dim node counts (and local: B^dim cells x dim coordinates)
-        raise ValueError(f"domain: {B}^{dim} = {M:.3g} cells exceed {MAX_CELLS} (2 GiB of counts); use a smaller "
-                         "domain or fewer dimensions")
+    M = B**dim
+    if M > MAX_CELLS:  # the tree keeps B^dim node counts (and local: B^dim cells x dim coordinates)
+        raise ValueError(
+            f"domain: {B}^{dim} = {M:.3g} cells exceed {MAX_CELLS} (2 GiB of counts); use a smaller "
+            "domain or fewer dimensions"
+        )
     terms = [box_terms(b, B) for b in boxes]
     if model == "local":
         from privstats.local.choose import linear_variance, make_oracle
+
         flat = np.zeros(n, dtype=np.int64)
         for s in range(dim):
-            flat += pts[:, s] * B ** s
+            flat += pts[:, s] * B**s
         oracle = make_oracle(options.get("protocol", "auto"), M, epsilon)
         est = oracle.estimate(_draw_state(oracle, flat, rng))
-        grids = np.indices((B,) * dim).reshape(dim, -1)   # axis s of flattened cell (sum id_s B^s, C-order reversed)
+        grids = np.indices((B,) * dim).reshape(
+            dim, -1
+        )  # axis s of flattened cell (sum id_s B^s, C-order reversed)
         coords = [np.asarray(grids[dim - 1 - s]) for s in range(dim)]
-        inside = [np.all([(coords[s] >= lo) & (coords[s] < hi) for s, (lo, hi) in enumerate(b)], axis=0)
-                  for b in boxes]
+        inside = [
+            np.all([(coords[s] >= lo) & (coords[s] < hi) for s, (lo, hi) in enumerate(b)], axis=0)
+            for b in boxes
+        ]
         plug = np.clip(est.value, 0, n)
         value = np.array([est.value[m].sum() for m in inside])
         se = np.array([math.sqrt(max(linear_variance(oracle, plug, m.astype(float)), 0.0)) for m in inside])
-        return _in_range(Estimate(value=value, stderr=se, guarantee=est.guarantee, model="local",
-                                  protocol=f"flat-{est.protocol}", params={**est.params, "domain": B0, "dims": dim},
-                                  n=n, messages_per_user=est.messages_per_user, bits_per_user=est.bits_per_user),
-                         n, postprocess, "range_counts")
+        return _in_range(
+            Estimate(
+                value=value,
+                stderr=se,
+                guarantee=est.guarantee,
+                model="local",
+                protocol=f"flat-{est.protocol}",
+                params={**est.params, "domain": B0, "dims": dim},
+                n=n,
+                messages_per_user=est.messages_per_user,
+                bits_per_user=est.bits_per_user,
+            ),
+            n,
+            postprocess,
+            "range_counts",
+        )
     sets = support_nd(pts, B)
     guarantee: PureDP | ApproxDP
     bpu: float
     if model == "central":
         ids = sets[sets >= 0]
         scale = 2.0 * k / epsilon
-        noisy = add_count_noise(np.bincount(ids, minlength=M), epsilon, sensitivity=2 * k, rng=rng).astype(float)
+        noisy = add_count_noise(np.bincount(ids, minlength=M), epsilon, sensitivity=2 * k, rng=rng).astype(
+            float
+        )
         node_se = np.full(M, math.sqrt(discrete_laplace_variance(scale)))
         guarantee, proto_name = PureDP(epsilon), "tree-discrete-laplace"
         params = {"domain": B0, "dims": dim, "tree_leaves": B, "k": k, "scale": scale}
@@ -354,14 +451,36 @@ def range_counts(values, ranges=None, *, domain: int, epsilon: float, delta: flo
         mpu, bpu = proto.messages_per_user, proto.bits_per_user
     value = np.array([sum(c * noisy[node] for node, c in t.items()) for t in terms])
     se = np.array([math.sqrt(sum(c * c * node_se[node] ** 2 for node, c in t.items())) for t in terms])
-    return _in_range(Estimate(value=value, stderr=se, guarantee=guarantee, model=model, protocol=proto_name,
-                              params=params, n=n, messages_per_user=mpu, bits_per_user=bpu,
-                              details={"max_terms": max((len(t) for t in terms), default=0)}),
-                     n, postprocess, "range_counts")
+    return _in_range(
+        Estimate(
+            value=value,
+            stderr=se,
+            guarantee=guarantee,
+            model=model,
+            protocol=proto_name,
+            params=params,
+            n=n,
+            messages_per_user=mpu,
+            bits_per_user=bpu,
+            details={"max_terms": max((len(t) for t in terms), default=0)},
+        ),
+        n,
+        postprocess,
+        "range_counts",
+    )
 
 
-def shuffle_quantiles(x, q, *, epsilon: float, delta: float | None = None, bounds, rng: RNGLike = None,
-                      bins: int = 64, **options) -> Estimate:
+def shuffle_quantiles(
+    x,
+    q,
+    *,
+    epsilon: float,
+    delta: float | None = None,
+    bounds,
+    rng: RNGLike = None,
+    bins: int = 64,
+    **options,
+) -> Estimate:
     """Quantiles from shuffled range counts (Ghazi et al. App. E): first bin whose noisy prefix count reaches qn.
 
     ``x`` is discretised into ``bins`` (a power of two) equal bins over the public ``bounds``;
@@ -385,21 +504,45 @@ def shuffle_quantiles(x, q, *, epsilon: float, delta: float | None = None, bound
         raise ValueError("q must be probabilities in [0, 1]")
     width = (hi - lo) / bins
     codes = np.minimum(((xs - lo) / width).astype(np.int64), bins - 1)
-    prefix = range_counts(codes, None, domain=bins, epsilon=epsilon, delta=delta, model="shuffle", rng=rng,
-                          postprocess="none", **options)
-    P = np.maximum.accumulate(prefix.value)                  # monotone post-processing of #{x < bin end}
+    prefix = range_counts(
+        codes,
+        None,
+        domain=bins,
+        epsilon=epsilon,
+        delta=delta,
+        model="shuffle",
+        rng=rng,
+        postprocess="none",
+        **options,
+    )
+    P = np.maximum.accumulate(prefix.value)  # monotone post-processing of #{x < bin end}
     n = xs.size
     idx = np.array([min(int(np.searchsorted(P, qq * n, side="left")), bins - 1) for qq in qs])
     value = lo + (idx + 0.5) * width
-    return Estimate(value=value, stderr=None, guarantee=prefix.guarantee, model="shuffle",
-                    protocol="shuffle-range-quantiles", params={**prefix.params, "bins": bins, "bounds": (lo, hi)},
-                    n=n, messages_per_user=prefix.messages_per_user, bits_per_user=prefix.bits_per_user,
-                    details={"q": qs, "prefix_counts": prefix.value, "prefix_stderr": prefix.stderr,
-                             "bin_width": width})
+    return Estimate(
+        value=value,
+        stderr=None,
+        guarantee=prefix.guarantee,
+        model="shuffle",
+        protocol="shuffle-range-quantiles",
+        params={**prefix.params, "bins": bins, "bounds": (lo, hi)},
+        n=n,
+        messages_per_user=prefix.messages_per_user,
+        bits_per_user=prefix.bits_per_user,
+        details={"q": qs, "prefix_counts": prefix.value, "prefix_stderr": prefix.stderr, "bin_width": width},
+    )
 
 
-def heavy_hitters(values, *, domain: int, epsilon: float, delta: float | None = None, threshold: float | None = None,
-                  model: str | None = None, rng: RNGLike = None) -> Estimate:
+def heavy_hitters(
+    values,
+    *,
+    domain: int,
+    epsilon: float,
+    delta: float | None = None,
+    threshold: float | None = None,
+    model: str | None = None,
+    rng: RNGLike = None,
+) -> Estimate:
     """Elements whose count is at least ``threshold`` (a prefix tree over log₂B oracles; users split by level).
 
     ``estimate.value`` holds the found elements, ``details["counts"]``/``details["stderr"]``
@@ -425,22 +568,24 @@ def heavy_hitters(values, *, domain: int, epsilon: float, delta: float | None = 
     L = int(math.log2(B))
     if model == "shuffle":
         delta = require_delta(delta, n)
-    shuffle_delta = float(delta or 0.0)      # the shuffle model's δ (unused by the other models)
+    shuffle_delta = float(delta or 0.0)  # the shuffle model's δ (unused by the other models)
     comm: dict[str, Any] = {}
 
     def level_estimator(level, items, g):
         size = 1 << level
         m = max(items.size, 2)
-        if items.size == 0:                   # no user drew this level (tiny n): it finds nothing
+        if items.size == 0:  # no user drew this level (tiny n): it finds nothing
             return np.zeros(size), np.full(size, np.inf)
         if model == "central":
             # one stream for all levels: re-seeding every level with the caller's int seed would
             # reuse the same noise sequence; rng=None keeps the OS CSPRNG for real data
-            noisy = add_count_noise(np.bincount(items, minlength=size), epsilon, sensitivity=2,
-                                    rng=None if rng is None else g)
+            noisy = add_count_noise(
+                np.bincount(items, minlength=size), epsilon, sensitivity=2, rng=None if rng is None else g
+            )
             return noisy.astype(float), np.full(size, math.sqrt(discrete_laplace_variance(2 / epsilon)))
         if model == "local":
             from privstats.local.choose import make_oracle
+
             oracle = make_oracle("auto", size, epsilon)
             est = oracle.estimate(_draw_state(oracle, items, g))
         else:
@@ -456,15 +601,25 @@ def heavy_hitters(values, *, domain: int, epsilon: float, delta: float | None = 
             leaf_se = math.sqrt(discrete_laplace_variance(2 / epsilon))
         elif model == "local":
             from privstats.local.choose import make_oracle
+
             leaf_se = float(np.sqrt(make_oracle("auto", B, epsilon).variance(m, np.zeros(B)).max()))
         else:
             leaf_se = _worst_se(HadamardMultiMessage(B, n=m, epsilon=epsilon, delta=shuffle_delta))
         threshold = 5 * leaf_se * n / m
-    items, counts, se = prefix_tree_heavy_hitters(codes, B, threshold=float(threshold),
-                                                  level_estimator=level_estimator, rng=rng)
+    items, counts, se = prefix_tree_heavy_hitters(
+        codes, B, threshold=float(threshold), level_estimator=level_estimator, rng=rng
+    )
     keep = items < B0
     guarantee = ApproxDP(epsilon, shuffle_delta) if model == "shuffle" else PureDP(epsilon)
-    return Estimate(value=items[keep], stderr=None, guarantee=guarantee, model=model,
-                    protocol=f"prefix-tree-{model}", params={"domain": B0, "levels": L, "threshold": float(threshold)},
-                    n=n, messages_per_user=comm.get("messages", 0), bits_per_user=comm.get("bits", 0),
-                    details={"counts": counts[keep], "stderr": se[keep]})
+    return Estimate(
+        value=items[keep],
+        stderr=None,
+        guarantee=guarantee,
+        model=model,
+        protocol=f"prefix-tree-{model}",
+        params={"domain": B0, "levels": L, "threshold": float(threshold)},
+        n=n,
+        messages_per_user=comm.get("messages", 0),
+        bits_per_user=comm.get("bits", 0),
+        details={"counts": counts[keep], "stderr": se[keep]},
+    )

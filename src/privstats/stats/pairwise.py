@@ -35,33 +35,65 @@ show the chosen bins / depth / threshold / P.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from privstats.estimate import Estimate, constrain
-from privstats.plan import DEFAULT_MODEL, Option, check_model, register, warn_if_useless
 from privstats.local import BinaryRR
+from privstats.plan import DEFAULT_MODEL, Option, check_model, register, warn_if_useless
 from privstats.privacy.guarantees import ApproxDP, PureDP
 from privstats.privacy.randomness import RNGLike, as_generator
 from privstats.privacy.samplers import gaussian
 from privstats.ustat import central as C
 from privstats.ustat import kernels as K
 from privstats.ustat.pairs import PairsProtocol, combination_variance
-from privstats.ustat.params import _oue_variance_bound, choose_bins, choose_depth, choose_P, grr_variance_bound
-from privstats.ustat.quantized import (DENSE_MAX_CATEGORIES, MECHANISM_EPSILON_MAX, ORACLES,
-                                       STRUCTURED_MAX_CATEGORIES, QuantizedUStat)
+from privstats.ustat.params import (
+    _oue_variance_bound,
+    choose_bins,
+    choose_depth,
+    choose_P,
+    grr_variance_bound,
+)
+from privstats.ustat.quantized import (
+    DENSE_MAX_CATEGORIES,
+    MECHANISM_EPSILON_MAX,
+    ORACLES,
+    STRUCTURED_MAX_CATEGORIES,
+    QuantizedUStat,
+)
 from privstats.ustat.tree import DISCARDS, SPLITTINGS, TreeAUC, advanced_level_epsilon
-from privstats.validation import (as_binary_labels, as_domain_values, as_float_array, check_bounds, check_choice,
-                                  check_delta, check_epsilon, check_positive_int, check_power_of_two,
-                                  check_same_length)
-from privstats.validation import MAX_CELLS, check_real
+from privstats.validation import (
+    MAX_CELLS,
+    as_binary_labels,
+    as_domain_values,
+    as_float_array,
+    check_bounds,
+    check_choice,
+    check_delta,
+    check_epsilon,
+    check_positive_int,
+    check_power_of_two,
+    check_real,
+    check_same_length,
+)
 
-__all__ = ["auc", "kendall_tau", "gini_mean_difference", "gini_coefficient", "collision_probability", "ustatistic"]
+__all__ = [
+    "auc",
+    "collision_probability",
+    "gini_coefficient",
+    "gini_mean_difference",
+    "kendall_tau",
+    "ustatistic",
+]
 
 MODELS = ("local", "secure", "central")
-METHODS = {"local": ("auto", "tree", "quantized"), "secure": ("auto", "pairs", "all-pairs"),
-           "central": ("auto", "exact")}
+METHODS = {
+    "local": ("auto", "tree", "quantized"),
+    "secure": ("auto", "pairs", "all-pairs"),
+    "central": ("auto", "exact"),
+}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -106,19 +138,47 @@ def _guarantee(epsilon, delta):
     return ApproxDP(epsilon, delta) if delta > 0 else PureDP(epsilon)
 
 
-def _estimate(value, var, *, epsilon, delta=0.0, model, protocol, params, n, messages=1.0, bits=None,
-              details=None, support=None, postprocess="clip", statistic=None, bounds=None) -> Estimate:
+def _estimate(
+    value,
+    var,
+    *,
+    epsilon,
+    delta=0.0,
+    model,
+    protocol,
+    params,
+    n,
+    messages=1.0,
+    bits=None,
+    details=None,
+    support=None,
+    postprocess="clip",
+    statistic=None,
+    bounds=None,
+) -> Estimate:
     """The Estimate, projected into ``support`` (raw value in ``details["unbiased"]``); a central
     release with one Laplace noise gets its exact law for ``ci``."""
     stderr = None if var is None else math.sqrt(max(float(var), 0.0))
     details = dict(details or {})
     if protocol == "central-exact" and stderr is not None and "ci_law" not in details:
         details["ci_law"] = {"laplace_scale": stderr / math.sqrt(2), "normal_sd": 0.0}
-    est = Estimate(value=float(value), stderr=stderr, guarantee=_guarantee(epsilon, delta), model=model,
-                   protocol=protocol, params=params, n=n, messages_per_user=messages, bits_per_user=bits,
-                   neighbours="replace", details=details)
+    est = Estimate(
+        value=float(value),
+        stderr=stderr,
+        guarantee=_guarantee(epsilon, delta),
+        model=model,
+        protocol=protocol,
+        params=params,
+        n=n,
+        messages_per_user=messages,
+        bits_per_user=bits,
+        neighbours="replace",
+        details=details,
+    )
     if statistic is not None:
-        warn_if_useless(statistic, stderr, n=n, epsilon=epsilon, model=model, protocol=protocol, bounds=bounds)
+        warn_if_useless(
+            statistic, stderr, n=n, epsilon=epsilon, model=model, protocol=protocol, bounds=bounds
+        )
     if support is None:
         return est
     return constrain(est, support[0], support[1], postprocess=postprocess)
@@ -167,8 +227,10 @@ def _pair_backend(backend, spu_kernel, epsilon, P, mechanism, **kw):
     if backend == "simulated":
         return None
     if spu_kernel is None:
-        raise ValueError("backend='spu' runs the built-in kernels only (auc, kendall_tau, gini_mean_difference, "
-                         "collision_probability, or ustatistic with a kernel name from privstats.ustat.mpc.SPECS)")
+        raise ValueError(
+            "backend='spu' runs the built-in kernels only (auc, kendall_tau, gini_mean_difference, "
+            "collision_probability, or ustatistic with a kernel name from privstats.ustat.mpc.SPECS)"
+        )
     from privstats.ustat.mpc import SpuTwoParty
 
     return SpuTwoParty(spu_kernel, pair_epsilon=epsilon / P, mechanism=mechanism, **kw)
@@ -183,8 +245,9 @@ def _backend_info(backends, P):
 
 
 def _run_pairs(kernel, x, epsilon, P, kernel_range, mechanism, rng, backend=None):
-    proto = PairsProtocol(kernel, epsilon=epsilon, P=P, kernel_range=kernel_range, mechanism=mechanism,
-                          backend=backend)
+    proto = PairsProtocol(
+        kernel, epsilon=epsilon, P=P, kernel_range=kernel_range, mechanism=mechanism, backend=backend
+    )
     g = as_generator(rng) if _simulating(rng) else None
     pairs = proto.make_pairs(len(x), g)
     outputs = proto.backend.compute(x[pairs[:, 0]], x[pairs[:, 1]], g)
@@ -202,8 +265,10 @@ def _all_pairs_noise(width, epsilon, delta, pairs_per_user, n_pairs, rng):
     if delta <= 0:
         raise ValueError("method='all-pairs' uses advanced composition and needs delta > 0")
     if rng is None:
-        raise ValueError("method='all-pairs' is a simulated baseline (its noise is drawn from the exact variance, "
-                         "pairs are never enumerated): pass rng as a seed; use method='pairs' on real data")
+        raise ValueError(
+            "method='all-pairs' is a simulated baseline (its noise is drawn from the exact variance, "
+            "pairs are never enumerated): pass rng as a seed; use method='pairs' on real data"
+        )
     eps0 = advanced_level_epsilon(epsilon, int(pairs_per_user), delta)
     std = math.sqrt(2 * (width / eps0) ** 2 / n_pairs)
     return float(gaussian(std, rng=rng)), std, eps0
@@ -220,9 +285,11 @@ def _resolve_P(P, epsilon, n, kernel_range, mechanism, zeta):
 def _check_dense(k: int, name: str) -> int:
     """User kernels: Protocol A keeps a dense k×k matrix."""
     if k > DENSE_MAX_CATEGORIES:
-        raise ValueError(f"{name}: Protocol A keeps a dense k×k kernel matrix and k={k} categories exceed "
-                         f"{DENSE_MAX_CATEGORIES} ({8 * k * k / 1e9:.0f} GB); use fewer bins"
-                         + (" or method='tree'" if name == "domain_size" else ""))
+        raise ValueError(
+            f"{name}: Protocol A keeps a dense k×k kernel matrix and k={k} categories exceed "
+            f"{DENSE_MAX_CATEGORIES} ({8 * k * k / 1e9:.0f} GB); use fewer bins"
+            + (" or method='tree'" if name == "domain_size" else "")
+        )
     return k
 
 
@@ -232,8 +299,10 @@ def _check_structured(k: int, name: str, oracle: str) -> int:
     if oracle == "hr":
         return _check_dense(k, name)
     if k > STRUCTURED_MAX_CATEGORIES:
-        raise ValueError(f"{name}: Protocol A supports at most {STRUCTURED_MAX_CATEGORIES} categories, got k={k}; "
-                         "use fewer bins" + (" or method='tree'" if name == "domain_size" else ""))
+        raise ValueError(
+            f"{name}: Protocol A supports at most {STRUCTURED_MAX_CATEGORIES} categories, got k={k}; "
+            "use fewer bins" + (" or method='tree'" if name == "domain_size" else "")
+        )
     return k
 
 
@@ -243,7 +312,9 @@ def _probe_kernel(f, lo, hi):
     try:
         out = np.broadcast_to(np.asarray(f(a, b), dtype=np.float64), a.shape)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"kernel must be a vectorized callable f(x, y) returning one value per pair: {exc}") from None
+        raise ValueError(
+            f"kernel must be a vectorized callable f(x, y) returning one value per pair: {exc}"
+        ) from None
     if not np.all(np.isfinite(out)):
         raise ValueError("kernel returned NaN or infinite values")
 
@@ -255,10 +326,27 @@ def _quantization(quantization):
 # ---------------------------------------------------------------------------------------------
 # AUC
 # ---------------------------------------------------------------------------------------------
-def auc(y_true, y_score, *, epsilon: float, delta: float = 0.0, model: str | None = None, method: str = "auto",
-        bounds=(0.0, 1.0), domain_size: int | None = None, ties: str | None = None, splitting: str = "users",
-        discard: str = "half", a: float | None = None, oracle: str = "auto", P: int | None = None,
-        zeta=None, rng: RNGLike = None, postprocess: str = "clip", backend: str = "simulated") -> Estimate:
+def auc(
+    y_true,
+    y_score,
+    *,
+    epsilon: float,
+    delta: float = 0.0,
+    model: str | None = None,
+    method: str = "auto",
+    bounds=(0.0, 1.0),
+    domain_size: int | None = None,
+    ties: str | None = None,
+    splitting: str = "users",
+    discard: str = "half",
+    a: float | None = None,
+    oracle: str = "auto",
+    P: int | None = None,
+    zeta=None,
+    rng: RNGLike = None,
+    postprocess: str = "clip",
+    backend: str = "simulated",
+) -> Estimate:
     """Private AUC (Wilcoxon–Mann–Whitney) with public labels and private scores in public ``bounds``.
 
     ``ties``: ``"half"`` (default, as scikit-learn) or ``"zero"`` (strict, as the paper's tree).
@@ -274,8 +362,21 @@ def auc(y_true, y_score, *, epsilon: float, delta: float = 0.0, model: str | Non
     ('central', 0.5)
     """
     model = _backend_model(model, backend)
-    epsilon, delta, model = _common(epsilon, delta, model, method, "auc", postprocess,
-                                     (domain_size, None if splitting == "users" else splitting, None if discard == "half" else discard, a, None if oracle == "auto" else oracle))
+    epsilon, delta, model = _common(
+        epsilon,
+        delta,
+        model,
+        method,
+        "auc",
+        postprocess,
+        (
+            domain_size,
+            None if splitting == "users" else splitting,
+            None if discard == "half" else discard,
+            a,
+            None if oracle == "auto" else oracle,
+        ),
+    )
     _check_backend(backend, model, method)
     _options(P=P, oracle=oracle)
     if a is not None:
@@ -299,42 +400,85 @@ def auc(y_true, y_score, *, epsilon: float, delta: float = 0.0, model: str | Non
         t = ties or "half"
         sens = 1.0 / min(n_pos, n_neg)
         value, std = C.central_release(C.exact_auc(pos, neg, t), epsilon=epsilon, sensitivity=sens, rng=rng)
-        return _estimate(value, std**2, epsilon=epsilon, model=model, protocol="central-exact",
-                         params={"ties": t, "sensitivity": sens}, n=n, messages=0.0, bits=0.0, support=(0.0, 1.0), postprocess=postprocess, statistic="auc")
+        return _estimate(
+            value,
+            std**2,
+            epsilon=epsilon,
+            model=model,
+            protocol="central-exact",
+            params={"ties": t, "sensitivity": sens},
+            n=n,
+            messages=0.0,
+            bits=0.0,
+            support=(0.0, 1.0),
+            postprocess=postprocess,
+            statistic="auc",
+        )
 
     if model == "secure":
         t = ties or "half"
         width = 1.0
         if method == "all-pairs":
             noise, std, eps0 = _all_pairs_noise(width, epsilon, delta, max(n_pos, n_neg), n_pos * n_neg, rng)
-            return _estimate(C.exact_auc(pos, neg, t) + noise, std**2, epsilon=epsilon, delta=delta, model=model,
-                             protocol="ustat-all-pairs", params={"ties": t, "pair_epsilon": eps0}, n=n,
-                             messages=float(max(n_pos, n_neg)), details={"simulated_noise": "normal (CLT)"}, support=(0.0, 1.0), postprocess=postprocess, statistic="auc")
+            return _estimate(
+                C.exact_auc(pos, neg, t) + noise,
+                std**2,
+                epsilon=epsilon,
+                delta=delta,
+                model=model,
+                protocol="ustat-all-pairs",
+                params={"ties": t, "pair_epsilon": eps0},
+                n=n,
+                messages=float(max(n_pos, n_neg)),
+                details={"simulated_noise": "normal (CLT)"},
+                support=(0.0, 1.0),
+                postprocess=postprocess,
+                statistic="auc",
+            )
         mech = "rr" if t == "zero" else "laplace"
         P = _resolve_P(P, epsilon, min(n_pos, n_neg) * 2, (0.0, 1.0), mech, zeta)
-        kernel = (lambda a_, b_: (a_ > b_) + 0.5 * (a_ == b_)) if t == "half" else (lambda a_, b_: (a_ > b_) * 1.0)
+        kernel = (
+            (lambda a_, b_: (a_ > b_) + 0.5 * (a_ == b_)) if t == "half" else (lambda a_, b_: (a_ > b_) * 1.0)
+        )
         be = _pair_backend(backend, "greater_half" if t == "half" else "greater", epsilon, P, mech)
-        proto: Any = PairsProtocol(kernel, epsilon=epsilon, P=P, kernel_range=(0.0, 1.0), mechanism=mech,
-                                   backend=be)
+        proto: Any = PairsProtocol(
+            kernel, epsilon=epsilon, P=P, kernel_range=(0.0, 1.0), mechanism=mech, backend=be
+        )
         g = as_generator(rng) if _simulating(rng) else None
         pairs = proto.make_bipartite_pairs(n_pos, n_neg, g)
         outputs = proto.backend.compute(pos[pairs[:, 0]], neg[pairs[:, 1]], g)
         value, var, info = proto.estimate_two_sample(outputs, pairs, n_pos=n_pos, n_neg=n_neg)
         d_be, det_be = _backend_info([be], P)
-        return _estimate(value, var, epsilon=epsilon, delta=d_be, model=model, protocol="ustat-pairs",
-                         params={"ties": t, **proto.params}, n=n, messages=float(P), details={**info, **det_be}, support=(0.0, 1.0), postprocess=postprocess, statistic="auc")
+        return _estimate(
+            value,
+            var,
+            epsilon=epsilon,
+            delta=d_be,
+            model=model,
+            protocol="ustat-pairs",
+            params={"ties": t, **proto.params},
+            n=n,
+            messages=float(P),
+            details={**info, **det_be},
+            support=(0.0, 1.0),
+            postprocess=postprocess,
+            statistic="auc",
+        )
 
     # local model
     if method == "auto" and (splitting != "users" or discard != "half" or a is not None):
-        method = "tree"                       # options only Protocol B has
+        method = "tree"  # options only Protocol B has
     if method == "auto":
         method = _auto_local_auc(n_pos, n_neg, epsilon, delta, domain_size, splitting, ties, oracle)
     if method == "tree":
         t = ties or "half"
         if splitting == "advanced":
             check_delta(delta)
-        depth = (int(round(math.log2(check_power_of_two(domain_size, "domain_size")))) if domain_size
-                 else choose_depth(n_pos, n_neg, epsilon, splitting=splitting, delta=delta))
+        depth = (
+            round(math.log2(check_power_of_two(domain_size, "domain_size")))
+            if domain_size
+            else choose_depth(n_pos, n_neg, epsilon, splitting=splitting, delta=delta)
+        )
         if splitting == "users" and min(n_pos, n_neg) < depth:
             raise ValueError(f"each class needs at least depth={depth} users for splitting='users'")
         proto = TreeAUC(depth, epsilon, delta=delta, splitting=splitting, discard=discard, a=a, ties=t)
@@ -343,6 +487,7 @@ def auc(y_true, y_score, *, epsilon: float, delta: float = 0.0, model: str | Non
             g = as_generator(rng)
             sp, sn = proto.simulate(bins_p, g), proto.simulate(bins_n, g)
         else:
+
             def client_state(bins):  # the aggregator assigns levels (CSPRNG); each client encodes
                 levels = proto.assign_levels(bins.size) if splitting == "users" else None
                 return proto.aggregate(proto.encode_batch(bins, levels))
@@ -350,13 +495,33 @@ def auc(y_true, y_score, *, epsilon: float, delta: float = 0.0, model: str | Non
             sp, sn = client_state(bins_p), client_state(bins_n)
         value, var, det = proto.estimate(sp, sn)
         d_eff = delta if splitting == "advanced" else 0.0
-        return _estimate(value, var, epsilon=epsilon, delta=d_eff, model="local", protocol="ustat-tree",
-                         params={"domain_size": 2**depth, "depth": depth, "splitting": splitting, "discard": discard,
-                                 "a": det["a"], "ties": t},
-                         n=n, messages=float(proto.messages_per_user), bits=proto.bits_per_user,
-                         details={**det, "stderr_note": "plug-in, ignores the data-dependent pruning"}, support=(0.0, 1.0), postprocess=postprocess, statistic="auc")
+        return _estimate(
+            value,
+            var,
+            epsilon=epsilon,
+            delta=d_eff,
+            model="local",
+            protocol="ustat-tree",
+            params={
+                "domain_size": 2**depth,
+                "depth": depth,
+                "splitting": splitting,
+                "discard": discard,
+                "a": det["a"],
+                "ties": t,
+            },
+            n=n,
+            messages=float(proto.messages_per_user),
+            bits=proto.bits_per_user,
+            details={**det, "stderr_note": "plug-in, ignores the data-dependent pruning"},
+            support=(0.0, 1.0),
+            postprocess=postprocess,
+            statistic="auc",
+        )
     t = ties or "half"
-    opt = _plan_auc_quantized(n=n, epsilon=epsilon, n_pos=n_pos, domain_size=domain_size, oracle=oracle, ties=t)
+    opt = _plan_auc_quantized(
+        n=n, epsilon=epsilon, n_pos=n_pos, domain_size=domain_size, oracle=oracle, ties=t
+    )
     k, orc = (opt.params["domain_size"], opt.params["oracle"]) if opt is not None else (domain_size, oracle)
     if k is None:
         raise ValueError("domain_size: no quantised AUC protocol fits these parameters; pass domain_size")
@@ -365,8 +530,19 @@ def auc(y_true, y_score, *, epsilon: float, delta: float = 0.0, model: str | Non
     g = as_generator(rng) if _simulating(rng) else None
     sp, sn = _collect(proto, bins_p, rng, g), _collect(proto, bins_n, rng, g)
     value, var = proto.estimate_two_sample(sp, sn)
-    return _estimate(value, var, epsilon=epsilon, model="local", protocol="ustat-quantized",
-                     params={"domain_size": k, "oracle": orc, "ties": t}, n=n, bits=proto.bits_per_user, support=(0.0, 1.0), postprocess=postprocess, statistic="auc")
+    return _estimate(
+        value,
+        var,
+        epsilon=epsilon,
+        model="local",
+        protocol="ustat-quantized",
+        params={"domain_size": k, "oracle": orc, "ties": t},
+        n=n,
+        bits=proto.bits_per_user,
+        support=(0.0, 1.0),
+        postprocess=postprocess,
+        statistic="auc",
+    )
 
 
 def _auc_bins(n_pos, n_neg, epsilon, oracle, ties, k_max=128):
@@ -388,8 +564,19 @@ def _auto_local_auc(n_pos, n_neg, epsilon, delta, domain_size, splitting, ties, 
     """The local protocol (Protocol A or B) with the smaller predicted MSE, from the planner."""
     from privstats.plan import plan
 
-    best = plan("auc", n=n_pos + n_neg, epsilon=epsilon, delta=delta, model="local", warn=False, n_pos=n_pos,
-                domain_size=domain_size, splitting=splitting, ties=ties, oracle=oracle).best
+    best = plan(
+        "auc",
+        n=n_pos + n_neg,
+        epsilon=epsilon,
+        delta=delta,
+        model="local",
+        warn=False,
+        n_pos=n_pos,
+        domain_size=domain_size,
+        splitting=splitting,
+        ties=ties,
+        oracle=oracle,
+    ).best
     return "tree" if best.protocol == "ustat-tree" else "quantized"
 
 
@@ -426,11 +613,20 @@ def _plan_auc_pairs(*, n, epsilon, n_pos=None, zeta=None, P=None, **_):
         return None
     n_pos, n_neg = cls
     P = _resolve_P(P, epsilon, min(cls) * 2, (0.0, 1.0), "laplace", zeta)
-    proto = PairsProtocol(lambda a_, b_: a_, epsilon=epsilon, P=P, kernel_range=(0.0, 1.0), mechanism="laplace")
+    proto = PairsProtocol(
+        lambda a_, b_: a_, epsilon=epsilon, P=P, kernel_range=(0.0, 1.0), mechanism="laplace"
+    )
     z2 = 0.25 if zeta is None else float(zeta[1])
     var = proto.two_sample_variance(n_pos, n_neg, 0.0, 0.0, z2)
-    return Option("secure", "ustat-pairs", {"P": P}, math.sqrt(var), messages_per_user=float(P),
-                  bits_per_user=math.nan, note="pairs of users run 2PC; ζ worst case")
+    return Option(
+        "secure",
+        "ustat-pairs",
+        {"P": P},
+        math.sqrt(var),
+        messages_per_user=float(P),
+        bits_per_user=math.nan,
+        note="pairs of users run 2PC; ζ worst case",
+    )
 
 
 def _auc_quantized_bias(k):
@@ -455,8 +651,15 @@ def _plan_auc_quantized(*, n, epsilon, n_pos=None, domain_size=None, oracle="aut
     proto = QuantizedUStat(K.AUCOperator(k, t), epsilon, orc)
     var = proto.two_sample_variance(np.full(k, n_pos / k), np.full(k, n_neg / k))
     bias = _auc_quantized_bias(k)
-    return Option("local", "ustat-quantized", {"domain_size": k, "oracle": orc}, math.sqrt(var + bias**2),
-                  bias=bias, messages_per_user=1.0, bits_per_user=proto.bits_per_user)
+    return Option(
+        "local",
+        "ustat-quantized",
+        {"domain_size": k, "oracle": orc},
+        math.sqrt(var + bias**2),
+        bias=bias,
+        messages_per_user=1.0,
+        bits_per_user=proto.bits_per_user,
+    )
 
 
 @register("auc", "local", "ustat-tree")
@@ -468,16 +671,26 @@ def _plan_auc_tree(*, n, epsilon, delta=0.0, n_pos=None, domain_size=None, split
     if splitting == "advanced" and delta <= 0:
         return None
     n_pos, n_neg = cls
-    depth = (int(round(math.log2(domain_size))) if domain_size
-             else choose_depth(n_pos, n_neg, epsilon, splitting=splitting, delta=delta))
+    depth = (
+        round(math.log2(domain_size))
+        if domain_size
+        else choose_depth(n_pos, n_neg, epsilon, splitting=splitting, delta=delta)
+    )
     if splitting == "users" and min(cls) < depth:
         return None
     tree = TreeAUC(depth, epsilon, delta=delta if splitting == "advanced" else 0.0, splitting=splitting)
     var = tree.C * depth**2 * (n_pos + n_neg) / (n_pos * n_neg)
     bias = _auc_quantized_bias(2**depth)
-    return Option("local", "ustat-tree", {"domain_size": 2**depth, "depth": depth, "splitting": splitting},
-                  math.sqrt(var + bias**2), bias=bias, messages_per_user=float(tree.messages_per_user),
-                  bits_per_user=float(tree.bits_per_user), delta=delta if splitting == "advanced" else 0.0)
+    return Option(
+        "local",
+        "ustat-tree",
+        {"domain_size": 2**depth, "depth": depth, "splitting": splitting},
+        math.sqrt(var + bias**2),
+        bias=bias,
+        messages_per_user=float(tree.messages_per_user),
+        bits_per_user=float(tree.bits_per_user),
+        delta=delta if splitting == "advanced" else 0.0,
+    )
 
 
 @register("kendall_tau", "central", "central-exact")
@@ -493,8 +706,14 @@ def _plan_tau_pairs(*, n, epsilon, variant="b", P=None, zeta=None, **_):
     P = _resolve_P(P, eps, n, (-1.0, 1.0), "laplace", zeta)
     proto = PairsProtocol(lambda a_, b_: a_, epsilon=eps, P=P, kernel_range=(-1.0, 1.0))
     z1, z2 = (0.0, 1.0) if zeta is None else (float(zeta[0]), float(zeta[1]))
-    return Option("secure", "ustat-pairs", {"variant": variant, "P": P}, math.sqrt(proto.variance(n, z1, z2)),
-                  messages_per_user=float(P), bits_per_user=math.nan)
+    return Option(
+        "secure",
+        "ustat-pairs",
+        {"variant": variant, "P": P},
+        math.sqrt(proto.variance(n, z1, z2)),
+        messages_per_user=float(P),
+        bits_per_user=math.nan,
+    )
 
 
 @register("kendall_tau", "local", "ustat-quantized")
@@ -506,9 +725,15 @@ def _plan_tau_local(*, n, epsilon, bins=None, oracle="auto", **_):
         return None
     proto = QuantizedUStat(K.KendallOperator(k, k), epsilon, orc)
     var = proto.conditional_variance(np.full(k * k, n / (k * k)))
-    nontie = 1 - 1 / k                        # tau-b divides by √(non-tie x · non-tie y) = 1 − 1/k
-    return Option("local", "ustat-quantized", {"bins": k, "oracle": orc}, math.sqrt(var) / nontie,
-                  messages_per_user=1.0, bits_per_user=proto.bits_per_user)
+    nontie = 1 - 1 / k  # tau-b divides by √(non-tie x · non-tie y) = 1 − 1/k
+    return Option(
+        "local",
+        "ustat-quantized",
+        {"bins": k, "oracle": orc},
+        math.sqrt(var) / nontie,
+        messages_per_user=1.0,
+        bits_per_user=proto.bits_per_user,
+    )
 
 
 @register("gini_mean_difference", "central", "central-exact")
@@ -523,8 +748,14 @@ def _plan_gmd_pairs(*, n, epsilon, bounds=None, P=None, zeta=None, **_):
     P = _resolve_P(P, epsilon, n, (0.0, 1.0), "laplace", zeta)
     proto = PairsProtocol(lambda a_, b_: a_, epsilon=epsilon, P=P, kernel_range=(0.0, 1.0))
     z1, z2 = (0.0, 0.25) if zeta is None else (float(zeta[0]), float(zeta[1]))
-    return Option("secure", "ustat-pairs", {"P": P}, w * math.sqrt(proto.variance(n, z1, z2)),
-                  messages_per_user=float(P), bits_per_user=math.nan)
+    return Option(
+        "secure",
+        "ustat-pairs",
+        {"P": P},
+        w * math.sqrt(proto.variance(n, z1, z2)),
+        messages_per_user=float(P),
+        bits_per_user=math.nan,
+    )
 
 
 @register("gini_mean_difference", "local", "ustat-quantized")
@@ -536,8 +767,14 @@ def _plan_gmd_local(*, n, epsilon, bounds=None, bins=None, oracle="auto", **_):
         return None
     proto = QuantizedUStat(K.GiniOperator(k, "avg"), epsilon, orc)
     var = proto.conditional_variance(np.full(k, n / k))
-    return Option("local", "ustat-quantized", {"bins": k, "oracle": orc}, w * math.sqrt(var),
-                  messages_per_user=1.0, bits_per_user=proto.bits_per_user)
+    return Option(
+        "local",
+        "ustat-quantized",
+        {"bins": k, "oracle": orc},
+        w * math.sqrt(var),
+        messages_per_user=1.0,
+        bits_per_user=proto.bits_per_user,
+    )
 
 
 @register("collision_probability", "central", "central-exact")
@@ -551,8 +788,14 @@ def _plan_collision_pairs(*, n, epsilon, P=None, zeta=None, domain_size=None, **
     proto = PairsProtocol(lambda a_, b_: a_, epsilon=epsilon, P=P, kernel_range=(0.0, 1.0), mechanism="rr")
     c = 1.0 / domain_size if domain_size else 0.5
     z1, z2 = (0.0, c * (1 - c)) if zeta is None else (float(zeta[0]), float(zeta[1]))
-    return Option("secure", "ustat-pairs", {"P": P}, math.sqrt(proto.variance(n, z1, z2)),
-                  messages_per_user=float(P), bits_per_user=math.nan)
+    return Option(
+        "secure",
+        "ustat-pairs",
+        {"P": P},
+        math.sqrt(proto.variance(n, z1, z2)),
+        messages_per_user=float(P),
+        bits_per_user=math.nan,
+    )
 
 
 @register("collision_probability", "local", "ustat-quantized")
@@ -565,8 +808,14 @@ def _plan_collision_local(*, n, epsilon, domain_size=None, oracle="auto", **_):
         return None
     proto = QuantizedUStat(K.CollisionOperator(d), epsilon, orc)
     var = proto.conditional_variance(np.full(d, n / d))
-    return Option("local", "ustat-quantized", {"domain_size": d, "oracle": orc}, math.sqrt(var),
-                  messages_per_user=1.0, bits_per_user=proto.bits_per_user)
+    return Option(
+        "local",
+        "ustat-quantized",
+        {"domain_size": d, "oracle": orc},
+        math.sqrt(var),
+        messages_per_user=1.0,
+        bits_per_user=proto.bits_per_user,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -585,10 +834,24 @@ def _pair_bounds(bounds):
     return one, one
 
 
-def kendall_tau(x, y, *, epsilon: float, delta: float = 0.0, model: str | None = None, method: str = "auto",
-                bounds=None, bins: int | None = None, variant: str = "b", oracle: str = "auto",
-                P: int | None = None, zeta=None, rng: RNGLike = None, postprocess: str = "clip",
-                backend: str = "simulated") -> Estimate:
+def kendall_tau(
+    x,
+    y,
+    *,
+    epsilon: float,
+    delta: float = 0.0,
+    model: str | None = None,
+    method: str = "auto",
+    bounds=None,
+    bins: int | None = None,
+    variant: str = "b",
+    oracle: str = "auto",
+    P: int | None = None,
+    zeta=None,
+    rng: RNGLike = None,
+    postprocess: str = "clip",
+    backend: str = "simulated",
+) -> Estimate:
     """Private Kendall's tau of paired values (tau-b by default, as SciPy; ``variant="a"``: (C−D)/C(n,2)).
 
     ``bounds``: public ``(lo, hi)`` for both, or ``((lo_x, hi_x), (lo_y, hi_y))``; needed (and
@@ -603,12 +866,19 @@ def kendall_tau(x, y, *, epsilon: float, delta: float = 0.0, model: str | None =
     'b'
     """
     model = _backend_model(model, backend)
-    epsilon, delta, model = _common(epsilon, delta, model, method, "kendall_tau", postprocess,
-                                     (bins, None if oracle == "auto" else oracle))
+    epsilon, delta, model = _common(
+        epsilon,
+        delta,
+        model,
+        method,
+        "kendall_tau",
+        postprocess,
+        (bins, None if oracle == "auto" else oracle),
+    )
     _check_backend(backend, model, method)
     _options(P=P, oracle=oracle, bins=bins)
     check_choice(variant, "variant", ("a", "b"))
-    if model == "local" or bounds is not None:        # only the local quantisation uses bounds
+    if model == "local" or bounds is not None:  # only the local quantisation uses bounds
         bx, by = _pair_bounds(bounds)
     else:
         bx = by = None
@@ -622,17 +892,41 @@ def kendall_tau(x, y, *, epsilon: float, delta: float = 0.0, model: str | None =
         ex = C.exact_kendall(xs, ys)
         if variant == "a":
             value, std = C.central_release(ex["tau_a"], epsilon=epsilon, sensitivity=4.0 / n, rng=rng)
-            return _estimate(value, std**2, epsilon=epsilon, model=model, protocol="central-exact",
-                             params={"variant": "a", "sensitivity": 4.0 / n}, n=n, messages=0.0, bits=0.0, support=(-1.0, 1.0), postprocess=postprocess, statistic="kendall_tau")
+            return _estimate(
+                value,
+                std**2,
+                epsilon=epsilon,
+                model=model,
+                protocol="central-exact",
+                params={"variant": "a", "sensitivity": 4.0 / n},
+                n=n,
+                messages=0.0,
+                bits=0.0,
+                support=(-1.0, 1.0),
+                postprocess=postprocess,
+                statistic="kendall_tau",
+            )
         g = as_generator(rng) if _simulating(rng) else None  # one stream: three independent noises
         ta, sa = C.central_release(ex["tau_a"], epsilon=epsilon / 3, sensitivity=4.0 / n, rng=g)
         ny, sy = C.central_release(ex["nontie_y"], epsilon=epsilon / 3, sensitivity=2.0 / n, rng=g)
         nz, sz = C.central_release(ex["nontie_z"], epsilon=epsilon / 3, sensitivity=2.0 / n, rng=g)
         value, grad = _tau_b(ta, ny, nz)
         var = _independent_delta(grad, (sa, sy, sz))
-        return _estimate(value, var, epsilon=epsilon, model=model, protocol="central-exact",
-                         params={"variant": "b", "budget_split": [1 / 3] * 3}, n=n, messages=0.0, bits=0.0,
-                         details={"tau_a": ta, "nontie_x": ny, "nontie_y": nz, "ci_law": None}, support=(-1.0, 1.0), postprocess=postprocess, statistic="kendall_tau")
+        return _estimate(
+            value,
+            var,
+            epsilon=epsilon,
+            model=model,
+            protocol="central-exact",
+            params={"variant": "b", "budget_split": [1 / 3] * 3},
+            n=n,
+            messages=0.0,
+            bits=0.0,
+            details={"tau_a": ta, "nontie_x": ny, "nontie_y": nz, "ci_law": None},
+            support=(-1.0, 1.0),
+            postprocess=postprocess,
+            statistic="kendall_tau",
+        )
 
     if model == "secure":
         if method == "all-pairs":
@@ -640,17 +934,41 @@ def kendall_tau(x, y, *, epsilon: float, delta: float = 0.0, model: str | None =
             n_pairs = n * (n - 1) / 2
             if variant == "a":
                 noise, std, eps0 = _all_pairs_noise(2.0, epsilon, delta, n - 1, n_pairs, rng)
-                return _estimate(ex["tau_a"] + noise, std**2, epsilon=epsilon, delta=delta, model=model,
-                                 protocol="ustat-all-pairs", params={"variant": "a", "pair_epsilon": eps0}, n=n,
-                                 messages=float(n - 1), details={"simulated_noise": "normal (CLT)"}, support=(-1.0, 1.0), postprocess=postprocess, statistic="kendall_tau")
-            g = None if rng is None else as_generator(rng)   # one stream for the three simulated draws
+                return _estimate(
+                    ex["tau_a"] + noise,
+                    std**2,
+                    epsilon=epsilon,
+                    delta=delta,
+                    model=model,
+                    protocol="ustat-all-pairs",
+                    params={"variant": "a", "pair_epsilon": eps0},
+                    n=n,
+                    messages=float(n - 1),
+                    details={"simulated_noise": "normal (CLT)"},
+                    support=(-1.0, 1.0),
+                    postprocess=postprocess,
+                    statistic="kendall_tau",
+                )
+            g = None if rng is None else as_generator(rng)  # one stream for the three simulated draws
             na, sa, eps0 = _all_pairs_noise(2.0, epsilon / 3, delta / 3, n - 1, n_pairs, g)
             ny_, sy, _ = _all_pairs_noise(1.0, epsilon / 3, delta / 3, n - 1, n_pairs, g)
             nz_, sz, _ = _all_pairs_noise(1.0, epsilon / 3, delta / 3, n - 1, n_pairs, g)
             value, grad = _tau_b(ex["tau_a"] + na, ex["nontie_y"] + ny_, ex["nontie_z"] + nz_)
-            return _estimate(value, _independent_delta(grad, (sa, sy, sz)), epsilon=epsilon, delta=delta, model=model, protocol="ustat-all-pairs",
-                             params={"variant": "b", "pair_epsilon": eps0}, n=n, messages=float(n - 1),
-                             details={"simulated_noise": "normal (CLT)"}, support=(-1.0, 1.0), postprocess=postprocess, statistic="kendall_tau")
+            return _estimate(
+                value,
+                _independent_delta(grad, (sa, sy, sz)),
+                epsilon=epsilon,
+                delta=delta,
+                model=model,
+                protocol="ustat-all-pairs",
+                params={"variant": "b", "pair_epsilon": eps0},
+                n=n,
+                messages=float(n - 1),
+                details={"simulated_noise": "normal (CLT)"},
+                support=(-1.0, 1.0),
+                postprocess=postprocess,
+                statistic="kendall_tau",
+            )
         xy = np.stack([xs, ys], axis=1)
         sign = lambda u, v: np.sign(u[..., 0] - v[..., 0]) * np.sign(u[..., 1] - v[..., 1])  # noqa: E731
         if variant == "a":
@@ -658,19 +976,48 @@ def kendall_tau(x, y, *, epsilon: float, delta: float = 0.0, model: str | None =
             be = _pair_backend(backend, "sign_product", epsilon, P, "laplace")
             proto, value, var, info = _run_pairs(sign, xy, epsilon, P, (-1.0, 1.0), "laplace", rng, be)
             d_be, det_be = _backend_info([be], P)
-            return _estimate(value, var, epsilon=epsilon, delta=d_be, model=model, protocol="ustat-pairs",
-                             params={"variant": "a", **proto.params}, n=n, messages=float(P),
-                             details={**info, **det_be}, support=(-1.0, 1.0), postprocess=postprocess, statistic="kendall_tau")
+            return _estimate(
+                value,
+                var,
+                epsilon=epsilon,
+                delta=d_be,
+                model=model,
+                protocol="ustat-pairs",
+                params={"variant": "a", **proto.params},
+                n=n,
+                messages=float(P),
+                details={**info, **det_be},
+                support=(-1.0, 1.0),
+                postprocess=postprocess,
+                statistic="kendall_tau",
+            )
         P = _resolve_P(P, epsilon / 2, n, (-1.0, 1.0), "laplace", zeta)
         g = as_generator(rng) if _simulating(rng) else None
-        bes = [_pair_backend(backend, k, e, P, mech) for k, e, mech in
-               (("sign_product", epsilon / 2, "laplace"), ("not_equal_0", epsilon / 4, "rr"),
-                ("not_equal_1", epsilon / 4, "rr"))]
+        bes = [
+            _pair_backend(backend, k, e, P, mech)
+            for k, e, mech in (
+                ("sign_product", epsilon / 2, "laplace"),
+                ("not_equal_0", epsilon / 4, "rr"),
+                ("not_equal_1", epsilon / 4, "rr"),
+            )
+        ]
         proto = PairsProtocol(sign, epsilon=epsilon / 2, P=P, kernel_range=(-1.0, 1.0), backend=bes[0])
-        ties_y = PairsProtocol(lambda u, v: (u[..., 0] != v[..., 0]) * 1.0, epsilon=epsilon / 4, P=P,
-                               kernel_range=(0.0, 1.0), mechanism="rr", backend=bes[1])
-        ties_z = PairsProtocol(lambda u, v: (u[..., 1] != v[..., 1]) * 1.0, epsilon=epsilon / 4, P=P,
-                               kernel_range=(0.0, 1.0), mechanism="rr", backend=bes[2])
+        ties_y = PairsProtocol(
+            lambda u, v: (u[..., 0] != v[..., 0]) * 1.0,
+            epsilon=epsilon / 4,
+            P=P,
+            kernel_range=(0.0, 1.0),
+            mechanism="rr",
+            backend=bes[1],
+        )
+        ties_z = PairsProtocol(
+            lambda u, v: (u[..., 1] != v[..., 1]) * 1.0,
+            epsilon=epsilon / 4,
+            P=P,
+            kernel_range=(0.0, 1.0),
+            mechanism="rr",
+            backend=bes[2],
+        )
         pairs = proto.make_pairs(n, g)
         left, right = xy[pairs[:, 0]], xy[pairs[:, 1]]
         outputs = [p.backend.compute(left, right, g) for p in (proto, ties_y, ties_z)]
@@ -678,15 +1025,28 @@ def kendall_tau(x, y, *, epsilon: float, delta: float = 0.0, model: str | None =
         ny, nz = ties_y.estimate(outputs[1], pairs, n=n)[0], ties_z.estimate(outputs[2], pairs, n=n)[0]
         value, grad = _tau_b(ta, ny, nz)
         # delta method: the three share the pairs (correlated subsampling), their noises are independent
-        var = combination_variance(outputs, grad, [p.backend.noise_variance for p in (proto, ties_y, ties_z)],
-                                   pairs, n=n, P=P)
+        var = combination_variance(
+            outputs, grad, [p.backend.noise_variance for p in (proto, ties_y, ties_z)], pairs, n=n, P=P
+        )
         d_be, det_be = _backend_info(bes, P)
-        return _estimate(value, var, epsilon=epsilon, delta=d_be, model=model, protocol="ustat-pairs",
-                         params={"variant": "b", **proto.params, "budget_split": [0.5, 0.25, 0.25]}, n=n,
-                         messages=float(P), details={**info, **det_be}, support=(-1.0, 1.0), postprocess=postprocess, statistic="kendall_tau")
+        return _estimate(
+            value,
+            var,
+            epsilon=epsilon,
+            delta=d_be,
+            model=model,
+            protocol="ustat-pairs",
+            params={"variant": "b", **proto.params, "budget_split": [0.5, 0.25, 0.25]},
+            n=n,
+            messages=float(P),
+            details={**info, **det_be},
+            support=(-1.0, 1.0),
+            postprocess=postprocess,
+            statistic="kendall_tau",
+        )
 
     k = bins or _kendall_bins(n, epsilon)
-    check_positive_int(k, "bins", minimum=2, maximum=math.isqrt(STRUCTURED_MAX_CATEGORIES))   # k² categories
+    check_positive_int(k, "bins", minimum=2, maximum=math.isqrt(STRUCTURED_MAX_CATEGORIES))  # k² categories
     cat = K.quantize(xs, bx, k) * k + K.quantize(ys, by, k)
     orc = _pick_oracle(oracle, n, epsilon, k * k)
     _check_structured(k * k, "bins", orc)
@@ -695,14 +1055,37 @@ def kendall_tau(x, y, *, epsilon: float, delta: float = 0.0, model: str | None =
     proto, ta, va, extras = _run_quantized(A, cat, epsilon, orc, rng, extra)
     params = {"bins": k, "categories": k * k, "oracle": orc, "variant": variant}
     if variant == "a":
-        return _estimate(ta, va, epsilon=epsilon, model="local", protocol="ustat-quantized", params=params, n=n,
-                         bits=proto.bits_per_user, support=(-1.0, 1.0), postprocess=postprocess, statistic="kendall_tau")
+        return _estimate(
+            ta,
+            va,
+            epsilon=epsilon,
+            model="local",
+            protocol="ustat-quantized",
+            params=params,
+            n=n,
+            bits=proto.bits_per_user,
+            support=(-1.0, 1.0),
+            postprocess=postprocess,
+            statistic="kendall_tau",
+        )
     (ny, _, S), (nz, _, _) = extras
     value, grad = _tau_b(ta, ny, nz)
     # delta method, exact to first order: the three share the reports, and Σ c·Û_B = Û_{Σ c·B}
     var = proto.plug_in_variance(S, n, A.combine(grad[0], (grad[1], extra[0]), (grad[2], extra[1])))
-    return _estimate(value, var, epsilon=epsilon, model="local", protocol="ustat-quantized", params=params, n=n,
-                     bits=proto.bits_per_user, details={"tau_a": ta, "nontie_x": ny, "nontie_y": nz}, support=(-1.0, 1.0), postprocess=postprocess, statistic="kendall_tau")
+    return _estimate(
+        value,
+        var,
+        epsilon=epsilon,
+        model="local",
+        protocol="ustat-quantized",
+        params=params,
+        n=n,
+        bits=proto.bits_per_user,
+        details={"tau_a": ta, "nontie_x": ny, "nontie_y": nz},
+        support=(-1.0, 1.0),
+        postprocess=postprocess,
+        statistic="kendall_tau",
+    )
 
 
 def _kendall_bins(n, epsilon):
@@ -727,10 +1110,24 @@ def _independent_delta(grad, stds) -> float:
 # ---------------------------------------------------------------------------------------------
 # Gini mean difference / coefficient, collision probability, any kernel
 # ---------------------------------------------------------------------------------------------
-def gini_mean_difference(x, *, epsilon: float, bounds, delta: float = 0.0, model: str | None = None,
-                         method: str = "auto", bins: int | None = None, quantization: str = "avg",
-                         oracle: str = "auto", P: int | None = None, zeta=None, rng: RNGLike = None,
-                         postprocess: str = "clip", backend: str = "simulated", grid_bits: int = 10) -> Estimate:
+def gini_mean_difference(
+    x,
+    *,
+    epsilon: float,
+    bounds,
+    delta: float = 0.0,
+    model: str | None = None,
+    method: str = "auto",
+    bins: int | None = None,
+    quantization: str = "avg",
+    oracle: str = "auto",
+    P: int | None = None,
+    zeta=None,
+    rng: RNGLike = None,
+    postprocess: str = "clip",
+    backend: str = "simulated",
+    grid_bits: int = 10,
+) -> Estimate:
     """Private Gini mean difference Σ_{i<j}|x_i − x_j| / C(n, 2) of values in public ``bounds``.
 
     ``backend="spu"`` (secure pairs): real two-party computation of |x_i − x_j| with each value
@@ -743,8 +1140,15 @@ def gini_mean_difference(x, *, epsilon: float, bounds, delta: float = 0.0, model
     True
     """
     model = _backend_model(model, backend)
-    epsilon, delta, model = _common(epsilon, delta, model, method, "gini_mean_difference", postprocess,
-                                     (bins, None if quantization == "avg" else quantization, None if oracle == "auto" else oracle))
+    epsilon, delta, model = _common(
+        epsilon,
+        delta,
+        model,
+        method,
+        "gini_mean_difference",
+        postprocess,
+        (bins, None if quantization == "avg" else quantization, None if oracle == "auto" else oracle),
+    )
     _check_backend(backend, model, method)
     _options(P=P, oracle=oracle, bins=bins, quantization=quantization)
     lo, hi = check_bounds(bounds)
@@ -754,35 +1158,101 @@ def gini_mean_difference(x, *, epsilon: float, bounds, delta: float = 0.0, model
         raise ValueError("x must hold at least two users")
     if model == "central":
         sens = 2 * w / n
-        value, std = C.central_release(C.exact_gini_mean_difference(xs), epsilon=epsilon, sensitivity=sens, rng=rng)
-        return _estimate(value, std**2, epsilon=epsilon, model=model, protocol="central-exact",
-                         params={"sensitivity": sens}, n=n, messages=0.0, bits=0.0, support=(0.0, w), postprocess=postprocess, statistic="gini_mean_difference", bounds=bounds)
+        value, std = C.central_release(
+            C.exact_gini_mean_difference(xs), epsilon=epsilon, sensitivity=sens, rng=rng
+        )
+        return _estimate(
+            value,
+            std**2,
+            epsilon=epsilon,
+            model=model,
+            protocol="central-exact",
+            params={"sensitivity": sens},
+            n=n,
+            messages=0.0,
+            bits=0.0,
+            support=(0.0, w),
+            postprocess=postprocess,
+            statistic="gini_mean_difference",
+            bounds=bounds,
+        )
     u = (xs - lo) / w
     if model == "secure":
         if method == "all-pairs":
             noise, std, eps0 = _all_pairs_noise(1.0, epsilon, delta, n - 1, n * (n - 1) / 2, rng)
-            return _estimate(C.exact_gini_mean_difference(xs) + w * noise, (w * std) ** 2, epsilon=epsilon,
-                             delta=delta, model=model, protocol="ustat-all-pairs", params={"pair_epsilon": eps0}, n=n,
-                             messages=float(n - 1), details={"simulated_noise": "normal (CLT)"}, support=(0.0, w), postprocess=postprocess, statistic="gini_mean_difference", bounds=bounds)
+            return _estimate(
+                C.exact_gini_mean_difference(xs) + w * noise,
+                (w * std) ** 2,
+                epsilon=epsilon,
+                delta=delta,
+                model=model,
+                protocol="ustat-all-pairs",
+                params={"pair_epsilon": eps0},
+                n=n,
+                messages=float(n - 1),
+                details={"simulated_noise": "normal (CLT)"},
+                support=(0.0, w),
+                postprocess=postprocess,
+                statistic="gini_mean_difference",
+                bounds=bounds,
+            )
         P = _resolve_P(P, epsilon, n, (0.0, 1.0), "laplace", zeta)
         be = _pair_backend(backend, "absdiff", epsilon, P, "laplace", grid_bits=grid_bits)
-        proto, value, var, info = _run_pairs(lambda a_, b_: np.abs(a_ - b_), u, epsilon, P, (0.0, 1.0), "laplace", rng,
-                                             be)
+        proto, value, var, info = _run_pairs(
+            lambda a_, b_: np.abs(a_ - b_), u, epsilon, P, (0.0, 1.0), "laplace", rng, be
+        )
         d_be, det_be = _backend_info([be], P)
-        return _estimate(w * value, w * w * var, epsilon=epsilon, delta=d_be, model=model, protocol="ustat-pairs",
-                         params=proto.params, n=n, messages=float(P), details={**info, **det_be}, support=(0.0, w), postprocess=postprocess, statistic="gini_mean_difference", bounds=bounds)
+        return _estimate(
+            w * value,
+            w * w * var,
+            epsilon=epsilon,
+            delta=d_be,
+            model=model,
+            protocol="ustat-pairs",
+            params=proto.params,
+            n=n,
+            messages=float(P),
+            details={**info, **det_be},
+            support=(0.0, w),
+            postprocess=postprocess,
+            statistic="gini_mean_difference",
+            bounds=bounds,
+        )
     k = bins or choose_bins(n, epsilon, lipschitz=1.0, assumption="kernel")
     check_positive_int(k, "bins", minimum=2, maximum=STRUCTURED_MAX_CATEGORIES)
     orc = _pick_oracle(oracle, n, epsilon, k)
     _check_structured(k, "bins", orc)
-    proto, value, var, _ = _run_quantized(K.GiniOperator(k, _quantization(quantization)), K.quantize(u, (0, 1), k),
-                                          epsilon, orc, rng)
-    return _estimate(w * value, w * w * var, epsilon=epsilon, model="local", protocol="ustat-quantized",
-                     params={"bins": k, "oracle": orc, "quantization": quantization}, n=n, bits=proto.bits_per_user, support=(0.0, w), postprocess=postprocess, statistic="gini_mean_difference", bounds=bounds)
+    proto, value, var, _ = _run_quantized(
+        K.GiniOperator(k, _quantization(quantization)), K.quantize(u, (0, 1), k), epsilon, orc, rng
+    )
+    return _estimate(
+        w * value,
+        w * w * var,
+        epsilon=epsilon,
+        model="local",
+        protocol="ustat-quantized",
+        params={"bins": k, "oracle": orc, "quantization": quantization},
+        n=n,
+        bits=proto.bits_per_user,
+        support=(0.0, w),
+        postprocess=postprocess,
+        statistic="gini_mean_difference",
+        bounds=bounds,
+    )
 
 
-def gini_coefficient(x, *, epsilon: float, bounds, mean_fraction: float = 0.5, model: str | None = None,
-                     method: str = "auto", rng: RNGLike = None, postprocess: str = "clip", **kwargs) -> Estimate:
+def gini_coefficient(
+    x,
+    *,
+    epsilon: float,
+    bounds,
+    mean_fraction: float = 0.5,
+    model: str | None = None,
+    method: str = "auto",
+    rng: RNGLike = None,
+    postprocess: str = "clip",
+    **kwargs,
+) -> Estimate:
     """Private Gini coefficient GMD·(n−1)/(2n·mean) of non-negative values; ``mean_fraction`` of ε
     pays for the mean (local/secure: one randomized-rounding bit per user with binary RR; central:
     discrete Laplace).  The ratio is slightly biased; the stderr is the delta method (the rounding's
@@ -806,7 +1276,9 @@ def gini_coefficient(x, *, epsilon: float, bounds, mean_fraction: float = 0.5, m
     n, w = xs.size, hi - lo
     eps_mean, eps_gmd = epsilon * mean_fraction, epsilon * (1 - mean_fraction)
     g = as_generator(rng) if _simulating(rng) else None
-    gmd = gini_mean_difference(xs, epsilon=eps_gmd, bounds=(lo, hi), model=model, method=method, rng=g, **kwargs)
+    gmd = gini_mean_difference(
+        xs, epsilon=eps_gmd, bounds=(lo, hi), model=model, method=method, rng=g, **kwargs
+    )
     if model == "central":
         mean, std = C.central_release(float(xs.mean()), epsilon=eps_mean, sensitivity=w / n, rng=g)
         var_mean = std**2
@@ -815,11 +1287,23 @@ def gini_coefficient(x, *, epsilon: float, bounds, mean_fraction: float = 0.5, m
     mean_c = max(mean, w * 1e-6)
     value = gmd.value * (n - 1) / (2 * n * mean_c)
     var = value**2 * ((gmd.stderr or 0) ** 2 / max(gmd.value, 1e-12) ** 2 + var_mean / mean_c**2)
-    return _estimate(value, var, epsilon=epsilon, delta=gmd.delta, model=model, protocol=gmd.protocol + "+mean",
-                     params={**gmd.params, "mean_fraction": mean_fraction}, n=n,
-                     messages=(gmd.messages_per_user or 0) + (0 if model == "central" else 1),
-                     bits=None if gmd.bits_per_user is None else gmd.bits_per_user + (0 if model == "central" else 1),
-                     details={"gini_mean_difference": gmd.value, "mean": mean}, support=(0.0, 1.0), postprocess=postprocess, statistic="gini_coefficient", bounds=bounds)
+    return _estimate(
+        value,
+        var,
+        epsilon=epsilon,
+        delta=gmd.delta,
+        model=model,
+        protocol=gmd.protocol + "+mean",
+        params={**gmd.params, "mean_fraction": mean_fraction},
+        n=n,
+        messages=(gmd.messages_per_user or 0) + (0 if model == "central" else 1),
+        bits=None if gmd.bits_per_user is None else gmd.bits_per_user + (0 if model == "central" else 1),
+        details={"gini_mean_difference": gmd.value, "mean": mean},
+        support=(0.0, 1.0),
+        postprocess=postprocess,
+        statistic="gini_coefficient",
+        bounds=bounds,
+    )
 
 
 def _local_mean(xs, lo, hi, epsilon, rng, g):
@@ -843,9 +1327,21 @@ def _local_mean(xs, lo, hi, epsilon, rng, g):
     return lo + (hi - lo) * frac, (hi - lo) ** 2 * var_count / n**2
 
 
-def collision_probability(x, *, epsilon: float, domain_size: int, delta: float = 0.0, model: str | None = None,
-                          method: str = "auto", oracle: str = "auto", P: int | None = None, zeta=None,
-                          rng: RNGLike = None, postprocess: str = "clip", backend: str = "simulated") -> Estimate:
+def collision_probability(
+    x,
+    *,
+    epsilon: float,
+    domain_size: int,
+    delta: float = 0.0,
+    model: str | None = None,
+    method: str = "auto",
+    oracle: str = "auto",
+    P: int | None = None,
+    zeta=None,
+    rng: RNGLike = None,
+    postprocess: str = "clip",
+    backend: str = "simulated",
+) -> Estimate:
     """Private collision probability Σ_{i<j} I[x_i = x_j]/C(n, 2) of values in ``[0, domain_size)``;
     ``details["renyi2_entropy"]`` is −ln of the estimate clipped into (0, 1].
 
@@ -856,8 +1352,15 @@ def collision_probability(x, *, epsilon: float, domain_size: int, delta: float =
     True
     """
     model = _backend_model(model, backend)
-    epsilon, delta, model = _common(epsilon, delta, model, method, "collision_probability", postprocess,
-                                     (None if oracle == "auto" else oracle,))
+    epsilon, delta, model = _common(
+        epsilon,
+        delta,
+        model,
+        method,
+        "collision_probability",
+        postprocess,
+        (None if oracle == "auto" else oracle,),
+    )
     _check_backend(backend, model, method)
     _options(P=P, oracle=oracle)
     d = check_positive_int(domain_size, "domain_size", minimum=2, maximum=STRUCTURED_MAX_CATEGORIES)
@@ -871,12 +1374,21 @@ def collision_probability(x, *, epsilon: float, domain_size: int, delta: float =
         est: tuple[Any, ...] = (value, std**2, "central-exact", {"sensitivity": sens}, 0.0, 0.0, {})
     elif model == "secure" and method == "all-pairs":
         noise, std, eps0 = _all_pairs_noise(1.0, epsilon, delta, n - 1, n * (n - 1) / 2, rng)
-        est = (C.exact_collision(xs) + noise, std**2, "ustat-all-pairs", {"pair_epsilon": eps0}, float(n - 1), None,
-               {"simulated_noise": "normal (CLT)"})
+        est = (
+            C.exact_collision(xs) + noise,
+            std**2,
+            "ustat-all-pairs",
+            {"pair_epsilon": eps0},
+            float(n - 1),
+            None,
+            {"simulated_noise": "normal (CLT)"},
+        )
     elif model == "secure":
         P = _resolve_P(P, epsilon, n, (0.0, 1.0), "rr", zeta)
         be = _pair_backend(backend, "equal", epsilon, P, "rr")
-        proto, value, var, info = _run_pairs(lambda a_, b_: (a_ == b_) * 1.0, xs, epsilon, P, (0.0, 1.0), "rr", rng, be)
+        proto, value, var, info = _run_pairs(
+            lambda a_, b_: (a_ == b_) * 1.0, xs, epsilon, P, (0.0, 1.0), "rr", rng, be
+        )
         est = (value, var, "ustat-pairs", proto.params, float(P), None, {**info, **_backend_info([be], P)[1]})
     else:
         orc = _pick_oracle(oracle, n, epsilon, d)
@@ -885,14 +1397,44 @@ def collision_probability(x, *, epsilon: float, domain_size: int, delta: float =
         est = (value, var, "ustat-quantized", {"domain_size": d, "oracle": orc}, 1.0, proto.bits_per_user, {})
     value, var, protocol, params, msgs, bits, details = est
     details = {**details, "renyi2_entropy": -math.log(min(max(value, 1e-12), 1.0))}
-    return _estimate(value, var, epsilon=epsilon, delta=delta if "all-pairs" in protocol else 0.0, model=model,
-                     protocol=protocol, params=params, n=n, messages=msgs, bits=bits, details=details, support=(0.0, 1.0), postprocess=postprocess, statistic="collision_probability")
+    return _estimate(
+        value,
+        var,
+        epsilon=epsilon,
+        delta=delta if "all-pairs" in protocol else 0.0,
+        model=model,
+        protocol=protocol,
+        params=params,
+        n=n,
+        messages=msgs,
+        bits=bits,
+        details=details,
+        support=(0.0, 1.0),
+        postprocess=postprocess,
+        statistic="collision_probability",
+    )
 
 
-def ustatistic(x, kernel, *, epsilon: float, bounds=None, kernel_range=None, delta: float = 0.0,
-               model: str | None = None, method: str = "auto", bins: int | None = None, quantization: str = "avg",
-               lipschitz: float = 1.0, oracle: str = "auto", P: int | None = None, zeta=None,
-               rng: RNGLike = None, postprocess: str = "clip", backend: str = "simulated") -> Estimate:
+def ustatistic(
+    x,
+    kernel,
+    *,
+    epsilon: float,
+    bounds=None,
+    kernel_range=None,
+    delta: float = 0.0,
+    model: str | None = None,
+    method: str = "auto",
+    bins: int | None = None,
+    quantization: str = "avg",
+    lipschitz: float = 1.0,
+    oracle: str = "auto",
+    P: int | None = None,
+    zeta=None,
+    rng: RNGLike = None,
+    postprocess: str = "clip",
+    backend: str = "simulated",
+) -> Estimate:
     """Private U-statistic Σ_{i<j} f(x_i, x_j)/C(n, 2) of a symmetric kernel.
 
     ``kernel``: a vectorized callable ``f(x, y)`` on the original values (needs public ``bounds``;
@@ -911,8 +1453,15 @@ def ustatistic(x, kernel, *, epsilon: float, bounds=None, kernel_range=None, del
     True
     """
     model = _backend_model(model, backend)
-    epsilon, delta, model = _common(epsilon, delta, model, method, "ustatistic", postprocess,
-                                     (bins, None if quantization == "avg" else quantization, None if oracle == "auto" else oracle))
+    epsilon, delta, model = _common(
+        epsilon,
+        delta,
+        model,
+        method,
+        "ustatistic",
+        postprocess,
+        (bins, None if quantization == "avg" else quantization, None if oracle == "auto" else oracle),
+    )
     _check_backend(backend, model, method)
     _options(P=P, oracle=oracle, bins=bins, quantization=quantization)
     lipschitz = check_real(lipschitz, "lipschitz")
@@ -931,11 +1480,17 @@ def ustatistic(x, kernel, *, epsilon: float, bounds=None, kernel_range=None, del
         elif model == "local":
             kr = None
         else:
-            raise ValueError("kernel_range (lo, hi) is required for a callable kernel in the secure and central models")
+            raise ValueError(
+                "kernel_range (lo, hi) is required for a callable kernel in the secure and central models"
+            )
     else:
         A = matrix = K.check_kernel_matrix(kernel)
         xs = as_domain_values(x, matrix.shape[0], "x")
-        kr = (float(matrix.min()), float(matrix.max())) if matrix.max() > matrix.min() else (float(matrix.min()), float(matrix.min()) + 1.0)
+        kr = (
+            (float(matrix.min()), float(matrix.max()))
+            if matrix.max() > matrix.min()
+            else (float(matrix.min()), float(matrix.min()) + 1.0)
+        )
         f = lambda a_, b_: matrix[a_.astype(np.int64), b_.astype(np.int64)]  # noqa: E731
     n = xs.size
     if n < 2:
@@ -943,25 +1498,65 @@ def ustatistic(x, kernel, *, epsilon: float, bounds=None, kernel_range=None, del
     width = None if kr is None else kr[1] - kr[0]
 
     if model == "central":
-        assert kr is not None and width is not None          # required above outside the local model
+        assert kr is not None and width is not None  # required above outside the local model
         exact = C.exact_matrix_ustat(xs, A) if A is not None else C.exact_callable(xs, f)
         exact = float(np.clip(exact, *kr))
         sens = 2 * width / n
         value, std = C.central_release(exact, epsilon=epsilon, sensitivity=sens, rng=rng)
-        return _estimate(value, std**2, epsilon=epsilon, model=model, protocol="central-exact",
-                         params={"sensitivity": sens, "kernel_range": list(kr)}, n=n, messages=0.0, bits=0.0, support=None if kr is None else kr, postprocess=postprocess, statistic="ustatistic", bounds=bounds)
+        return _estimate(
+            value,
+            std**2,
+            epsilon=epsilon,
+            model=model,
+            protocol="central-exact",
+            params={"sensitivity": sens, "kernel_range": list(kr)},
+            n=n,
+            messages=0.0,
+            bits=0.0,
+            support=None if kr is None else kr,
+            postprocess=postprocess,
+            statistic="ustatistic",
+            bounds=bounds,
+        )
     if model == "secure":
         if method == "all-pairs":
             exact = C.exact_matrix_ustat(xs, A) if A is not None else C.exact_callable(xs, f)
             noise, std, eps0 = _all_pairs_noise(width, epsilon, delta, n - 1, n * (n - 1) / 2, rng)
-            return _estimate(exact + noise, std**2, epsilon=epsilon, delta=delta, model=model,
-                             protocol="ustat-all-pairs", params={"pair_epsilon": eps0}, n=n, messages=float(n - 1),
-                             details={"simulated_noise": "normal (CLT)"}, support=None if kr is None else kr, postprocess=postprocess, statistic="ustatistic", bounds=bounds)
+            return _estimate(
+                exact + noise,
+                std**2,
+                epsilon=epsilon,
+                delta=delta,
+                model=model,
+                protocol="ustat-all-pairs",
+                params={"pair_epsilon": eps0},
+                n=n,
+                messages=float(n - 1),
+                details={"simulated_noise": "normal (CLT)"},
+                support=None if kr is None else kr,
+                postprocess=postprocess,
+                statistic="ustatistic",
+                bounds=bounds,
+            )
         P = _resolve_P(P, epsilon, n, kr, "laplace", zeta)
-        proto, value, var, info = _run_pairs(f, xs, epsilon, P, kr, "laplace", rng,
-                                             _pair_backend(backend, None, epsilon, P, "laplace"))
-        return _estimate(value, var, epsilon=epsilon, model=model, protocol="ustat-pairs", params=proto.params, n=n,
-                         messages=float(P), details=info, support=None if kr is None else kr, postprocess=postprocess, statistic="ustatistic", bounds=bounds)
+        proto, value, var, info = _run_pairs(
+            f, xs, epsilon, P, kr, "laplace", rng, _pair_backend(backend, None, epsilon, P, "laplace")
+        )
+        return _estimate(
+            value,
+            var,
+            epsilon=epsilon,
+            model=model,
+            protocol="ustat-pairs",
+            params=proto.params,
+            n=n,
+            messages=float(P),
+            details=info,
+            support=None if kr is None else kr,
+            postprocess=postprocess,
+            statistic="ustatistic",
+            bounds=bounds,
+        )
     if A is None:
         # a callable is averaged over 256 points per cell of the k×k matrix: cap k so that k²·256 ≤ MAX_CELLS/4
         # (512 MiB, seconds; the default k = 4096 at ε = 40 allocated 32 GiB); the automatic choice stops at
@@ -971,8 +1566,10 @@ def ustatistic(x, kernel, *, epsilon: float, bounds=None, kernel_range=None, del
         check_positive_int(k, "bins", minimum=2)
         _check_dense(k, "bins")
         if k > k_max:
-            raise ValueError(f"bins: a callable kernel is averaged over 256 points in each cell of the dense k×k "
-                             f"matrix; k={k} exceeds {k_max} ({256 * 8 * k * k / 2**30:.0f} GiB); use fewer bins")
+            raise ValueError(
+                f"bins: a callable kernel is averaged over 256 points in each cell of the dense k×k "
+                f"matrix; k={k} exceeds {k_max} ({256 * 8 * k * k / 2**30:.0f} GiB); use fewer bins"
+            )
         how = _quantization(quantization)
         A = K.matrix_from_callable(lambda u, v: f(lo + u * (hi - lo), lo + v * (hi - lo)), k, how)
         cells = K.quantize(xs, (lo, hi), k)
@@ -981,14 +1578,28 @@ def ustatistic(x, kernel, *, epsilon: float, bounds=None, kernel_range=None, del
         cells, params = xs, {"bins": A.shape[0]}
     orc = _pick_oracle(oracle, n, epsilon, A.shape[0])
     proto, value, var, _ = _run_quantized(A, cells, epsilon, orc, rng)
-    return _estimate(value, var, epsilon=epsilon, model="local", protocol="ustat-quantized",
-                     params={**params, "oracle": orc}, n=n, bits=proto.bits_per_user, support=None if kr is None else kr, postprocess=postprocess, statistic="ustatistic", bounds=bounds)
+    return _estimate(
+        value,
+        var,
+        epsilon=epsilon,
+        model="local",
+        protocol="ustat-quantized",
+        params={**params, "oracle": orc},
+        n=n,
+        bits=proto.bits_per_user,
+        support=None if kr is None else kr,
+        postprocess=postprocess,
+        statistic="ustatistic",
+        bounds=bounds,
+    )
 
 
 def _ustat_spu(x, name, epsilon, backend, P, zeta, rng, postprocess) -> Estimate:
     """ustatistic with a named two-party kernel (backend='spu'): inputs as the kernel expects them."""
     if backend != "spu":
-        raise ValueError("a kernel given by name needs backend='spu' (model='secure'); pass a callable or a matrix")
+        raise ValueError(
+            "a kernel given by name needs backend='spu' (model='secure'); pass a callable or a matrix"
+        )
     from privstats.ustat.mpc import SPECS, SpuTwoParty
 
     check_choice(name, "kernel", SPECS)
@@ -1005,6 +1616,18 @@ def _ustat_spu(x, name, epsilon, backend, P, zeta, rng, postprocess) -> Estimate
     be = SpuTwoParty(name, pair_epsilon=epsilon / P, mechanism=mech)
     proto, value, var, info = _run_pairs(be.spec.reference, xs, epsilon, P, kr, mech, rng, be)
     d_be, det_be = _backend_info([be], P)
-    return _estimate(value, var, epsilon=epsilon, delta=d_be, model="secure", protocol="ustat-pairs",
-                     params={**proto.params, "kernel": name}, n=n, messages=float(P), details={**info, **det_be},
-                     support=kr, postprocess=postprocess, statistic="ustatistic")
+    return _estimate(
+        value,
+        var,
+        epsilon=epsilon,
+        delta=d_be,
+        model="secure",
+        protocol="ustat-pairs",
+        params={**proto.params, "kernel": name},
+        n=n,
+        messages=float(P),
+        details={**info, **det_be},
+        support=kr,
+        postprocess=postprocess,
+        statistic="ustatistic",
+    )

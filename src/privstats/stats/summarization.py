@@ -39,7 +39,7 @@ True
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -70,13 +70,31 @@ def _owners(owners) -> list[DataOwner]:
     return out
 
 
-def summarize(owners, target, *, size: int, epsilon: float | None = None, delta: float | None = None,
-              rng: RNGLike = None, method: str = "private", n_features: int = 256, gamma: float | None = None,
-              seed_set=None, feature_seed: int | None = None, sketch: str = "gaussian",
-              release_every: int = 0, clip_norm: float | None = None, shrinkage: bool = False,
-              t_init: int | None = None, t_sub: int = 5, grid: int = 64, auction_share: float | None = None,
-              neighbours: str = "replace", params: PrivateParams | GaussianParams | None = None,
-              transport=None) -> SummaryResult:
+def summarize(
+    owners,
+    target,
+    *,
+    size: int,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    rng: RNGLike = None,
+    method: str = "private",
+    n_features: int = 256,
+    gamma: float | None = None,
+    seed_set=None,
+    feature_seed: int | None = None,
+    sketch: str = "gaussian",
+    release_every: int = 0,
+    clip_norm: float | None = None,
+    shrinkage: bool = False,
+    t_init: int | None = None,
+    t_sub: int = 5,
+    grid: int = 64,
+    auction_share: float | None = None,
+    neighbours: str = "replace",
+    params: PrivateParams | GaussianParams | None = None,
+    transport=None,
+) -> SummaryResult:
     """Choose ``size`` rows from ``owners`` matching ``target``; see the module docstring.
 
     ``rng``: None (OS CSPRNG, for real data) or a seed/Generator (simulation).
@@ -105,14 +123,23 @@ def summarize(owners, target, *, size: int, epsilon: float | None = None, delta:
             raise ValueError(f"seed_set has {seed_set.shape[1]} features, the owners have {n_inputs}")
     src = as_source(rng)
     if feature_seed is None:
-        feature_seed = int(src.integers(2**62))           # public, sent to every party in Setup
+        feature_seed = int(src.integers(2**62))  # public, sent to every party in Setup
     transport = transport or (lambda m: m)
     consumer = Consumer(target)
     if method == "uniform":
         return run_uniform(parties, consumer, size=size, gamma=gamma, rng=src, transport=transport)
     if method == "greedy":
-        return run_greedy(parties, consumer, size=size, n_features=n_features, gamma=gamma,
-                          feature_seed=feature_seed, seed_set=seed_set, rng=src, transport=transport)
+        return run_greedy(
+            parties,
+            consumer,
+            size=size,
+            n_features=n_features,
+            gamma=gamma,
+            feature_seed=feature_seed,
+            seed_set=seed_set,
+            rng=src,
+            transport=transport,
+        )
     neighbours = check_choice(neighbours, "neighbours", {"replace", "add-remove"})
     sensitivity = 2 if neighbours == "replace" else 1
     if params is None:
@@ -125,16 +152,42 @@ def summarize(owners, target, *, size: int, epsilon: float | None = None, delta:
             raise ValueError(f"auction_share must be in (0, 1), got {auction_share!r}")
         if sketch == "gaussian":
             clip_norm = math.sqrt(2.0) if clip_norm is None else check_epsilon(clip_norm, "clip_norm")
-            params = plan_gaussian(epsilon, delta, n_owners=len(parties), size=size, n_features=n_features,
-                                   sensitivity=sensitivity, release_every=check_positive_int(release_every, "release_every",
-                                                                                             minimum=0),
-                                   clip_norm=clip_norm, auction_share=auction_share, shrinkage=bool(shrinkage))
+            params = plan_gaussian(
+                epsilon,
+                delta,
+                n_owners=len(parties),
+                size=size,
+                n_features=n_features,
+                sensitivity=sensitivity,
+                release_every=check_positive_int(release_every, "release_every", minimum=0),
+                clip_norm=clip_norm,
+                auction_share=auction_share,
+                shrinkage=bool(shrinkage),
+            )
         else:
-            params = plan_private(epsilon, delta, n_owners=len(parties), size=size, n_features=n_features,
-                                  t_init=t_init, t_sub=check_positive_int(t_sub, "t_sub"),
-                                  auction_share=auction_share)
+            params = plan_private(
+                epsilon,
+                delta,
+                n_owners=len(parties),
+                size=size,
+                n_features=n_features,
+                t_init=t_init,
+                t_sub=check_positive_int(t_sub, "t_sub"),
+                auction_share=auction_share,
+            )
     elif not isinstance(params, (PrivateParams, GaussianParams)):
         raise ValueError(f"params must be PrivateParams or GaussianParams, got {type(params).__name__}")
-    return run_private(parties, consumer, size=size, params=params, n_features=n_features, gamma=gamma,
-                       feature_seed=feature_seed, grid=grid, sensitivity=sensitivity,
-                       seed_set=seed_set, rng=src, transport=transport)
+    return run_private(
+        parties,
+        consumer,
+        size=size,
+        params=params,
+        n_features=n_features,
+        gamma=gamma,
+        feature_seed=feature_seed,
+        grid=grid,
+        sensitivity=sensitivity,
+        seed_set=seed_set,
+        rng=src,
+        transport=transport,
+    )

@@ -66,7 +66,7 @@ class PrivateAuction:
         for b in active:
             key = (b.owner, b.handle)
             self._bid_counts[key] = self._bid_counts.get(key, 0) + 1
-        order = self._src.permutation(len(active))                  # uniform tie-breaking
+        order = self._src.permutation(len(active))  # uniform tie-breaking
         values = np.array([active[i].value for i in order], dtype=np.float64)
         ranked = [active[order[j]] for j in np.argsort(-values, kind="stable")]
         out: list[FetchRequest] = []

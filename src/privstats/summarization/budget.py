@@ -27,9 +27,9 @@ import math
 from dataclasses import dataclass
 
 from privstats.privacy import (
+    ZCDP,
     Guarantee,
     PureDP,
-    ZCDP,
     advanced_composition,
     basic_composition,
     optimal_composition,
@@ -37,8 +37,15 @@ from privstats.privacy import (
     zcdp_to_approx,
 )
 
-__all__ = ["sketch_accounting", "auction_accounting", "PrivateParams", "plan_private", "paper_auction_parameters",
-           "expected_asks", "tightest"]
+__all__ = [
+    "PrivateParams",
+    "auction_accounting",
+    "expected_asks",
+    "paper_auction_parameters",
+    "plan_private",
+    "sketch_accounting",
+    "tightest",
+]
 
 
 def tightest(*guarantees: Guarantee) -> Guarantee:
@@ -47,7 +54,9 @@ def tightest(*guarantees: Guarantee) -> Guarantee:
 
 
 def _zcdp_sketch(epsilon_iter: float, iterations: int) -> ZCDP:
-    return zcdp_composition([ZCDP(epsilon_iter**2 / 8.0 * iterations), ZCDP(epsilon_iter**2 / 2.0 * iterations)])
+    return zcdp_composition(
+        [ZCDP(epsilon_iter**2 / 8.0 * iterations), ZCDP(epsilon_iter**2 / 2.0 * iterations)]
+    )
 
 
 def sketch_accounting(epsilon_iter: float, iterations: int, delta: float) -> dict[str, Guarantee]:
@@ -139,8 +148,17 @@ def _per_iteration(epsilon: float, delta: float, iterations: int) -> float:
     return max(basic, via_zcdp)
 
 
-def plan_private(epsilon: float, delta: float, *, n_owners: int, size: int, n_features: int,
-                 t_init: int | None = None, t_sub: int = 5, auction_share: float = 0.5) -> PrivateParams:
+def plan_private(
+    epsilon: float,
+    delta: float,
+    *,
+    n_owners: int,
+    size: int,
+    n_features: int,
+    t_init: int | None = None,
+    t_sub: int = 5,
+    auction_share: float = 0.5,
+) -> PrivateParams:
     """Split (ε, δ) for each party: all of it to the target sketch for the consumer; for the owners a share
     ``auction_share`` to the auction (τ = ⌈K^(2/3)⌉) and the rest to the p − 1 summary sketches (δ halves)."""
     t_init = t_init if t_init is not None else int(n_features**1.5)

@@ -27,10 +27,10 @@ import numpy as np
 
 __all__ = [
     "RandomFourierFeatures",
-    "rbf_kernel",
+    "marginal_gains",
     "mmd2",
     "objective",
-    "marginal_gains",
+    "rbf_kernel",
     "rff_tail_bound",
     "rff_term_variance",
 ]
@@ -67,11 +67,11 @@ class RandomFourierFeatures:
         out = np.empty((X.shape[0], self.n_features), dtype=dtype)
         scale = self.bound
         for start in range(0, X.shape[0], _CHUNK):
-            z = X[start:start + _CHUNK] @ self.omega
+            z = X[start : start + _CHUNK] @ self.omega
             z += self.offset
             np.cos(z, out=z)
             z *= scale
-            out[start:start + _CHUNK] = z
+            out[start : start + _CHUNK] = z
         return out
 
 
@@ -87,7 +87,7 @@ def rbf_kernel(X, Y, gamma: float) -> np.ndarray:
 def _mean_kernel(X, Y, gamma: float) -> float:
     total = 0.0
     for start in range(0, X.shape[0], _CHUNK):
-        total += rbf_kernel(X[start:start + _CHUNK], Y, gamma).sum()
+        total += rbf_kernel(X[start : start + _CHUNK], Y, gamma).sum()
     return total / (X.shape[0] * Y.shape[0])
 
 

@@ -40,14 +40,22 @@ from privstats.privacy import ZCDP, Guarantee, zcdp_composition, zcdp_to_approx
 from privstats.privacy.randomness import RNGLike, as_source
 from privstats.privacy.samplers import discrete_gaussian
 
-__all__ = ["GaussianSketch", "GaussianParams", "gaussian_accounting", "plan_gaussian", "shrink", "release_rounds"]
+__all__ = [
+    "GaussianParams",
+    "GaussianSketch",
+    "gaussian_accounting",
+    "plan_gaussian",
+    "release_rounds",
+    "shrink",
+]
 
 
 class GaussianSketch:
     """Lattice encoding and discrete-Gaussian release of a sum of h1 rows."""
 
-    def __init__(self, n_features: int, clip_norm: float = math.sqrt(2.0), resolution: int = 256,
-                 sensitivity: int = 2):
+    def __init__(
+        self, n_features: int, clip_norm: float = math.sqrt(2.0), resolution: int = 256, sensitivity: int = 2
+    ):
         if not (clip_norm > 0 and math.isfinite(clip_norm)):
             raise ValueError(f"clip_norm must be a positive number, got {clip_norm!r}")
         if sensitivity not in (1, 2):
@@ -139,27 +147,46 @@ class GaussianParams:
 
 def gaussian_accounting(params: GaussianParams, n_features: int, sensitivity: int) -> dict:
     """zCDP of every release, composed and converted by :mod:`privstats.privacy` (nothing asserted)."""
-    from privstats.summarization.budget import auction_accounting
     from privstats.privacy import basic_composition
+    from privstats.summarization.budget import auction_accounting
 
     sk = params.sketch(n_features, sensitivity)
     target_z = ZCDP(sk.rho_for(params.target_sigma))
-    summary_z = zcdp_composition([ZCDP(sk.rho_for(s)) for s in params.summary_sigmas]) if params.summary_sigmas \
+    summary_z = (
+        zcdp_composition([ZCDP(sk.rho_for(s)) for s in params.summary_sigmas])
+        if params.summary_sigmas
         else ZCDP(0.0)
+    )
     half = params.delta / 2.0
     target: Guarantee = zcdp_to_approx(target_z.rho, params.delta)
     summary: Guarantee = zcdp_to_approx(summary_z.rho, half)
     auction = auction_accounting(params.epsilon_auc, params.tau, half)
     owners = basic_composition([summary, auction["tight"]])
-    return {"target": target, "owners": owners,
-            "detail": {"target_sketch": {"zcdp": target_z, "tight": target},
-                       "summary_sketches": {"zcdp": summary_z, "tight": summary, "releases": len(params.summary_sigmas)},
-                       "auction": auction}}
+    return {
+        "target": target,
+        "owners": owners,
+        "detail": {
+            "target_sketch": {"zcdp": target_z, "tight": target},
+            "summary_sketches": {"zcdp": summary_z, "tight": summary, "releases": len(params.summary_sigmas)},
+            "auction": auction,
+        },
+    }
 
 
-def plan_gaussian(epsilon: float, delta: float, *, n_owners: int, size: int, n_features: int,
-                  sensitivity: int = 2, release_every: int = 0, clip_norm: float = math.sqrt(2.0),
-                  resolution: int = 256, auction_share: float = 0.25, shrinkage: bool = False) -> GaussianParams:
+def plan_gaussian(
+    epsilon: float,
+    delta: float,
+    *,
+    n_owners: int,
+    size: int,
+    n_features: int,
+    sensitivity: int = 2,
+    release_every: int = 0,
+    clip_norm: float = math.sqrt(2.0),
+    resolution: int = 256,
+    auction_share: float = 0.25,
+    shrinkage: bool = False,
+) -> GaussianParams:
     """Split (ε, δ) per party: the whole of it to the target sketch (the consumer's party); for each owner
     ``auction_share`` of ε to the auction (τ = ⌈K^(2/3)⌉, δ/2) and the rest to the summary releases (δ/2),
     split evenly in ρ over the releases of :func:`release_rounds`."""
@@ -173,8 +200,17 @@ def plan_gaussian(epsilon: float, delta: float, *, n_owners: int, size: int, n_f
         rho_each = _solve_rho(epsilon * (1.0 - auction_share), delta / 2.0) / n_rel
         sigmas = (sk.sigma_for(rho_each),) * n_rel
     tau = max(1, math.ceil(n_owners ** (2.0 / 3.0) - 1e-9))
-    eps_a_total = epsilon * auction_share if n_rel else epsilon     # no summary release: all to the auction
+    eps_a_total = epsilon * auction_share if n_rel else epsilon  # no summary release: all to the auction
     rho_a = _solve_rho(eps_a_total, delta / 2.0)
     eps_auc = max(eps_a_total / tau, math.sqrt(2.0 * rho_a / tau))
-    return GaussianParams(target_sigma, sigmas, int(release_every), float(clip_norm), int(resolution),
-                          eps_auc, tau, delta, bool(shrinkage))
+    return GaussianParams(
+        target_sigma,
+        sigmas,
+        int(release_every),
+        float(clip_norm),
+        int(resolution),
+        eps_auc,
+        tau,
+        delta,
+        bool(shrinkage),
+    )

@@ -18,13 +18,13 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "TargetData",
-    "Setup",
-    "RoundBroadcast",
     "Bid",
     "FetchRequest",
     "PointTransfer",
+    "RoundBroadcast",
+    "Setup",
     "SummaryDelivery",
+    "TargetData",
     "message_from_dict",
 ]
 
@@ -44,7 +44,9 @@ class _Message:
         kwargs = {}
         for f in dataclasses.fields(cls):  # type: ignore[arg-type]  # subclasses are dataclasses
             v = d.get(f.name, f.default)
-            kwargs[f.name] = np.asarray(v) if f.name in _ARRAY_FIELDS.get(cls.__name__, ()) and v is not None else v
+            kwargs[f.name] = (
+                np.asarray(v) if f.name in _ARRAY_FIELDS.get(cls.__name__, ()) and v is not None else v
+            )
         return cls(**kwargs)
 
 
@@ -52,6 +54,7 @@ def _arrays(*names):
     def deco(cls):
         _ARRAY_FIELDS[cls.__name__] = names
         return cls
+
     return deco
 
 
@@ -134,7 +137,10 @@ class SummaryDelivery(_Message):
     rows: np.ndarray
 
 
-_TYPES = {c.__name__: c for c in (TargetData, Setup, RoundBroadcast, Bid, FetchRequest, PointTransfer, SummaryDelivery)}
+_TYPES = {
+    c.__name__: c
+    for c in (TargetData, Setup, RoundBroadcast, Bid, FetchRequest, PointTransfer, SummaryDelivery)
+}
 
 
 def message_from_dict(d: dict[str, Any]):

@@ -44,10 +44,10 @@ import math
 import numpy as np
 
 from privstats.central import add_count_noise
-from privstats.privacy.randomness import RNGLike, RandomSource, as_source
+from privstats.privacy.randomness import RandomSource, RNGLike, as_source
 from privstats.privacy.samplers import bernoulli_exp
 
-__all__ = ["quantize", "MWEMSketch", "exponential_mechanism"]
+__all__ = ["MWEMSketch", "exponential_mechanism", "quantize"]
 
 
 def quantize(H, bound: float, grid: int, rng: RNGLike = None) -> np.ndarray:
@@ -58,7 +58,7 @@ def quantize(H, bound: float, grid: int, rng: RNGLike = None) -> np.ndarray:
     """
     src = as_source(rng)
     x = np.clip(np.asarray(H, dtype=np.float64) / bound, -1.0, 1.0)
-    y = (x + 1.0) * (grid / 2.0)                      # in [0, L]
+    y = (x + 1.0) * (grid / 2.0)  # in [0, L]
     k = np.minimum(np.floor(y), grid - 1).astype(np.int64)
     up = np.asarray(src.random(y.size)).reshape(y.shape) < (y - k)
     return 2 * (k + up) - grid
@@ -91,9 +91,9 @@ class MWEMSketch:
         self.n_features = int(n_features)
         self.grid = int(grid)
         self.sensitivity = int(sensitivity)
-        self.values = np.arange(-grid, grid + 1, 2, dtype=np.float64) / grid   # the grid S
+        self.values = np.arange(-grid, grid + 1, 2, dtype=np.float64) / grid  # the grid S
         self.logw = np.full((self.n_features, self.values.size), -math.log(self.values.size))
-        self.means = np.zeros(self.n_features)                                  # c_i under P_t
+        self.means = np.zeros(self.n_features)  # c_i under P_t
         self.iterations_run = 0
 
     def init_from_means(self, target_means) -> None:
@@ -101,7 +101,7 @@ class MWEMSketch:
         m = np.clip(np.asarray(target_means, dtype=np.float64), -1 + 1e-9, 1 - 1e-9)
         lo = np.full(m.size, -60.0 * self.grid)
         hi = np.full(m.size, 60.0 * self.grid)
-        for _ in range(80):                                  # bisection on the tilt λ, vectorized
+        for _ in range(80):  # bisection on the tilt λ, vectorized
             lam = 0.5 * (lo + hi)
             mean = self._tilt_mean(lam)
             big = mean > m
@@ -124,7 +124,9 @@ class MWEMSketch:
         self.logw[i] = row
         self.means[i] = float(np.exp(row) @ self.values)
 
-    def release(self, column_sums, q: int, iterations: int, epsilon: float, rng: RNGLike = None) -> np.ndarray:
+    def release(
+        self, column_sums, q: int, iterations: int, epsilon: float, rng: RNGLike = None
+    ) -> np.ndarray:
         """Run ``iterations`` MWEM steps against integer ``column_sums`` of q rows; return P_avg's means in [−1, 1]."""
         src: RandomSource = as_source(rng)
         U = np.asarray(column_sums, dtype=np.int64)
@@ -132,8 +134,8 @@ class MWEMSketch:
         if T < 1:
             raise ValueError("iterations must be >= 1")
         L, delta_sens = self.grid, self.sensitivity
-        target = U / L                                         # w(D_Q, i), count units
-        acc = self.means * T                                   # Σ_t c_t, corrected lazily below
+        target = U / L  # w(D_Q, i), count units
+        acc = self.means * T  # Σ_t c_t, corrected lazily below
         touched = np.zeros(self.n_features, dtype=bool)
         em_scale = epsilon / (2.0 * delta_sens)
         # the T Laplace draws do not depend on the chosen coordinates: draw them in one batch
@@ -141,13 +143,13 @@ class MWEMSketch:
         for t in range(1, T + 1):
             psi = np.abs(q * self.means - target)
             i = exponential_mechanism(em_scale * psi, rng=src)
-            mu = min(max((U[i] + noise[t - 1]) / L, -q), q)     # clipping is post-processing
+            mu = min(max((U[i] + noise[t - 1]) / L, -q), q)  # clipping is post-processing
             old = self.means[i]
             self.update(i, mu, q)
             acc[i] += (self.means[i] - old) * (T - t + 1)
             touched[i] = True
         self.iterations_run += T
-        out = self.means.copy()                                # untouched coordinates: exactly unchanged
+        out = self.means.copy()  # untouched coordinates: exactly unchanged
         out[touched] = acc[touched] / T
         return out
 

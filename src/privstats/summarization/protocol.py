@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +31,7 @@ from privstats.summarization.gaussian import GaussianParams
 from privstats.summarization.messages import message_from_dict
 from privstats.summarization.roles import Consumer, Curator, DataOwner
 
-__all__ = ["SummaryResult", "run_private", "run_greedy", "run_uniform", "json_transport"]
+__all__ = ["SummaryResult", "json_transport", "run_greedy", "run_private", "run_uniform"]
 
 
 def json_transport(msg):
@@ -67,7 +68,11 @@ class SummaryResult:
 
     def points(self, owners) -> np.ndarray:
         """The selected rows gathered from the owners' arrays, in selection order."""
-        return np.stack([np.asarray(owners[o])[r] for o, r in self.order]) if len(self.order) else np.zeros((0, 0))
+        return (
+            np.stack([np.asarray(owners[o])[r] for o, r in self.order])
+            if len(self.order)
+            else np.zeros((0, 0))
+        )
 
     def to_dict(self) -> dict:
         return {
@@ -82,12 +87,22 @@ class SummaryResult:
         }
 
 
-def _result(method, n_owners, delivery, target, gamma, privacy, accessed, accessed_target, **extra) -> SummaryResult:
+def _result(
+    method, n_owners, delivery, target, gamma, privacy, accessed, accessed_target, **extra
+) -> SummaryResult:
     owners_arr, rows = delivery.owners, delivery.rows
     indices = [rows[owners_arr == i].astype(np.int64) for i in range(n_owners)]
     value = mmd2(delivery.points, target, gamma) if len(rows) else float("nan")
-    return SummaryResult(method, indices, np.stack([owners_arr, rows], 1) if len(rows) else np.zeros((0, 2), np.int64),
-                         value, privacy, accessed, accessed_target, **extra)
+    return SummaryResult(
+        method,
+        indices,
+        np.stack([owners_arr, rows], 1) if len(rows) else np.zeros((0, 2), np.int64),
+        value,
+        privacy,
+        accessed,
+        accessed_target,
+        **extra,
+    )
 
 
 def _run_rounds(owners: list[DataOwner], consumer: Consumer, curator: Curator, size: int, transport) -> dict:
@@ -115,65 +130,153 @@ def _run_rounds(owners: list[DataOwner], consumer: Consumer, curator: Curator, s
         round_times.append(time.perf_counter() - r0)
     consumer.receive(transport(curator.deliver()))
     total = time.perf_counter() - t_start
-    return {"total": total, "owners": t_owner, "mwem": curator.mwem_seconds,
-            "curator": total - t_owner - curator.mwem_seconds, "per_round": float(np.mean(round_times))}
+    return {
+        "total": total,
+        "owners": t_owner,
+        "mwem": curator.mwem_seconds,
+        "curator": total - t_owner - curator.mwem_seconds,
+        "per_round": float(np.mean(round_times)),
+    }
 
 
-def run_private(owners, consumer, *, size, params: PrivateParams | GaussianParams, n_features, gamma, feature_seed,
-                grid=64, sensitivity=2, seed_set=None, rng: RNGLike = None,
-                transport: Callable = _identity) -> SummaryResult:
+def run_private(
+    owners,
+    consumer,
+    *,
+    size,
+    params: PrivateParams | GaussianParams,
+    n_features,
+    gamma,
+    feature_seed,
+    grid=64,
+    sensitivity=2,
+    seed_set=None,
+    rng: RNGLike = None,
+    transport: Callable = _identity,
+) -> SummaryResult:
     """The private protocol: discrete-Gaussian sketches (``GaussianParams``) or the paper's MWEM sketches
     (``PrivateParams``), and PrivAuction."""
     gaussian = isinstance(params, GaussianParams)
-    curator = Curator(size=size, n_features=n_features, gamma=gamma, feature_seed=feature_seed,
-                      sketch="gaussian" if gaussian else "mwem", params=params, grid=grid, sensitivity=sensitivity,
-                      seed_set=seed_set, rng=rng)
+    curator = Curator(
+        size=size,
+        n_features=n_features,
+        gamma=gamma,
+        feature_seed=feature_seed,
+        sketch="gaussian" if gaussian else "mwem",
+        params=params,
+        grid=grid,
+        sensitivity=sensitivity,
+        seed_set=seed_set,
+        rng=rng,
+    )
     timings = _run_rounds(owners, consumer, curator, size, transport)
-    acc = (params.accounting(n_features, sensitivity) if isinstance(params, GaussianParams)
-           else params.accounting(n_summary_releases=size - 1))
+    acc = (
+        params.accounting(n_features, sensitivity)
+        if isinstance(params, GaussianParams)
+        else params.accounting(n_summary_releases=size - 1)
+    )
     auc = curator.auction
     bidders = np.array(auc.bidders)
     rounds = {
-        "asked_biased": np.array(auc.asked_biased), "asked_forced": np.array(auc.asked_forced),
-        "bidders": bidders, "pool_size": np.array(curator.pool_sizes),
+        "asked_biased": np.array(auc.asked_biased),
+        "asked_forced": np.array(auc.asked_forced),
+        "bidders": bidders,
+        "pool_size": np.array(curator.pool_sizes),
         "expected_asked_biased": np.array([expected_asks(int(k), params.epsilon_auc) for k in bidders]),
-        "sketch_error": np.array(curator.sketch_errors), "sketch_error_l2": np.array(curator.sketch_errors_l2),
-        "shrink_factor": np.array(curator.shrink_factors), "target_sketch_error": curator.target_sketch_error,
+        "sketch_error": np.array(curator.sketch_errors),
+        "sketch_error_l2": np.array(curator.sketch_errors_l2),
+        "shrink_factor": np.array(curator.shrink_factors),
+        "target_sketch_error": curator.target_sketch_error,
     }
     extra: dict[str, Any] = {"sketch": "gaussian" if gaussian else "mwem"}
     if isinstance(params, GaussianParams):
         extra["summary_sigmas"] = list(params.summary_sigmas)
         extra["lattice_step"] = curator._gauss.step
-    return _result("private", len(owners), consumer.summary, consumer._target, gamma,
-                   {"target": acc["target"], "owners": acc["owners"]}, curator.accessed, curator.accessed_target,
-                   params={**vars(params), **extra, "n_features": n_features, "gamma": gamma, "grid": grid,
-                           "sensitivity": sensitivity, "feature_seed": feature_seed,
-                           "seed_set_size": 0 if seed_set is None else len(seed_set),
-                           "auction_guarantee": "heuristic (Theorem 6 covers only the 'asked' event)"},
-                   accounting=acc["detail"], rounds=rounds, timings=timings)
+    return _result(
+        "private",
+        len(owners),
+        consumer.summary,
+        consumer._target,
+        gamma,
+        {"target": acc["target"], "owners": acc["owners"]},
+        curator.accessed,
+        curator.accessed_target,
+        params={
+            **vars(params),
+            **extra,
+            "n_features": n_features,
+            "gamma": gamma,
+            "grid": grid,
+            "sensitivity": sensitivity,
+            "feature_seed": feature_seed,
+            "seed_set_size": 0 if seed_set is None else len(seed_set),
+            "auction_guarantee": "heuristic (Theorem 6 covers only the 'asked' event)",
+        },
+        accounting=acc["detail"],
+        rounds=rounds,
+        timings=timings,
+    )
 
 
-def run_greedy(owners, consumer, *, size, n_features, gamma, feature_seed, seed_set=None, rng: RNGLike = None,
-               transport: Callable = _identity, epsilon_auc: float = float("inf"), tau: int | None = None) -> SummaryResult:
+def run_greedy(
+    owners,
+    consumer,
+    *,
+    size,
+    n_features,
+    gamma,
+    feature_seed,
+    seed_set=None,
+    rng: RNGLike = None,
+    transport: Callable = _identity,
+    epsilon_auc: float = float("inf"),
+    tau: int | None = None,
+) -> SummaryResult:
     """Non-private distributed greedy: exact RFF means broadcast, the winner fetched (Kim et al. 2016).
 
     A finite ``epsilon_auc`` runs the private auction on the exact sketches (for tests)."""
     params = None
     if np.isfinite(epsilon_auc):
         params = PrivateParams(0.0, 0.0, epsilon_auc, tau, 0, 0, 0.0)  # type: ignore[arg-type]  # None: no cap
-    curator = Curator(size=size, n_features=n_features, gamma=gamma, feature_seed=feature_seed, sketch="exact",
-                      params=params, seed_set=seed_set, rng=rng)
+    curator = Curator(
+        size=size,
+        n_features=n_features,
+        gamma=gamma,
+        feature_seed=feature_seed,
+        sketch="exact",
+        params=params,
+        seed_set=seed_set,
+        rng=rng,
+    )
     timings = _run_rounds(owners, consumer, curator, size, transport)
-    rounds = {"asked_biased": np.array(curator.auction.asked_biased),
-              "asked_forced": np.array(curator.auction.asked_forced), "pool_size": np.array(curator.pool_sizes)}
-    return _result("greedy", len(owners), consumer.summary, consumer._target, gamma,
-                   {"target": None, "owners": None}, curator.accessed, curator.accessed_target,
-                   params={"n_features": n_features, "gamma": gamma, "feature_seed": feature_seed,
-                           "seed_set_size": 0 if seed_set is None else len(seed_set)},
-                   rounds=rounds, timings=timings)
+    rounds = {
+        "asked_biased": np.array(curator.auction.asked_biased),
+        "asked_forced": np.array(curator.auction.asked_forced),
+        "pool_size": np.array(curator.pool_sizes),
+    }
+    return _result(
+        "greedy",
+        len(owners),
+        consumer.summary,
+        consumer._target,
+        gamma,
+        {"target": None, "owners": None},
+        curator.accessed,
+        curator.accessed_target,
+        params={
+            "n_features": n_features,
+            "gamma": gamma,
+            "feature_seed": feature_seed,
+            "seed_set_size": 0 if seed_set is None else len(seed_set),
+        },
+        rounds=rounds,
+        timings=timings,
+    )
 
 
-def run_uniform(owners, consumer, *, size, gamma, rng: RNGLike = None, transport: Callable = _identity) -> SummaryResult:
+def run_uniform(
+    owners, consumer, *, size, gamma, rng: RNGLike = None, transport: Callable = _identity
+) -> SummaryResult:
     """Uniform sampling: ⌊p/K⌋ rows from each owner (the remainder to random owners with rows to spare)."""
     t0 = time.perf_counter()
     src = as_source(rng)
@@ -183,12 +286,21 @@ def run_uniform(owners, consumer, *, size, gamma, rng: RNGLike = None, transport
         spare = np.flatnonzero(take < sizes)
         take[spare[src.permutation(spare.size)[: min(spare.size, size - take.sum())]]] += 1
     curator = Curator(size=size, n_features=1, gamma=gamma, feature_seed=0, sketch="exact")
-    for o, k in zip(owners, take):
+    for o, k in zip(owners, take, strict=False):
         rows = src.permutation(o.n_points)[:k]
         curator.add_uniform([transport(t) for t in o.send_rows(rows, round=0)])
     consumer.receive(transport(curator.deliver()))
-    res = _result("uniform", len(owners), consumer.summary, consumer._target, gamma,
-                  {"target": None, "owners": None}, curator.accessed, 0, params={"per_owner": take.tolist()})
+    res = _result(
+        "uniform",
+        len(owners),
+        consumer.summary,
+        consumer._target,
+        gamma,
+        {"target": None, "owners": None},
+        curator.accessed,
+        0,
+        params={"per_owner": take.tolist()},
+    )
     res.privacy = {"target": _zero(), "owners": _zero()}
     res.timings = {"total": time.perf_counter() - t0}
     return res
@@ -196,4 +308,5 @@ def run_uniform(owners, consumer, *, size, gamma, rng: RNGLike = None, transport
 
 def _zero():
     from privstats.privacy.guarantees import PureDP
+
     return PureDP(0.0)

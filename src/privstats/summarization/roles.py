@@ -51,7 +51,7 @@ from privstats.summarization.messages import (
 )
 from privstats.summarization.mwem import MWEMSketch, quantize
 
-__all__ = ["DataOwner", "Consumer", "Curator", "ProtocolError"]
+__all__ = ["Consumer", "Curator", "DataOwner", "ProtocolError"]
 
 
 class ProtocolError(RuntimeError):
@@ -92,7 +92,7 @@ class DataOwner:
 
     def receive_setup(self, msg: Setup) -> None:
         h1 = RandomFourierFeatures(msg.n_inputs, msg.n_features, msg.gamma, msg.feature_seed)
-        self._H = np.asfortranarray(h1.transform(self._data))   # column access for sparse updates
+        self._H = np.asfortranarray(h1.transform(self._data))  # column access for sparse updates
         self._base = self._H @ np.asarray(msg.target_sketch, dtype=np.float64)
         self._self = (self._H * self._H).sum(1)
         self._last_g = np.zeros(msg.n_features)
@@ -178,18 +178,35 @@ class Curator:
     ``seed_set`` is public: it is in the summary during selection but not in the output.
     """
 
-    params: Any      # PrivateParams for "mwem", GaussianParams for "gaussian" (checked in __init__)
+    params: Any  # PrivateParams for "mwem", GaussianParams for "gaussian" (checked in __init__)
 
-    def __init__(self, *, size: int, n_features: int, gamma: float, feature_seed: int,
-                 sketch: str = "mwem", params: PrivateParams | GaussianParams | None = None, grid: int = 64,
-                 sensitivity: int = 2, seed_set=None, rng: RNGLike = None, verify: bool = True):
+    def __init__(
+        self,
+        *,
+        size: int,
+        n_features: int,
+        gamma: float,
+        feature_seed: int,
+        sketch: str = "mwem",
+        params: PrivateParams | GaussianParams | None = None,
+        grid: int = 64,
+        sensitivity: int = 2,
+        seed_set=None,
+        rng: RNGLike = None,
+        verify: bool = True,
+    ):
         if sketch not in ("gaussian", "mwem", "exact"):
             raise ValueError(f"sketch must be 'gaussian', 'mwem' or 'exact', got {sketch!r}")
         if sketch == "mwem" and not isinstance(params, PrivateParams):
             raise ValueError("PrivateParams are required for the mwem sketch")
         if sketch == "gaussian" and not isinstance(params, GaussianParams):
             raise ValueError("GaussianParams are required for the gaussian sketch")
-        self.size, self.n_features, self.gamma, self.feature_seed = int(size), int(n_features), float(gamma), int(feature_seed)
+        self.size, self.n_features, self.gamma, self.feature_seed = (
+            int(size),
+            int(n_features),
+            float(gamma),
+            int(feature_seed),
+        )
         self.sketch, self.params, self.grid, self.sensitivity = sketch, params, int(grid), int(sensitivity)
         self._src = as_source(rng)
         self.verify = verify
@@ -201,16 +218,16 @@ class Curator:
         self.accessed = 0
         self.accessed_target = 0
         self.mwem_seconds = 0.0
-        self.selected: list[tuple[int, int, np.ndarray]] = []     # (owner, row, point)
-        self._pool: list[PointTransfer | None] = []        # received, not yet selected (None once selected)
+        self.selected: list[tuple[int, int, np.ndarray]] = []  # (owner, row, point)
+        self._pool: list[PointTransfer | None] = []  # received, not yet selected (None once selected)
         self._pool_H = np.zeros((0, n_features))
         self._pool_base = np.zeros(0)
         self._pool_self = np.zeros(0)
         self._n_rows = 0
         self.pool_sizes: list[int] = []
-        self.sketch_errors: list[float] = []          # ‖g_ℓ − exact mean‖_∞ per round
-        self.sketch_errors_l2: list[float] = []       # ‖g_ℓ − exact mean‖₂ per round
-        self.shrink_factors: list[float] = []         # James–Stein λ per Gaussian release
+        self.sketch_errors: list[float] = []  # ‖g_ℓ − exact mean‖_∞ per round
+        self.sketch_errors_l2: list[float] = []  # ‖g_ℓ − exact mean‖₂ per round
+        self.shrink_factors: list[float] = []  # James–Stein λ per Gaussian release
 
     # ---------------------------------------------------------------- setup
     def receive_target(self, msg: TargetData) -> None:
@@ -231,14 +248,17 @@ class Curator:
             self._gauss = self.params.sketch(self.n_features, self.sensitivity)
             U = self._gauss.encode(Hv, rng=self._src).sum(0)
             self.target_sketch = self._gauss.release(U, self.params.target_sigma, rng=self._src) / Hv.shape[0]
-            self._releases = {r: i for i, r in enumerate(release_rounds(self.size, self.params.release_every))}
+            self._releases = {
+                r: i for i, r in enumerate(release_rounds(self.size, self.params.release_every))
+            }
             self.mwem_seconds += time.perf_counter() - t0
         else:
             t0 = time.perf_counter()
             U = quantize(Hv, b, self.grid, rng=self._src).sum(0)
             state = MWEMSketch(self.n_features, self.grid, self.sensitivity)
-            self.target_sketch = b * state.release(U, Hv.shape[0], self.params.t_init,
-                                                   self.params.epsilon_target_iter, rng=self._src)
+            self.target_sketch = b * state.release(
+                U, Hv.shape[0], self.params.t_init, self.params.epsilon_target_iter, rng=self._src
+            )
             self._releases = {}
             self.mwem_seconds += time.perf_counter() - t0
         self._target_mean = Hv.mean(0)
@@ -251,7 +271,9 @@ class Curator:
         self._sum_h = np.zeros(self.n_features)
         self._sum_q = np.zeros(self.n_features, dtype=np.int64)
         self._s = 0
-        self._state: Any = MWEMSketch(self.n_features, self.grid, self.sensitivity) if self.sketch == "mwem" else None
+        self._state: Any = (
+            MWEMSketch(self.n_features, self.grid, self.sensitivity) if self.sketch == "mwem" else None
+        )
         self._seed_sum = np.zeros(self.n_features)
         self._s0 = 0
         if self._seed is not None and self._seed.shape[0]:
@@ -262,8 +284,14 @@ class Curator:
                 self._state.init_from_means(Hs.mean(0) / b)
         self._g_last: np.ndarray | None = None
         self._s_last = 0
-        return Setup(n_inputs, self.n_features, self.gamma, self.feature_seed, self.target_sketch.copy(),
-                     own_feedback=self.pool_greedy)
+        return Setup(
+            n_inputs,
+            self.n_features,
+            self.gamma,
+            self.feature_seed,
+            self.target_sketch.copy(),
+            own_feedback=self.pool_greedy,
+        )
 
     def _add_rows(self, H: np.ndarray) -> None:
         self._sum_h += H.sum(0)
@@ -287,8 +315,9 @@ class Curator:
             self.mwem_seconds += time.perf_counter() - t0
         else:
             t0 = time.perf_counter()
-            g = self.h1.bound * self._state.release(self._sum_q, s, self.params.t_sub,
-                                                    self.params.epsilon_summary_iter, rng=self._src)
+            g = self.h1.bound * self._state.release(
+                self._sum_q, s, self.params.t_sub, self.params.epsilon_summary_iter, rng=self._src
+            )
             self.mwem_seconds += time.perf_counter() - t0
         self.sketch_errors.append(float(np.abs(g - exact).max()))
         self.sketch_errors_l2.append(float(np.linalg.norm(g - exact)))
@@ -326,7 +355,7 @@ class Curator:
         if not transfers:
             return
         H = self.h1.transform(np.stack([t.point for t in transfers]))
-        for t, h in zip(transfers, H):
+        for t, h in zip(transfers, H, strict=False):
             self.accessed += 1
             bid = self._bids.get((t.owner, t.handle)) if t.round == self.round else None
             if self.verify and bid is not None:
@@ -341,7 +370,7 @@ class Curator:
             total, count = self._owner_sent.get(t.owner, (np.zeros(self.n_features), 0))
             self._owner_sent[t.owner] = (total + h, count + 1)
         n_old, n_new = self._n_rows, self._n_rows + H.shape[0]
-        if n_new > self._pool_H.shape[0]:                  # grow the buffers geometrically
+        if n_new > self._pool_H.shape[0]:  # grow the buffers geometrically
             cap = max(2 * self._pool_H.shape[0], n_new, 64)
             self._pool_H = np.resize(self._pool_H, (cap, self.n_features))
             self._pool_base = np.resize(self._pool_base, cap)
@@ -358,14 +387,17 @@ class Curator:
         s = self._s
         n = self._n_rows
         g = (self._sum_h / s if s else np.zeros(self.n_features)) if self.pool_greedy else self._g
-        scores = (self._pool_base[:n] - (s / (s + 1.0)) * (self._pool_H[:n] @ g)
-                  - self._pool_self[:n] / (2.0 * (s + 1)))
+        scores = (
+            self._pool_base[:n]
+            - (s / (s + 1.0)) * (self._pool_H[:n] @ g)
+            - self._pool_self[:n] / (2.0 * (s + 1))
+        )
         best = np.flatnonzero(scores == scores.max())
         j = int(best[0]) if best.size == 1 else int(best[self._src.integers(best.size)])
         t = self._pool[j]
-        assert t is not None                              # a selected row scores -inf
+        assert t is not None  # a selected row scores -inf
         self._pool[j] = None
-        self._pool_base[j] = -np.inf                      # never selected again
+        self._pool_base[j] = -np.inf  # never selected again
         self.selected.append((t.owner, t.row, t.point))
         self._add_rows(self._pool_H[j][None, :])
         self.pool_sizes.append(self._n_pooled())
@@ -381,5 +413,8 @@ class Curator:
 
     def deliver(self) -> SummaryDelivery:
         pts = np.stack([p for _, _, p in self.selected]) if self.selected else np.zeros((0, 0))
-        return SummaryDelivery(pts, np.array([o for o, _, _ in self.selected], dtype=np.int64),
-                               np.array([r for _, r, _ in self.selected], dtype=np.int64))
+        return SummaryDelivery(
+            pts,
+            np.array([o for o, _, _ in self.selected], dtype=np.int64),
+            np.array([r for _, r, _ in self.selected], dtype=np.int64),
+        )

@@ -24,8 +24,16 @@ from scipy import stats
 from privstats.central import add_real_noise
 from privstats.privacy.randomness import RNGLike
 
-__all__ = ["exact_auc", "exact_gini_mean_difference", "exact_kendall", "exact_collision", "exact_matrix_ustat",
-           "exact_callable", "exact_matrix_two_sample", "central_release"]
+__all__ = [
+    "central_release",
+    "exact_auc",
+    "exact_callable",
+    "exact_collision",
+    "exact_gini_mean_difference",
+    "exact_kendall",
+    "exact_matrix_two_sample",
+    "exact_matrix_ustat",
+]
 
 
 def exact_auc(pos, neg, ties: str = "half") -> float:
@@ -90,19 +98,25 @@ def exact_callable(x, kernel, *, max_n: int = 50_000, chunk: int = 2048) -> floa
     x = np.asarray(x, dtype=np.float64)
     n = x.size
     if n > max_n:
-        raise ValueError(f"an exact callable-kernel U-statistic enumerates pairs; n={n} exceeds {max_n} "
-                         "(pass a k×k matrix kernel to use the histogram)")
+        raise ValueError(
+            f"an exact callable-kernel U-statistic enumerates pairs; n={n} exceeds {max_n} "
+            "(pass a k×k matrix kernel to use the histogram)"
+        )
     total = 0.0
     for start in range(0, n, chunk):
         a = x[start : start + chunk]
-        vals = np.broadcast_to(np.asarray(kernel(a[:, None], x[None, :]), dtype=np.float64), (a.size, n)).copy()
+        vals = np.broadcast_to(
+            np.asarray(kernel(a[:, None], x[None, :]), dtype=np.float64), (a.size, n)
+        ).copy()
         idx = np.arange(start, start + a.size)
         vals[np.arange(a.size), idx] = 0.0
         total += vals.sum()
     return float(total / (n * (n - 1)))
 
 
-def central_release(value: float, *, epsilon: float, sensitivity: float, rng: RNGLike = None) -> tuple[float, float]:
+def central_release(
+    value: float, *, epsilon: float, sensitivity: float, rng: RNGLike = None
+) -> tuple[float, float]:
     """(noisy value, noise std): exact discrete Laplace on a fine grid (replace-one sensitivity)."""
     noisy, std = add_real_noise(float(value), epsilon, sensitivity=float(sensitivity), rng=rng)
     return float(noisy), float(std)

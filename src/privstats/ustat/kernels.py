@@ -21,21 +21,21 @@ or seeded Monte Carlo (``avg``).
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
 __all__ = [
     "QUANTISATIONS",
-    "quantize",
-    "bin_centres",
-    "gini_matrix",
     "auc_matrix",
+    "bin_centres",
+    "check_kernel_matrix",
+    "collision_matrix",
+    "gini_matrix",
     "kendall_matrix",
     "kendall_tie_matrices",
-    "collision_matrix",
     "matrix_from_callable",
-    "check_kernel_matrix",
+    "quantize",
 ]
 
 QUANTISATIONS = ("mid", "avg", "center")
@@ -90,8 +90,14 @@ def collision_matrix(k: int) -> np.ndarray:
     return np.eye(k)
 
 
-def matrix_from_callable(f: Callable[[np.ndarray, np.ndarray], np.ndarray], k: int, how: str = "avg", *,
-                         samples: int = 16, seed: int = 0) -> np.ndarray:
+def matrix_from_callable(
+    f: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    k: int,
+    how: str = "avg",
+    *,
+    samples: int = 16,
+    seed: int = 0,
+) -> np.ndarray:
     """Quantised matrix of a vectorized kernel ``f(x, y)`` on [0, 1]², symmetrised.
 
     ``mid`` uses a ``samples × samples`` grid including the cell corners; ``avg`` uses
@@ -113,11 +119,14 @@ def matrix_from_callable(f: Callable[[np.ndarray, np.ndarray], np.ndarray], k: i
         x = (i[:, None, None] + off_x[None, None, :]) / k
         y = (i[None, :, None] + off_y[None, None, :]) / k
         shape = (k, k, off_x.size)
-        vals = np.broadcast_to(np.asarray(f(np.broadcast_to(x, shape), np.broadcast_to(y, shape)), dtype=np.float64),
-                               shape)
+        vals = np.broadcast_to(
+            np.asarray(f(np.broadcast_to(x, shape), np.broadcast_to(y, shape)), dtype=np.float64), shape
+        )
         a = 0.5 * (vals.max(axis=2) + vals.min(axis=2)) if how == "mid" else vals.mean(axis=2)
     if a.shape != (k, k) or not np.all(np.isfinite(a)):
-        raise ValueError("kernel must be a vectorized callable returning finite values of the broadcast shape")
+        raise ValueError(
+            "kernel must be a vectorized callable returning finite values of the broadcast shape"
+        )
     return 0.5 * (a + a.T)
 
 
@@ -277,15 +286,21 @@ class KronOperator(KernelOperator):
         def prod(s, t):
             return StepOperator(s.k, s.lower * t.lower, s.diag * t.diag, s.upper * t.upper)
 
-        return KronOperator(self.ky, self.kz, [(c1 * c2, prod(p1, p2), prod(q1, q2))
-                                               for c1, p1, q1 in self.terms for c2, p2, q2 in self.terms])
+        return KronOperator(
+            self.ky,
+            self.kz,
+            [(c1 * c2, prod(p1, p2), prod(q1, q2)) for c1, p1, q1 in self.terms for c2, p2, q2 in self.terms],
+        )
 
     def symmetrized(self):
         def t(p):
             return StepOperator(p.k, p.upper, p.diag, p.lower)
 
-        return KronOperator(self.ky, self.kz, [(c / 2, p, q) for c, p, q in self.terms]
-                            + [(c / 2, t(p), t(q)) for c, p, q in self.terms])
+        return KronOperator(
+            self.ky,
+            self.kz,
+            [(c / 2, p, q) for c, p, q in self.terms] + [(c / 2, t(p), t(q)) for c, p, q in self.terms],
+        )
 
     def combine(self, *weighted) -> KronOperator:
         """``c0·self + Σ c_i·op_i`` for ``weighted = (c0, (c1, op1), ...)``."""
@@ -303,8 +318,10 @@ def KendallOperator(ky: int, kz: int) -> KronOperator:
 
 def kendall_tie_operators(ky: int, kz: int) -> tuple[KronOperator, KronOperator]:
     """Structured :func:`kendall_tie_matrices`: I[y ≠ y'] and I[z ≠ z']."""
-    return (KronOperator(ky, kz, [(1.0, StepOperator(ky, 1, 0, 1), StepOperator(kz, 1, 1, 1))]),
-            KronOperator(ky, kz, [(1.0, StepOperator(ky, 1, 1, 1), StepOperator(kz, 1, 0, 1))]))
+    return (
+        KronOperator(ky, kz, [(1.0, StepOperator(ky, 1, 0, 1), StepOperator(kz, 1, 1, 1))]),
+        KronOperator(ky, kz, [(1.0, StepOperator(ky, 1, 1, 1), StepOperator(kz, 1, 0, 1))]),
+    )
 
 
 class DenseOperator(KernelOperator):

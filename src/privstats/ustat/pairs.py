@@ -31,7 +31,8 @@ True
 from __future__ import annotations
 
 import math
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 import numpy as np
 
@@ -40,7 +41,7 @@ from privstats.privacy.randomness import GeneratorSource, RNGLike, as_source
 from privstats.privacy.samplers import discrete_laplace
 from privstats.validation import check_choice, check_epsilon, check_positive_int
 
-__all__ = ["PairsProtocol", "TwoPartyBackend", "SimulatedTwoParty", "MECHANISMS", "combination_variance"]
+__all__ = ["MECHANISMS", "PairsProtocol", "SimulatedTwoParty", "TwoPartyBackend", "combination_variance"]
 
 MECHANISMS = ("laplace", "rr")
 GRID_BITS = 20  # kernel outputs are snapped to a grid of Δ/2^20 before discrete Laplace noise
@@ -58,7 +59,9 @@ class TwoPartyBackend(Protocol):
 class SimulatedTwoParty:
     """Ideal-functionality simulation of the pair computation (the output is exactly f + noise)."""
 
-    def __init__(self, kernel: Callable, kernel_range: tuple[float, float], pair_epsilon: float, mechanism: str):
+    def __init__(
+        self, kernel: Callable, kernel_range: tuple[float, float], pair_epsilon: float, mechanism: str
+    ):
         self.kernel, self.lo, self.hi = kernel, float(kernel_range[0]), float(kernel_range[1])
         self.width = self.hi - self.lo
         self.pair_epsilon, self.mechanism = pair_epsilon, mechanism
@@ -79,7 +82,9 @@ class SimulatedTwoParty:
     def kernel_values(self, x_left, x_right) -> np.ndarray:
         """f inside the circuit, clipped to the public kernel range (so the sensitivity holds)."""
         out = np.asarray(self.kernel(x_left, x_right), dtype=np.float64)
-        return np.clip(np.full(len(x_left), float(out)) if out.ndim == 0 else out, self.lo, self.hi)  # constant kernel
+        return np.clip(
+            np.full(len(x_left), float(out)) if out.ndim == 0 else out, self.lo, self.hi
+        )  # constant kernel
 
     def compute(self, x_left, x_right, rng: RNGLike = None) -> np.ndarray:
         f = self.kernel_values(x_left, x_right)
@@ -104,8 +109,16 @@ class SimulatedTwoParty:
 class PairsProtocol:
     """Protocol C for a symmetric kernel with public range ``kernel_range``."""
 
-    def __init__(self, kernel: Callable, *, epsilon: float, P: int = 1, kernel_range: tuple[float, float],
-                 mechanism: str = "laplace", backend: TwoPartyBackend | str | None = None):
+    def __init__(
+        self,
+        kernel: Callable,
+        *,
+        epsilon: float,
+        P: int = 1,
+        kernel_range: tuple[float, float],
+        mechanism: str = "laplace",
+        backend: TwoPartyBackend | str | None = None,
+    ):
         self.epsilon = check_epsilon(epsilon)
         self.P = check_positive_int(P, "P")
         self.mechanism = check_choice(mechanism, "mechanism", MECHANISMS)
@@ -115,7 +128,9 @@ class PairsProtocol:
         self.kernel_range = (float(lo), float(hi))
         if isinstance(backend, str):  # "spu": ``kernel`` names a two-party kernel of privstats.ustat.mpc
             backend = _named_backend(backend, kernel, self.epsilon / self.P, mechanism)
-        self.backend = backend or SimulatedTwoParty(kernel, self.kernel_range, self.epsilon / self.P, mechanism)
+        self.backend = backend or SimulatedTwoParty(
+            kernel, self.kernel_range, self.epsilon / self.P, mechanism
+        )
 
     # ---- aggregator: pairing -----------------------------------------------------------------
     def make_pairs(self, n: int, rng: RNGLike = None) -> np.ndarray:
@@ -129,7 +144,9 @@ class PairsProtocol:
         """(P·min(n⁺, n⁻), 2) pairs (positive index, negative index): per round a random matching
         of the smaller class into the larger one; every user is in at most P pairs."""
         src, m = as_source(rng), min(n_pos, n_neg)
-        rounds = [np.stack([src.permutation(n_pos)[:m], src.permutation(n_neg)[:m]], axis=1) for _ in range(self.P)]
+        rounds = [
+            np.stack([src.permutation(n_pos)[:m], src.permutation(n_neg)[:m]], axis=1) for _ in range(self.P)
+        ]
         return np.concatenate(rounds)
 
     # ---- aggregator: estimate --------------------------------------------------------------------
@@ -142,16 +159,23 @@ class PairsProtocol:
         zeta2 = max(0.0, float(v.var()) - sigma2)
         zeta1 = min(_shared_cov(v, [pairs[:, 0], pairs[:, 1]], n, theta), zeta2 / 2) if self.P > 1 else 0.0
         var = self.variance(n, zeta1, zeta2)
-        info = {"pairs": N, "sat_out_per_permutation": n - 2 * m, "zeta1": zeta1, "zeta2": zeta2,
-                "noise_variance_per_pair": sigma2, "security": self.security}
+        info = {
+            "pairs": N,
+            "sat_out_per_permutation": n - 2 * m,
+            "zeta1": zeta1,
+            "zeta2": zeta2,
+            "noise_variance_per_pair": sigma2,
+            "security": self.security,
+        }
         return theta, var, info
 
     def variance(self, n: int, zeta1: float, zeta2: float) -> float:
         """Exact MSE against the population U_f (Theorem 5 corrected; odd n: one user sits out per permutation)."""
         return _design_variance(n, self.P, zeta1, zeta2, self.backend.noise_variance)
 
-    def estimate_two_sample(self, outputs: np.ndarray, pairs: np.ndarray, *, n_pos: int,
-                            n_neg: int) -> tuple[float, float, dict]:
+    def estimate_two_sample(
+        self, outputs: np.ndarray, pairs: np.ndarray, *, n_pos: int, n_neg: int
+    ) -> tuple[float, float, dict]:
         """Bipartite estimate (mean of the pairs' outputs) with plug-in variance."""
         v = np.asarray(outputs, dtype=np.float64)
         theta = float(v.mean())
@@ -160,17 +184,28 @@ class PairsProtocol:
         z_pos = min(max(_shared_cov(v, [pairs[:, 0]], n_pos, theta), 0.0), zeta2) if self.P > 1 else 0.0
         z_neg = min(max(_shared_cov(v, [pairs[:, 1]], n_neg, theta), 0.0), zeta2) if self.P > 1 else 0.0
         var = self.two_sample_variance(n_pos, n_neg, z_pos, z_neg, zeta2)
-        info = {"pairs": v.size, "zeta_pos": z_pos, "zeta_neg": z_neg, "zeta2": zeta2,
-                "noise_variance_per_pair": sigma2, "security": self.security}
+        info = {
+            "pairs": v.size,
+            "zeta_pos": z_pos,
+            "zeta_neg": z_neg,
+            "zeta2": zeta2,
+            "noise_variance_per_pair": sigma2,
+            "security": self.security,
+        }
         return theta, var, info
 
-    def two_sample_variance(self, n_pos: int, n_neg: int, zeta_pos: float, zeta_neg: float, zeta2: float) -> float:
+    def two_sample_variance(
+        self, n_pos: int, n_neg: int, zeta_pos: float, zeta_neg: float, zeta2: float
+    ) -> float:
         """Exact MSE against the population two-sample statistic for the bipartite design."""
         P, m, M = self.P, min(n_pos, n_neg), max(n_pos, n_neg)
         z_small, z_large = (zeta_pos, zeta_neg) if n_pos <= n_neg else (zeta_neg, zeta_pos)
         N = P * m
-        var_sum = (zeta2 * (N + P * (P - 1) * m / M) + z_small * P * (P - 1) * m * (1 - 1 / M)
-                   + z_large * P * (P - 1) * m * (m - 1) / M)
+        var_sum = (
+            zeta2 * (N + P * (P - 1) * m / M)
+            + z_small * P * (P - 1) * m * (1 - 1 / M)
+            + z_large * P * (P - 1) * m * (m - 1) / M
+        )
         return var_sum / N**2 + self.backend.noise_variance / N
 
     @property
@@ -183,8 +218,12 @@ class PairsProtocol:
 
     @property
     def params(self) -> dict:
-        return {"P": self.P, "mechanism": self.mechanism, "pair_epsilon": self.epsilon / self.P,
-                "kernel_range": list(self.kernel_range)}
+        return {
+            "P": self.P,
+            "mechanism": self.mechanism,
+            "pair_epsilon": self.epsilon / self.P,
+            "kernel_range": list(self.kernel_range),
+        }
 
 
 def _named_backend(name: str, kernel, pair_epsilon: float, mechanism: str) -> TwoPartyBackend | None:
@@ -210,10 +249,14 @@ def _design_variance(n: int, P: int, zeta1: float, zeta2: float, noise_variance:
 def combination_variance(outputs, coefs, noise_variances, pairs: np.ndarray, *, n: int, P: int) -> float:
     """Plug-in MSE of ``Σ c_i · mean(outputs_i)`` when several kernels are released on the same pairs
     with independent noises (the delta method for a function of several pairs estimates, e.g. tau-b)."""
-    v = sum(c * np.asarray(o, dtype=np.float64) for c, o in zip(coefs, outputs))
-    sigma2 = float(sum(c * c * s for c, s in zip(coefs, noise_variances)))
+    v = sum(c * np.asarray(o, dtype=np.float64) for c, o in zip(coefs, outputs, strict=False))
+    sigma2 = float(sum(c * c * s for c, s in zip(coefs, noise_variances, strict=False)))
     zeta2 = max(0.0, float(v.var()) - sigma2)
-    zeta1 = min(max(_shared_cov(v, [pairs[:, 0], pairs[:, 1]], n, float(v.mean())), 0.0), zeta2 / 2) if P > 1 else 0.0
+    zeta1 = (
+        min(max(_shared_cov(v, [pairs[:, 0], pairs[:, 1]], n, float(v.mean())), 0.0), zeta2 / 2)
+        if P > 1
+        else 0.0
+    )
     return _design_variance(n, P, zeta1, zeta2, sigma2)
 
 

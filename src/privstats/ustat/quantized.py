@@ -43,7 +43,7 @@ from privstats.local.base import CountState, FrequencyOracle
 from privstats.privacy.randomness import RNGLike
 from privstats.ustat.kernels import DenseOperator, KernelOperator
 
-__all__ = ["QuantizedUStat", "make_oracle", "ORACLES", "DENSE_MAX_CATEGORIES", "STRUCTURED_MAX_CATEGORIES"]
+__all__ = ["DENSE_MAX_CATEGORIES", "ORACLES", "STRUCTURED_MAX_CATEGORIES", "QuantizedUStat", "make_oracle"]
 
 ORACLES = ("grr", "oue", "hr")
 # The core oracles compute e^ε, which overflows past ε ≈ 709.  Above this cap an oracle runs at the cap:
@@ -94,7 +94,9 @@ class _VectorModel:
             if probs0.size != oracle.state_size or abs(probs0.sum() - 1) > 1e-9:
                 raise ValueError(f"oracle {oracle.name} is neither a report histogram nor unary encoding")
             self.kind = "histogram"
-            self.Pi = np.stack([np.asarray(oracle.output_probabilities(x), dtype=np.float64) for x in range(k)])
+            self.Pi = np.stack(
+                [np.asarray(oracle.output_probabilities(x), dtype=np.float64) for x in range(k)]
+            )
             R = oracle.state_size
             self.U = np.empty((R, k))  # û(r): the (affine) debiasing applied to a single report r
             for r in range(R):
@@ -160,8 +162,11 @@ class _VectorModel:
             return c0 * c0 * A2.sum() + 2 * c0 * dc * row2 + dc * dc * dA2
         At = self.U @ A @ self.U.T
         V = self.Pi @ At
-        return (np.sum((self.Pi @ (At * At)) * self.Pi, axis=1) - 2 * np.sum(self.Pi * V * V, axis=1)
-                + np.sum(self.Pi * V, axis=1) ** 2)
+        return (
+            np.sum((self.Pi @ (At * At)) * self.Pi, axis=1)
+            - 2 * np.sum(self.Pi * V * V, axis=1)
+            + np.sum(self.Pi * V, axis=1) ** 2
+        )
 
     def diagonal(self, state: CountState, S: np.ndarray, A: np.ndarray) -> float:
         """Σ_i û_iᵀAû_i (report-histogram oracles, exact) or its unbiased conditional expectation (unary)."""
@@ -169,7 +174,9 @@ class _VectorModel:
             q, s = self.q, self.s
             per_report = (np.diag(A) - q * A.sum(axis=1) - q * A.sum(axis=0) + q * q * A.sum()) / s**2
             return float(state.counts @ per_report)
-        if self.kind == "unary":  # E[û_iᵀAû_i | x] = (1 + c1 − c0)A_xx + c0·tr A; the constant uses the exact n
+        if (
+            self.kind == "unary"
+        ):  # E[û_iᵀAû_i | x] = (1 + c1 − c0)A_xx + c0·tr A; the constant uses the exact n
             return float((1 + self.c1 - self.c0) * np.diag(A) @ S + state.n * self.c0 * np.trace(A))
         per_report = np.einsum("rk,kl,rl->r", self.U, A, self.U)
         return float(state.counts @ per_report)
@@ -281,9 +288,11 @@ class QuantizedUStat:
             if self.model.kind in ("grr", "unary") and not isinstance(A, DenseOperator):
                 return A
             if A.k > DENSE_MAX_CATEGORIES:
-                raise ValueError(f"oracle {self.oracle_name!r} has no structured variance: Protocol A would need a "
-                                 f"dense k×k matrix and k={A.k} exceeds {DENSE_MAX_CATEGORIES}; use oracle='grr' or "
-                                 "'oue', or fewer bins")
+                raise ValueError(
+                    f"oracle {self.oracle_name!r} has no structured variance: Protocol A would need a "
+                    f"dense k×k matrix and k={A.k} exceeds {DENSE_MAX_CATEGORIES}; use oracle='grr' or "
+                    "'oue', or fewer bins"
+                )
             return A.to_dense()
         return np.asarray(A, dtype=np.float64)
 
@@ -344,7 +353,9 @@ class QuantizedUStat:
         quad = 2 * (np.sum(AT * AT.T) - np.sum(h * self.model.trace_sq(A)))
         return float((lin + quad) / (n * (n - 1)) ** 2)
 
-    def two_sample_variance(self, h_pos, h_neg, n_pos: float | None = None, n_neg: float | None = None) -> float:
+    def two_sample_variance(
+        self, h_pos, h_neg, n_pos: float | None = None, n_neg: float | None = None
+    ) -> float:
         """Exact Var(Ŝ⁺ᵀAŜ⁻/(n⁺n⁻) | data) for the two class histograms (class sizes default to their sums)."""
         hp, hn = np.asarray(h_pos, dtype=np.float64), np.asarray(h_neg, dtype=np.float64)
         n_pos = hp.sum() if n_pos is None else n_pos

@@ -41,7 +41,7 @@ import numpy as np
 from privstats.privacy.randomness import RNGLike, as_generator, as_source
 from privstats.validation import check_choice, check_delta, check_epsilon, check_positive_int
 
-__all__ = ["TreeAUC", "TreeState", "fwht", "hierarchical_histogram", "uauc", "SPLITTINGS", "DISCARDS"]
+__all__ = ["DISCARDS", "SPLITTINGS", "TreeAUC", "TreeState", "fwht", "hierarchical_histogram", "uauc"]
 
 SPLITTINGS = ("users", "budget", "advanced")
 DISCARDS = ("half", "zero")
@@ -86,6 +86,7 @@ def _keep(eps: float) -> float:
 
 def advanced_level_epsilon(epsilon: float, levels: int, delta: float) -> float:
     """Largest per-level ε̃ whose ``levels``-fold advanced composition (DRV) is (ε, δ); at least ε/levels."""
+
     def total(e):
         return e * math.sqrt(2 * levels * math.log(1 / delta)) + levels * e * math.expm1(min(e, 700.0))
 
@@ -107,20 +108,36 @@ class TreeState:
     raw: dict = field(default_factory=dict)  # level -> (j array, z array)
     n: int = 0  # users
 
-    def merge(self, other: "TreeState") -> "TreeState":
+    def merge(self, other: TreeState) -> TreeState:
         if (other.depth, other.epsilon_level) != (self.depth, self.epsilon_level):
             raise ValueError("cannot merge tree states with different depth or level epsilon")
         dense = {l: self.dense[l] + other.dense[l] for l in self.dense}
-        raw = {l: (np.concatenate([self.raw[l][0], other.raw[l][0]]), np.concatenate([self.raw[l][1], other.raw[l][1]]))
-               for l in self.raw}
-        return TreeState(self.depth, self.epsilon_level, self.n_levels + other.n_levels, dense, raw, self.n + other.n)
+        raw = {
+            l: (
+                np.concatenate([self.raw[l][0], other.raw[l][0]]),
+                np.concatenate([self.raw[l][1], other.raw[l][1]]),
+            )
+            for l in self.raw
+        }
+        return TreeState(
+            self.depth, self.epsilon_level, self.n_levels + other.n_levels, dense, raw, self.n + other.n
+        )
 
 
 class TreeAUC:
     """Protocol B for scores already quantised to ``[0, 2^depth)``."""
 
-    def __init__(self, depth: int, epsilon: float, *, delta: float = 0.0, splitting: str = "users",
-                 discard: str = "half", a: float | None = None, ties: str = "zero"):
+    def __init__(
+        self,
+        depth: int,
+        epsilon: float,
+        *,
+        delta: float = 0.0,
+        splitting: str = "users",
+        discard: str = "half",
+        a: float | None = None,
+        ties: str = "zero",
+    ):
         self.depth = check_positive_int(depth, "depth")
         self.epsilon = check_epsilon(epsilon)
         self.splitting = check_choice(splitting, "splitting", SPLITTINGS)
@@ -170,7 +187,9 @@ class TreeAUC:
         return np.repeat(np.arange(1, self.depth + 1), sizes)[as_source(rng).permutation(n)]
 
     def _encode(self, prefixes: np.ndarray, levels: np.ndarray, src) -> tuple[np.ndarray, np.ndarray]:
-        j = np.asarray(src.integers(np.left_shift(1, levels).astype(np.int64)), dtype=np.int64).reshape(levels.shape)
+        j = np.asarray(src.integers(np.left_shift(1, levels).astype(np.int64)), dtype=np.int64).reshape(
+            levels.shape
+        )
         y = 1 - 2 * _parity(j & prefixes)
         keep = np.asarray(src.random(levels.size)).reshape(levels.shape) < _keep(self.epsilon_level)
         return j, np.where(keep, y, -y).astype(np.int8)
@@ -179,7 +198,7 @@ class TreeAUC:
         """Reports of users with quantised scores ``bins``; ``levels`` from :meth:`assign_levels` for ``users``."""
         s = np.asarray(bins, dtype=np.int64)
         if s.size and (s.min() < 0 or s.max() >= 2**self.depth):
-            raise ValueError(f"bins must be integers in [0, {2 ** self.depth})")
+            raise ValueError(f"bins must be integers in [0, {2**self.depth})")
         src = as_source(rng)
         if self.splitting == "users":
             if levels is None:
@@ -206,7 +225,10 @@ class TreeAUC:
     # ---- aggregator ----------------------------------------------------------------------------
     def new_state(self) -> TreeState:
         dense = {l: np.zeros(2**l) for l in range(1, min(self.depth, DENSE_MAX_LEVEL) + 1)}
-        raw = {l: (np.zeros(0, np.int64), np.zeros(0, np.int8)) for l in range(DENSE_MAX_LEVEL + 1, self.depth + 1)}
+        raw = {
+            l: (np.zeros(0, np.int64), np.zeros(0, np.int8))
+            for l in range(DENSE_MAX_LEVEL + 1, self.depth + 1)
+        }
         return TreeState(self.depth, self.epsilon_level, np.zeros(self.depth + 1, np.int64), dense, raw, 0)
 
     def aggregate(self, reports, state: TreeState | None = None) -> TreeState:
@@ -218,13 +240,17 @@ class TreeAUC:
             n_users = lv.size
         else:
             if j.ndim != 2 or j.shape[1] != self.depth:
-                raise ValueError(f"reports['j'] must have shape (n, {self.depth}) for the '{self.splitting}' splitting")
+                raise ValueError(
+                    f"reports['j'] must have shape (n, {self.depth}) for the '{self.splitting}' splitting"
+                )
             n_users = j.shape[0]
             lv = np.broadcast_to(np.arange(1, self.depth + 1), j.shape).ravel()
             j, z = j.ravel(), z.ravel()
         if not (lv.shape == j.shape == z.shape) or (z.size and not np.all(np.abs(z) == 1)):
             raise ValueError("reports must have matching level, j and z columns with z in {-1, +1}")
-        if j.size and (lv.min() < 1 or lv.max() > self.depth or j.min() < 0 or np.any(j >= np.left_shift(1, lv))):
+        if j.size and (
+            lv.min() < 1 or lv.max() > self.depth or j.min() < 0 or np.any(j >= np.left_shift(1, lv))
+        ):
             raise ValueError("reports contain a level or index j outside the tree")
         n_levels = state.n_levels + np.bincount(lv, minlength=self.depth + 1)
         dense = dict(state.dense)
@@ -256,7 +282,9 @@ class TreeAUC:
         levels = self.assign_levels(s.size, g) if self.splitting == "users" else None
         return self.aggregate(self.encode_batch(s, levels, g))
 
-    def _simulate_histogram(self, values: np.ndarray, counts: np.ndarray, g: np.random.Generator) -> TreeState:
+    def _simulate_histogram(
+        self, values: np.ndarray, counts: np.ndarray, g: np.random.Generator
+    ) -> TreeState:
         n = int(counts.sum())
         state = self.new_state()
         p_keep = _keep(self.epsilon_level)
@@ -266,7 +294,9 @@ class TreeAUC:
             remaining = counts.astype(np.int64).copy()
             per_level = []
             for size in sizes[:-1]:  # a uniformly random partition into groups of these sizes
-                take = g.multivariate_hypergeometric(remaining, int(size)) if size else np.zeros_like(remaining)
+                take = (
+                    g.multivariate_hypergeometric(remaining, int(size)) if size else np.zeros_like(remaining)
+                )
                 per_level.append(take)
                 remaining = remaining - take
             per_level.append(remaining)
@@ -329,8 +359,16 @@ class TreeAUC:
             if self.discard == "half" and discarded.size:
                 sp_sum, sn_sum = hp[r:].sum(axis=1), hn[r:].sum(axis=1)
                 total += 0.5 * float(sp_sum @ sn_sum)
-                var += float(np.sum(0.25 * (4 * sp * sn + 2 * sp * np.clip(sn_sum, 0, None) ** 2
-                                            + 2 * sn * np.clip(sp_sum, 0, None) ** 2)))
+                var += float(
+                    np.sum(
+                        0.25
+                        * (
+                            4 * sp * sn
+                            + 2 * sp * np.clip(sn_sum, 0, None) ** 2
+                            + 2 * sn * np.clip(sp_sum, 0, None) ** 2
+                        )
+                    )
+                )
             if m == al and self.ties == "half":
                 # pairs tied in a leaf count ½: ½ Σ ĥ⁺_q ĥ⁻_q over the leaves of recursed nodes (discarded
                 # intervals already give ½ to every pair inside them)
@@ -341,8 +379,15 @@ class TreeAUC:
                 children = queries[: 2 * r]
                 keep = np.maximum(hp[:r].ravel(), fp) * np.maximum(hn[:r].ravel(), fn) >= tau
                 recursed, discarded = children[keep], children[~keep]
-        details = {"a": a, "tau": tau, "v_pos": vp, "v_neg": vn, "C": self.C, "explored_nodes": explored,
-                   "epsilon_level": self.epsilon_level}
+        details = {
+            "a": a,
+            "tau": tau,
+            "v_pos": vp,
+            "v_neg": vn,
+            "C": self.C,
+            "explored_nodes": explored,
+            "epsilon_level": self.epsilon_level,
+        }
         return total / (n_pos * n_neg), var / (n_pos * n_neg) ** 2, details
 
     # ---- exact variance of the full recursion (a = 0), for checks ------------------------------
