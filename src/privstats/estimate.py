@@ -189,8 +189,9 @@ class Estimate:
         )
 
 
-def constrain(est: Estimate, lo: float, hi: float, *, postprocess: str = "clip",
-              monotone: bool = False) -> Estimate:
+def constrain(
+    est: Estimate, lo: float, hi: float, *, postprocess: str = "clip", monotone: bool = False
+) -> Estimate:
     """``est`` with its value projected into ``[lo, hi]`` (and sorted if ``monotone``).
 
     ``postprocess="clip"`` (default): the value is clipped (post-processing, no privacy

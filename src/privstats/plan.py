@@ -219,7 +219,9 @@ class Plan(list):
             for o in self
         ]
         widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
-        lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in [head, *rows]]
+        lines = [
+            "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in [head, *rows]
+        ]
         lines.insert(1, "  ".join("-" * w for w in widths))
         return "\n".join(lines)
 

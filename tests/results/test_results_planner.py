@@ -106,6 +106,7 @@ def test_plan_cli_table_and_json():
         return subprocess.run(
             [sys.executable, "-m", "privstats", "plan", *a], capture_output=True, text=True, timeout=120
         )
+
     out = run("auc", "--n", "1e5", "--epsilon", "1", "--bounds", "0", "1")
     assert out.returncode == 0 and out.stdout.splitlines()[0].split()[:2] == ["model", "protocol"]
     assert {"central", "secure", "local"} <= {line.split()[0] for line in out.stdout.splitlines()[2:]}

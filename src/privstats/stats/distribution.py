@@ -665,25 +665,52 @@ def roc_curve(
     auc = float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2))
     auc_raw, _, _ = _auc_terms(pos.raw, neg.raw)
     _, var_hat = auc_variance(pos.raw, neg.raw, raw_covariance(pos), raw_covariance(neg))
-    est = Estimate(auc, stderr=float(np.sqrt(max(var_hat, 0.0))), guarantee=PureDP(epsilon), model=model, protocol="roc-two-ecdfs",
-                   params={"labels": labels, "epsilon_per_curve": eps_each, "smoothing": smoothing,
-                           **{f"curve_{k}": v for k, v in pos.estimate.params.items()}},
-                   n=int(y.size), neighbours="replace",
-                   **({"messages_per_user": max(pos.estimate.messages_per_user, neg.estimate.messages_per_user),
-                       "bits_per_user": max(pos.estimate.bits_per_user, neg.estimate.bits_per_user)}
-                      if model == "local" else {}),
-                   support=(0.0, 1.0),
-                   details={"fpr": fpr, "tpr": tpr, "thresholds": thresholds, "auc_raw": auc_raw, "unbiased": auc_raw,
-                            "stderr_method": ("exact noise covariance at the plug-in cell counts (unsmoothed)"
-                                              if model == "local" else "exact (unsmoothed, public labels)")
-                            if labels == "public" else "delta method (curves divided by noisy class totals)",
-                            "positives": pos, "negatives": neg})
+    est = Estimate(
+        auc,
+        stderr=float(np.sqrt(max(var_hat, 0.0))),
+        guarantee=PureDP(epsilon),
+        model=model,
+        protocol="roc-two-ecdfs",
+        params={
+            "labels": labels,
+            "epsilon_per_curve": eps_each,
+            "smoothing": smoothing,
+            **{f"curve_{k}": v for k, v in pos.estimate.params.items()},
+        },
+        n=int(y.size),
+        neighbours="replace",
+        **(
+            {
+                "messages_per_user": max(pos.estimate.messages_per_user, neg.estimate.messages_per_user),
+                "bits_per_user": max(pos.estimate.bits_per_user, neg.estimate.bits_per_user),
+            }
+            if model == "local"
+            else {}
+        ),
+        support=(0.0, 1.0),
+        details={
+            "fpr": fpr,
+            "tpr": tpr,
+            "thresholds": thresholds,
+            "auc_raw": auc_raw,
+            "unbiased": auc_raw,
+            "stderr_method": (
+                "exact noise covariance at the plug-in cell counts (unsmoothed)"
+                if model == "local"
+                else "exact (unsmoothed, public labels)"
+            )
+            if labels == "public"
+            else "delta method (curves divided by noisy class totals)",
+            "positives": pos,
+            "negatives": neg,
+        },
+    )
     return fpr, tpr, thresholds, est
 
 
 HL_BUDGETS = ("split", "tight", "paper")
-HL_QUANTILE_FRACTION = 0.2            # "split": share of ε for the quantile ECDF
-HL_STEPS = 1 << 20                       # predicted probabilities are snapped to multiples of 2^-20
+HL_QUANTILE_FRACTION = 0.2  # "split": share of ε for the quantile ECDF
+HL_STEPS = 1 << 20  # predicted probabilities are snapped to multiples of 2^-20
 
 
 def hosmer_lemeshow_accounting(epsilon: float, depth: int, budget: str = "tight") -> dict:
@@ -703,7 +730,8 @@ def hosmer_lemeshow_accounting(epsilon: float, depth: int, budget: str = "tight"
 
     plus (L+1)ε' for the quantile ECDF; ``"split"`` (as tight, but the quantile ECDF gets a
     fixed 20% of ε whatever L, so the sums get ε' = 0.8ε/4: at L = 10 their noise is 3.75x
-    smaller; the ECDF only places the group cuts, whose error does not bias H).  Returns the per-part guarantees and their
+    smaller; the ECDF only places the group cuts, whose error does not bias H).  Returns the per-part
+    guarantees and their
     basic composition (``total``), which equals ε.
 
     >>> acc = hosmer_lemeshow_accounting(1.0, 10)
@@ -719,22 +747,33 @@ def hosmer_lemeshow_accounting(epsilon: float, depth: int, budget: str = "tight"
     extra = 4 if budget in ("tight", "split") else 8
     eps1 = epsilon / (L + 1 + extra)
     eps_q = (L + 1) * eps1
-    if budget == "split":        # the ECDF only places the group cuts: a fixed share, the sums get the rest
+    if budget == "split":  # the ECDF only places the group cuts: a fixed share, the sums get the rest
         eps_q = HL_QUANTILE_FRACTION * epsilon
         eps1 = (epsilon - eps_q) / 4
-    scale_e = Fraction(HL_STEPS) / Fraction(eps1)       # steps of 1/K
+    scale_e = Fraction(HL_STEPS) / Fraction(eps1)  # steps of 1/K
     scale_o = 1 / Fraction(eps1)
     if budget in ("tight", "split"):
-        parts = {"quantile_ecdf": PureDP(eps_q),
-                 "expected": PureDP(float(Fraction(2 * HL_STEPS) / scale_e)),   # L1 sensitivity 2K steps
-                 "observed": PureDP(float(Fraction(2) / scale_o))}             # L1 sensitivity 2
+        parts = {
+            "quantile_ecdf": PureDP(eps_q),
+            "expected": PureDP(float(Fraction(2 * HL_STEPS) / scale_e)),  # L1 sensitivity 2K steps
+            "observed": PureDP(float(Fraction(2) / scale_o)),
+        }  # L1 sensitivity 2
     else:
-        parts = {"quantile_ecdf": PureDP(eps_q),
-                 "expected": PureDP(float(4 * (Fraction(HL_STEPS) / scale_e))),  # 4 coordinates, K steps each
-                 "observed": PureDP(float(4 * (Fraction(1) / scale_o)))}        # 4 coordinates, 1 each
-    return {"budget": budget, "epsilon_prime": eps1, "scale_expected_steps": scale_e, "scale_observed": scale_o,
-            "epsilon_quantile": eps_q, "steps": HL_STEPS, "parts": parts,
-            "total": basic_composition(list(parts.values()))}
+        parts = {
+            "quantile_ecdf": PureDP(eps_q),
+            "expected": PureDP(float(4 * (Fraction(HL_STEPS) / scale_e))),  # 4 coordinates, K steps each
+            "observed": PureDP(float(4 * (Fraction(1) / scale_o))),
+        }  # 4 coordinates, 1 each
+    return {
+        "budget": budget,
+        "epsilon_prime": eps1,
+        "scale_expected_steps": scale_e,
+        "scale_observed": scale_o,
+        "epsilon_quantile": eps_q,
+        "steps": HL_STEPS,
+        "parts": parts,
+        "total": basic_composition(list(parts.values())),
+    }
 
 
 def hl_group_sums(y: np.ndarray, prob: np.ndarray, cuts: np.ndarray, groups: int):
@@ -802,9 +841,20 @@ def hl_uncertainty(
     return p_value, float(np.std(sims, ddof=1))
 
 
-def hosmer_lemeshow(y_true, y_prob, *, epsilon: float, groups: int = 10, depth: int = 10, min_expected: float = 0.5,
-                    method: str = "auto", budget: str = "split", bootstrap: int = 2000,
-                    rng: RNGLike = None, model: str = "central") -> Estimate:
+def hosmer_lemeshow(
+    y_true,
+    y_prob,
+    *,
+    epsilon: float,
+    groups: int = 10,
+    depth: int = 10,
+    min_expected: float = 0.5,
+    method: str = "auto",
+    budget: str = "split",
+    bootstrap: int = 2000,
+    rng: RNGLike = None,
+    model: str = "central",
+) -> Estimate:
     """ε-DP Hosmer–Lemeshow statistic with a noise-aware p-value and standard error (Algorithm 2, corrected).
 
     The group boundaries are the (q/Q)-quantiles of a private ECDF of the predicted
@@ -854,8 +904,15 @@ def hosmer_lemeshow(y_true, y_prob, *, epsilon: float, groups: int = 10, depth: 
     acc = hosmer_lemeshow_accounting(epsilon, L, budget)
     eps1 = acc["epsilon_prime"]
     src = as_source(rng)
-    curve = ecdf(p, epsilon=acc["epsilon_quantile"], bounds=(0.0, 1.0), grid=1 << L, smoothing="isotonic", method=method,
-                 rng=src)
+    curve = ecdf(
+        p,
+        epsilon=acc["epsilon_quantile"],
+        bounds=(0.0, 1.0),
+        grid=1 << L,
+        smoothing="isotonic",
+        method=method,
+        rng=src,
+    )
     cuts = np.maximum.accumulate(np.asarray(curve.quantile(np.arange(1, Q) / Q)))
     E1, E0, O1, O0 = hl_group_sums(y, p, cuts, Q)
     noise_e = np.asarray(discrete_laplace(acc["scale_expected_steps"], size=2 * Q, rng=src), dtype=np.int64)
@@ -864,24 +921,58 @@ def hosmer_lemeshow(y_true, y_prob, *, epsilon: float, groups: int = 10, depth: 
     O1n, O0n = (O1 + noise_o[:Q]).astype(np.float64), (O0 + noise_o[Q:]).astype(np.float64)
     H = float(_hl_statistic(E1n, E0n, O1n, O0n, min_expected))
     # the noise adds about (var_O + var_E)/E to each of the 2Q cells in expectation: remove it
-    noise_var = (discrete_laplace_variance(float(acc["scale_observed"]))
-                 + discrete_laplace_variance(float(acc["scale_expected_steps"])) / HL_STEPS ** 2)
+    noise_var = (
+        discrete_laplace_variance(float(acc["scale_observed"]))
+        + discrete_laplace_variance(float(acc["scale_expected_steps"])) / HL_STEPS**2
+    )
     H_unbiased = H - float(np.sum(noise_var / np.maximum(np.r_[E1n, E0n], min_expected)))
 
     gen = np.random.default_rng(src.uint64(4).tolist() if rng is None else int(src.integers(2**62)))
     p_value, stderr = hl_uncertainty(E1n, E0n, O1n, O0n, acc, min_expected=min_expected, bootstrap=B, rng=gen)
-    warn_if_useless("hosmer_lemeshow", stderr, n=int(y.size), epsilon=epsilon, model="central",
-                    protocol="hosmer-lemeshow-algorithm2", stacklevel=3)
-    return Estimate(max(H_unbiased, 0.0), stderr=stderr, support=(0.0, math.inf), guarantee=acc["total"], model="central", protocol="hosmer-lemeshow-algorithm2",
-                    params={"groups": Q, "depth": L, "budget": budget, "epsilon_prime": eps1,
-                            "min_expected": min_expected, "bootstrap": B, "quantile_curve": curve.estimate.protocol},
-                    n=int(y.size), neighbours="replace",
-                    details={"p_value": p_value, "p_value_chi2": float(stats.chi2.sf(H, Q - 2)),
-                             "unbiased": H_unbiased, "H_plain": H, "noise_bias": H - H_unbiased,
-                             "thresholds": cuts, "E1": E1n, "E0": E0n, "O1": O1n, "O0": O0n, "dof": Q - 2,
-                             "accounting": acc,
-                             "p_value_method": "parametric bootstrap under calibration (Binomial) with DP noise",
-                             "stderr_method": "parametric bootstrap of the DP noise at shrunk plug-in sums"})
+    warn_if_useless(
+        "hosmer_lemeshow",
+        stderr,
+        n=int(y.size),
+        epsilon=epsilon,
+        model="central",
+        protocol="hosmer-lemeshow-algorithm2",
+        stacklevel=3,
+    )
+    return Estimate(
+        max(H_unbiased, 0.0),
+        stderr=stderr,
+        support=(0.0, math.inf),
+        guarantee=acc["total"],
+        model="central",
+        protocol="hosmer-lemeshow-algorithm2",
+        params={
+            "groups": Q,
+            "depth": L,
+            "budget": budget,
+            "epsilon_prime": eps1,
+            "min_expected": min_expected,
+            "bootstrap": B,
+            "quantile_curve": curve.estimate.protocol,
+        },
+        n=int(y.size),
+        neighbours="replace",
+        details={
+            "p_value": p_value,
+            "p_value_chi2": float(stats.chi2.sf(H, Q - 2)),
+            "unbiased": H_unbiased,
+            "H_plain": H,
+            "noise_bias": H - H_unbiased,
+            "thresholds": cuts,
+            "E1": E1n,
+            "E0": E0n,
+            "O1": O1n,
+            "O0": O0n,
+            "dof": Q - 2,
+            "accounting": acc,
+            "p_value_method": "parametric bootstrap under calibration (Binomial) with DP noise",
+            "stderr_method": "parametric bootstrap of the DP noise at shrunk plug-in sums",
+        },
+    )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -245,10 +245,18 @@ def frequencies(
         scale = 2.0 / epsilon
         noisy = add_count_noise(np.bincount(codes, minlength=d), epsilon, sensitivity=2, rng=rng)
         se = math.sqrt(discrete_laplace_variance(scale))
-        est = Estimate(value=noisy.astype(float), stderr=np.full(d, se), guarantee=PureDP(epsilon), model="central",
-                       protocol="discrete-laplace", params={"domain_size": d, "scale": scale, "sensitivity": 2},
-                       n=n, messages_per_user=0, bits_per_user=0,
-                       details={"ci_law": {"discrete_laplace_scale": scale}})
+        est = Estimate(
+            value=noisy.astype(float),
+            stderr=np.full(d, se),
+            guarantee=PureDP(epsilon),
+            model="central",
+            protocol="discrete-laplace",
+            params={"domain_size": d, "scale": scale, "sensitivity": 2},
+            n=n,
+            messages_per_user=0,
+            bits_per_user=0,
+            details={"ci_law": {"discrete_laplace_scale": scale}},
+        )
     elif model == "local":
         from privstats.local.choose import ORACLES, make_oracle
 
