@@ -25,6 +25,20 @@ def db(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------- task files
+def test_shuffle_task_without_delta_is_refused_not_invented():
+    # the shuffle model gives (epsilon, delta)-DP: a task spends delta only when its author passes one
+    with pytest.raises(ValueError, match="delta"):
+        new_task(
+            "frequencies",
+            model="shuffle",
+            protocol="single-rr",
+            params={"domain_size": 8},
+            epsilon=1.0,
+            delta=None,
+            min_batch=200,
+        )
+
+
 @pytest.mark.parametrize(
     "model,protocol", [("local", "grr"), ("shuffle", "multi-hadamard"), ("secure", "leader-helper")]
 )

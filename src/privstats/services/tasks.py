@@ -311,9 +311,9 @@ def resolve_protocol(
         oracle = make_oracle(name, domain_size, epsilon)
         return oracle.name, json.loads(json.dumps(oracle.params))
     if model == "shuffle":
-        from privstats.stats.frequency import default_delta
+        from privstats.stats.frequency import require_delta
 
-        delta = default_delta(delta, min_batch)
+        delta = require_delta(delta, min_batch)  # delta is spent only when the task's author passes it
         if min_batch < 2:
             raise ValueError("--min-batch: the shuffle model needs batches of at least 2 users")
         if statistic == "sum":

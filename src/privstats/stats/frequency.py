@@ -62,12 +62,6 @@ MODELS = ("shuffle", "local", "central")
 DEFAULT_DELTA = 1e-6
 
 
-def default_delta(delta, n: int) -> float:
-    """``delta`` validated; ``None`` means min(1e-6, 1/(10 n)) (kept for the task files of the services;
-    the statistics themselves call :func:`require_delta`)."""
-    return check_delta(min(DEFAULT_DELTA, 1.0 / (10 * max(n, 1))) if delta is None else delta)
-
-
 def require_delta(delta, n: int) -> float:
     """``delta`` validated.  δ is spent only when the caller passes it: the shuffle model has no
     pure-DP protocol here, so ``None`` is an error that says what to pass (δ well below 1/n)."""
