@@ -116,7 +116,7 @@ def test_monotone_in_eps0_n_and_delta(method):
 
 def test_local_epsilon_for_is_monotone_and_inverts_fmt_numeric():
     n, delta = 20_000, 1e-6
-    e0s = [local_epsilon_for(eps, n, delta) for eps in (0.1, 0.3, 1.0)]
+    e0s = [local_epsilon_for(eps, n, delta, "fmt-numeric") for eps in (0.1, 0.3, 1.0)]
     assert e0s[0] < e0s[1] < e0s[2]
     for eps, e0 in zip((0.1, 0.3, 1.0), e0s, strict=False):
         assert e0 > eps  # shuffling amplifies

@@ -1,6 +1,13 @@
 """Privacy amplification by shuffling: the central (ε, δ) of n shuffled ε0-LDP reports.
 
-Three bounds, all for replace-one neighbours with n public:
+Five methods, all for replace-one neighbours with n public (``"tightest"`` is the default):
+
+* ``"tightest"`` — the smallest ε certified by any of the valid bounds below that apply
+  (``"fmt-numeric"`` and ``"variation-ratio"`` for the generic and, when ``randomizer`` is
+  named, the randomizer-specific parameters): δ(ε) is the minimum of their δ(ε).
+* ``"variation-ratio"`` — the randomizer-aware clone bound after Wang et al. (CCS 2024), see
+  :mod:`privstats.privacy.variation_ratio` (``randomizer`` = "generic", "krr", "rappor",
+  "oue", "olh" or "hadamard", with ``k`` the domain size or number of hash buckets).
 
 * ``"fmt"`` — the closed form of Feldman, McMillan and Talwar, *Hiding Among the
   Clones* (FOCS 2021): the minimum of their Thm 3.1 and the form implemented in
@@ -43,9 +50,10 @@ __all__ = [
     "krr_blanket_delta",
     "local_epsilon_for",
     "shuffled_epsilon",
+    "tightest_delta",
 ]
 
-AMPLIFICATION_METHODS = ("balle", "fmt", "fmt-numeric")
+AMPLIFICATION_METHODS = ("balle", "fmt", "fmt-numeric", "tightest", "variation-ratio")
 
 
 def _pair_delta(eps: float, alpha: float, n_clones: int, clone_prob: float) -> float:
@@ -196,15 +204,34 @@ def _bisect_eps(delta_of_eps: Callable[[float], float], delta: float, hi: float,
     return hi
 
 
+def tightest_delta(
+    eps: float, epsilon0: float, n: int, randomizer: str = "generic", k: int | None = None
+) -> float:
+    """The smallest valid upper bound on δ(ε): FMT's clone pair and the variation-ratio bounds."""
+    from privstats.privacy.variation_ratio import variation_ratio_delta
+
+    d = min(clone_delta(eps, epsilon0, n), variation_ratio_delta(eps, epsilon0, n, "generic"))
+    if randomizer != "generic" and d > 0:
+        d = min(d, variation_ratio_delta(eps, epsilon0, n, randomizer, k))
+    return d
+
+
 def shuffled_epsilon(
-    epsilon0: float, n: int, delta: float, method: str = "fmt-numeric", *, k: int | None = None
+    epsilon0: float,
+    n: int,
+    delta: float,
+    method: str = "tightest",
+    *,
+    k: int | None = None,
+    randomizer: str = "generic",
 ) -> float:
     """Central ε of the shuffled output of n ε0-LDP reports at the given δ.
 
-    ``method`` is ``"fmt"`` (closed form), ``"fmt-numeric"`` (exact clone divergence)
-    or ``"balle"`` (privacy blanket: Thm 3.1 for k-ary RR when ``k`` is given, else the
-    generic ε0-LDP Hoeffding bound).  Raises ValueError when ε0 is outside the chosen
-    bound's validity range.
+    ``method`` is ``"tightest"`` (default: the minimum over the valid bounds),
+    ``"variation-ratio"`` (randomizer-aware clones, ``randomizer`` and ``k``), ``"fmt"``
+    (closed form), ``"fmt-numeric"`` (exact clone divergence) or ``"balle"`` (privacy
+    blanket: Thm 3.1 for k-ary RR when ``k`` is given, else the generic ε0-LDP Hoeffding
+    bound).  Raises ValueError when ε0 is outside the chosen bound's validity range.
 
     >>> e = shuffled_epsilon(2.0, 10_000, 1e-6)
     >>> 0 < e < 2.0
@@ -215,6 +242,17 @@ def shuffled_epsilon(
     delta = check_delta(delta)
     if method not in AMPLIFICATION_METHODS:
         raise ValueError(f"method must be one of {AMPLIFICATION_METHODS}, got {method!r}")
+    if method in ("tightest", "variation-ratio"):
+        from privstats.privacy.variation_ratio import variation_ratio_delta, variation_ratio_parameters
+
+        variation_ratio_parameters(epsilon0, randomizer, k)  # validates randomizer and k
+        if n == 1:
+            return epsilon0
+        if method == "tightest":
+            return _bisect_eps(lambda e: tightest_delta(e, epsilon0, n, randomizer, k), delta, epsilon0, 1e-7)
+        return _bisect_eps(
+            lambda e: variation_ratio_delta(e, epsilon0, n, randomizer, k), delta, epsilon0, 1e-7
+        )
     if method == "fmt":
         return min(epsilon0, _fmt_closed(epsilon0, n, delta))
     if method == "balle":
@@ -225,7 +263,13 @@ def shuffled_epsilon(
 
 
 def local_epsilon_for(
-    epsilon: float, n: int, delta: float, method: str = "fmt-numeric", *, k: int | None = None
+    epsilon: float,
+    n: int,
+    delta: float,
+    method: str = "tightest",
+    *,
+    k: int | None = None,
+    randomizer: str = "generic",
 ) -> float:
     """Largest local ε0 whose shuffled output is (ε, δ)-DP by ``method`` (inverse of :func:`shuffled_epsilon`).
 
@@ -241,7 +285,7 @@ def local_epsilon_for(
 
     def ok(e0: float) -> bool:
         try:
-            return shuffled_epsilon(e0, n, delta, method, k=k) <= epsilon
+            return shuffled_epsilon(e0, n, delta, method, k=k, randomizer=randomizer) <= epsilon
         except ValueError:
             return False
 

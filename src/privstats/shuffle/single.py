@@ -2,18 +2,20 @@
 
 * :class:`ShuffledKRR` — k-RR with blanket probability γ (report the true value w.p.
   1−γ, else a uniform value).  γ is the smallest value whose shuffled output is
-  (ε, δ)-DP by the tight blanket computation :func:`~privstats.privacy.amplification.krr_blanket_delta`
-  (``calibration="exact"``) or by Balle et al.'s Thm 3.1 (``"balle"``).  The client,
+  (ε, δ)-DP by the smallest of the exact blanket computation
+  :func:`~privstats.privacy.amplification.krr_blanket_delta` and the generic clone bounds
+  :func:`~privstats.privacy.amplification.tightest_delta` (``calibration="exact"``), or by
+  Balle et al.'s Thm 3.1 (``"balle"``).  The client,
   aggregator and exact simulation are those of :class:`privstats.local.GRR` at the
   equivalent local ε0 = ln(k/γ − k + 1).
 * :class:`ShuffledRAPPOR` — each user sends the B-bit indicator of its value with every
   bit flipped w.p. p = 1/(1 + e^{ε0/2}), where ε0 is the largest local ε whose shuffled
-  output is (ε, δ)-DP by the accountant (``method``, default ``"fmt-numeric"``).
-  A RAPPOR-specific clone probability does not help: for y ∉ {x, x'} and B ≥ 3,
-  min_z R(y)(z) / ½(R(x)(z) + R(x')(z)) = e^−ε0 exactly (all-ones at x, x', zero at y),
-  so FMT's generic p is already tight.  The gain is in Balle et al.'s blanket:
-  RAPPOR's blanket mass is (1−p^B)e^−ε0/2 + p^B e^ε0/2 ≈ e^−ε0/2, not e^−ε0; using it
-  needs RAPPOR's range of the amplification variable and an exact check (not done).
+  output is (ε, δ)-DP by the accountant (``method``, default ``"tightest"``, which also uses
+  RAPPOR's variation-ratio parameters: only two bits differ between two inputs).
+
+Both report, in ``Estimate.details["epsilon_lower_bound"]``, an ε below which the protocol
+is provably not (ε, δ)-DP (:func:`~privstats.privacy.variation_ratio.shuffled_epsilon_lower`),
+so a user sees how far from tight the claimed ε is.
 
 >>> rr = ShuffledKRR(4, n=10_000, epsilon=1.0, delta=1e-6)
 >>> 0 < rr.gamma < 1
@@ -29,9 +31,10 @@ import numpy as np
 from privstats.estimate import Estimate
 from privstats.local.base import CountState
 from privstats.local.grr import GRR
-from privstats.privacy.amplification import krr_blanket_delta, local_epsilon_for
+from privstats.privacy.amplification import krr_blanket_delta, local_epsilon_for, tightest_delta
 from privstats.privacy.guarantees import ApproxDP
 from privstats.privacy.randomness import RNGLike, as_generator, as_source, dyadic_threshold
+from privstats.privacy.variation_ratio import shuffled_epsilon_lower
 from privstats.validation import (
     as_domain_values,
     check_delta,
@@ -40,7 +43,15 @@ from privstats.validation import (
     check_positive_int,
 )
 
-__all__ = ["ShuffledKRR", "ShuffledRAPPOR", "krr_gamma"]
+__all__ = ["ShuffledKRR", "ShuffledRAPPOR", "krr_exact_delta", "krr_gamma"]
+
+
+def krr_exact_delta(eps: float, gamma: float, k: int, n: int) -> float:
+    """Smallest valid bound on δ(ε) of shuffled k-RR with blanket γ: k-RR's own blanket or the generic clones."""
+    d = krr_blanket_delta(eps, gamma, k, n)
+    if d > 0 and 0 < gamma < 1:
+        d = min(d, tightest_delta(eps, math.log(k / gamma - k + 1), n))
+    return d
 
 
 def krr_gamma(k: int, n: int, epsilon: float, delta: float, calibration: str = "exact") -> float:
@@ -50,13 +61,13 @@ def krr_gamma(k: int, n: int, epsilon: float, delta: float, calibration: str = "
             raise ValueError(f"calibration='balle' (Balle et al. Thm 3.1) needs epsilon <= 1, got {epsilon}")
         gamma = max(14 * k * math.log(2 / delta) / ((n - 1) * epsilon**2), 27 * k / ((n - 1) * epsilon))
     elif calibration == "exact":
-        if krr_blanket_delta(epsilon, 1.0, k, n) > delta:
+        if krr_exact_delta(epsilon, 1.0, k, n) > delta:
             gamma = math.inf
         else:
             lo, hi = 0.0, 1.0
             while hi - lo > 1e-4 * hi:
                 mid = 0.5 * (lo + hi)
-                if krr_blanket_delta(epsilon, mid, k, n) <= delta:
+                if krr_exact_delta(epsilon, mid, k, n) <= delta:
                     hi = mid
                 else:
                     lo = mid
@@ -101,6 +112,13 @@ class _ShuffleBase:
     @property
     def guarantee(self) -> ApproxDP:
         return ApproxDP(self.epsilon, self.delta)
+
+    @property
+    def epsilon_lower_bound(self) -> float | None:
+        """An ε below which this protocol's shuffled output is provably not (ε, δ)-DP (None: not computed)."""
+        randomizer = "krr" if isinstance(self, ShuffledKRR) else "rappor"
+        e0 = float(self.params["epsilon0"])
+        return shuffled_epsilon_lower(e0, self.n, self.delta, randomizer, k=self.domain_size)
 
     def _check_state(self, state):
         if not isinstance(state, CountState) or state.protocol != self.name or state.params != self.params:
@@ -180,6 +198,7 @@ class ShuffledKRR(_ShuffleBase):
             n=state.n,
             messages_per_user=1,
             bits_per_user=self.bits_per_user,
+            details={"epsilon_lower_bound": self.epsilon_lower_bound},
         )
 
 
@@ -195,13 +214,15 @@ class ShuffledRAPPOR(_ShuffleBase):
         n: int,
         epsilon: float,
         delta: float,
-        method: str = "fmt-numeric",
+        method: str = "tightest",
         epsilon0: float | None = None,
     ):
         super().__init__(domain_size, n, epsilon, delta)
         self.method = method if epsilon0 is None else "given"
         self.epsilon0 = (
-            local_epsilon_for(self.epsilon, self.n, self.delta, method)
+            local_epsilon_for(
+                self.epsilon, self.n, self.delta, method, k=self.domain_size, randomizer="rappor"
+            )
             if epsilon0 is None
             else check_epsilon(epsilon0, "epsilon0")
         )
@@ -272,4 +293,5 @@ class ShuffledRAPPOR(_ShuffleBase):
             n=state.n,
             messages_per_user=1,
             bits_per_user=self.bits_per_user,
+            details={"epsilon_lower_bound": self.epsilon_lower_bound},
         )
