@@ -748,6 +748,9 @@ def _add_service_parsers(sub) -> None:
         "--bounds", nargs=2, type=float, metavar=("LO", "HI"), help="public bounds (secure model)"
     )
     new.add_argument("--grid", type=int, metavar="N", help="grid size (secure model)")
+    new.add_argument(
+        "--tau", type=int, metavar="T", help="hash functions of multi-countmin (default: the paper's)"
+    )
     new.add_argument("--epsilon", required=True, type=_epsilon, help="ε of one collection")
     new.add_argument("--delta", type=_delta, help="δ (shuffle model; default min(1e-6, 1/(10 min-batch)))")
     new.add_argument(
@@ -886,6 +889,10 @@ def _task_new(args) -> int:
             params["grid"] = args.grid
     elif args.bounds is not None or args.grid is not None:
         raise CLIError("--bounds/--grid: only the secure model's tasks take them here")
+    if args.tau is not None:
+        if args.protocol not in ("multi-countmin", "shuffle-countmin"):
+            raise CLIError("--tau: only the multi-countmin protocol takes it")
+        params["tau"] = args.tau
     if args.min_batch < 1:
         raise CLIError("--min-batch must be a positive integer")
     urls = {

@@ -95,7 +95,8 @@ def shuffle_user_messages(protocol: Any, values: Any, rng: RNGLike = None) -> np
 
     ``protocol`` is a :class:`privstats.engine.ShuffledMessages` (its ``protocol`` attribute is
     the shuffle protocol); ``m`` is fixed per protocol: 1 (k-RR, RAPPOR), k + ρ (Hadamard),
-    blanket + 1 (summation).  Count-Min sends a data-dependent number of messages and is refused.
+    blanket + 1 (summation), the public cap τ + blanket bound for Count-Min (padded with dummy
+    messages the analyzer drops: the blanket size does not depend on the value, the padding hides it).
     """
     inner = protocol.protocol
     name = inner.name
@@ -113,6 +114,11 @@ def shuffle_user_messages(protocol: Any, values: Any, rng: RNGLike = None) -> np
         real = rows[: n * k].reshape(n, k, width)
         blank = rows[n * k :].reshape(n, rho, width)
         return np.concatenate([real, blank], axis=1)
+    if name == "shuffle-countmin":
+        vals = np.asarray(values)
+        if not vals.size:
+            return np.zeros((0, inner.message_cap), dtype=np.uint64)
+        return np.stack([inner.encode_padded(v, src) for v in vals])
     if name == "shuffle-sum":
         x = np.asarray(values, dtype=float)
         n, b = x.size, inner.blanket

@@ -61,7 +61,8 @@ DROPPED_NAME = "dropped"
 
 
 def messages_per_report(oracle: Any) -> int:
-    """The fixed number of messages one user sends (1; k + ρ for Hadamard; blanket + 1 for summation)."""
+    """The fixed number of messages one user sends (1; k + ρ for Hadamard; blanket + 1 for summation;
+    the padded cap for Count-Min)."""
     inner = oracle.protocol
     if inner.name in ("shuffle-krr", "shuffle-rappor"):
         return 1
@@ -69,6 +70,8 @@ def messages_per_report(oracle: Any) -> int:
         return int(inner.k + inner.rho)
     if inner.name == "shuffle-sum":
         return int(inner.blanket + 1)
+    if inner.name == "shuffle-countmin":
+        return int(inner.message_cap)
     raise ValueError(
         f"protocol {inner.name!r} sends a data-dependent number of messages; the shuffler "
         "service needs a fixed number per user"

@@ -39,9 +39,12 @@ from privstats.validation import (
     check_positive_int,
 )
 
-__all__ = ["CountMinMultiMessage", "exact_binomial_dyadic"]
+__all__ = ["DUMMY_CELL", "CountMinMultiMessage", "exact_binomial_dyadic"]
 
 _DYADIC_BITS = 40
+
+#: the cell id of a padding message (the shuffler service pads every user to the same public count)
+DUMMY_CELL = np.uint64(2**64 - 1)
 
 
 def exact_binomial_dyadic(trials: int, numerator: int, bits: int, rng: RNGLike = None) -> int:
@@ -176,12 +179,41 @@ class CountMinMultiMessage:
         src = as_source(rng)
         return np.concatenate([self.encode(v, src) for v in as_domain_values(values, self.domain_size)])
 
+    @property
+    def message_cap(self) -> int:
+        """Public number of messages per user when padded: τ plus the blanket's mean + 14 sd + 40.
+
+        The blanket size K ~ Bin(τb, γ) does not depend on the user's value, so padding to a fixed
+        count only hides K from the shuffler; K exceeds the cap with probability below 1e-40.
+        """
+        cells = self.tau * self.buckets
+        mean = cells * self.gamma
+        return self.tau + min(cells, math.ceil(mean + 14 * math.sqrt(mean * (1 - self.gamma)) + 40))
+
+    def encode_padded(self, value, rng: RNGLike = None) -> np.ndarray:
+        """One user's messages padded with :data:`DUMMY_CELL` to :attr:`message_cap` (shuffler service).
+
+        A blanket larger than the cap (probability < 1e-40) is redrawn: the user's message law
+        changes by less than 1e-40 in total variation, whatever its value.
+        """
+        src = as_source(rng)
+        cap = self.message_cap
+        while True:
+            msgs = self.encode(value, src)
+            if msgs.size <= cap:
+                break
+        out = np.full(cap, DUMMY_CELL, dtype=np.uint64)
+        out[: msgs.size] = msgs
+        return out
+
     # ---- aggregator ---------------------------------------------------------------------------------------------
     def aggregate(self, messages, state: CountState | None = None) -> CountState:
         state = self.new_state() if state is None else state
         if state.protocol != self.name or state.params != self.params:
             raise ValueError("state belongs to a different protocol or parameters")
         m = np.asarray(messages)
+        if m.ndim == 1 and m.dtype == np.uint64:
+            m = m[m != DUMMY_CELL]  # padding messages of the shuffler service carry nothing
         if m.ndim != 1 or m.dtype.kind not in "iu" or (m.size and m.max() >= self.tau * self.buckets):
             raise ValueError(f"messages must be cell ids in [0, {self.tau * self.buckets})")
         counts = np.bincount(m.astype(np.int64), minlength=self.tau * self.buckets)
