@@ -733,7 +733,7 @@ def _add_service_parsers(sub) -> None:
     new.add_argument(
         "--statistic",
         required=True,
-        choices=["frequencies", "sum", "ecdf", "quantiles", "roc"],
+        choices=["frequencies", "sum", "ecdf", "quantiles", "roc", "hosmer_lemeshow"],
         help="frequencies (items 0..D-1) or sum (shuffle model, values in [0, 1]); "
         "ecdf, quantiles or roc (secure model: leader/helper, --bounds and --grid)",
     )

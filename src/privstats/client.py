@@ -365,7 +365,7 @@ class Client:
         self, collection_id: str | None = None, *, q: Any = None, statistic: str | None = None
     ) -> Any:
         """Secure model: collect and open into the full result — a :class:`~privstats.cdf.result.PrivateECDF`
-        (ecdf), an Estimate (quantiles at ``q``) or ``(fpr, tpr, thresholds, Estimate)`` (roc).
+        (ecdf), an Estimate (quantiles at ``q``; hosmer_lemeshow) or ``(fpr, tpr, thresholds, Estimate)`` (roc).
         ``statistic="quantiles"`` re-reads an ECDF batch; a retried ``collection_id`` returns the same release."""
         from privstats.services.secure_client import open_collection
 

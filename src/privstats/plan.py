@@ -62,7 +62,7 @@ SUPPORTED: dict[str, tuple[str, ...]] = {
     "ecdf": ("central", "secure", "local"),
     "roc_curve": ("central", "secure", "local"),
     "quantiles": ("central", "secure", "shuffle", "local"),
-    "hosmer_lemeshow": ("central",),
+    "hosmer_lemeshow": ("central", "secure"),
     "frequencies": ("central", "shuffle", "local"),
     "range_counts": ("central", "shuffle", "local"),
     "heavy_hitters": ("central", "shuffle", "local"),
@@ -92,7 +92,7 @@ def check_model(statistic: str, model: Any) -> str:
     >>> check_model("hosmer_lemeshow", "local")
     Traceback (most recent call last):
     ...
-    ValueError: hosmer_lemeshow supports model in ('central',); got model='local'
+    ValueError: hosmer_lemeshow supports model in ('central', 'secure'); got model='local'
     """
     models = SUPPORTED[statistic]
     if model not in models:

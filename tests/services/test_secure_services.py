@@ -325,3 +325,36 @@ def test_sigkill_mid_upload_sqlite(tmp_path, servers, victim):
 def test_sigkill_mid_upload_postgres(tmp_path, servers, victim, postgres_server):
     _, createdb = postgres_server
     _crash_run(tmp_path, victim, createdb(), createdb(), 3000)
+
+
+def test_hosmer_lemeshow_through_leader_and_helper(tmp_path, servers):
+    """HL is a post-processing of the two class curves: its error matches the in-process secure model's."""
+    from privstats.secure.hosmer_lemeshow import hl_from_class_counts
+
+    path, lp, hp = _task(tmp_path, "hosmer_lemeshow", epsilon="1.0", grid="64")
+    _start(servers, path, lp, hp, _sqlite(tmp_path, "leader"), _sqlite(tmp_path, "helper"))
+    rng = np.random.default_rng(5)
+    p = rng.uniform(0.05, 0.95, N)
+    y = (rng.uniform(size=N) < np.clip(1.15 * p, 0, 1)).astype(int)  # miscalibrated: H far from 0
+    with Client(None, str(path)) as c:
+        assert c.submit(p, labels=y) == N
+        est = c.collect_secure()
+    spec = spec_of(load_task(str(path)))
+    # the noise-free value of the same post-processing (zero noise covariance)
+    cells = spec.cells(p, y).ravel()
+    k = spec.internal.size
+    hist = np.bincount(cells, minlength=2 * (k + 1))
+    pos, neg = np.cumsum(hist[: k + 1]), np.cumsum(hist[k + 1 :])
+    zero = np.zeros((k + 1, k + 1))
+    exact = hl_from_class_counts(pos, neg, zero, zero, spec.internal, 0.0, bootstrap=100, rng=0)["H"]
+    assert abs(est.details["unbiased"] - exact) < 5 * est.stderr
+    assert est.details["p_value"] < 0.01 and est.model == "secure" and est.epsilon == 1.0
+    # the in-process secure model on the same data has the same law: its stderr agrees
+    ref = privstats_hl(p, y, spec)
+    assert 0.7 < est.stderr / ref.stderr < 1.4
+
+
+def privstats_hl(p, y, spec):
+    import privstats
+
+    return privstats.hosmer_lemeshow(y, p, epsilon=spec.epsilon, model="secure", depth=6, rng=11)

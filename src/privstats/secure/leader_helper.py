@@ -58,10 +58,12 @@ __all__ = [
     "SecureSpec",
     "encode",
     "open_result",
+    "release_in_process",
     "run_in_process",
 ]
 
-STATISTICS = ("ecdf", "quantiles", "roc")
+STATISTICS = ("ecdf", "quantiles", "roc", "hosmer_lemeshow")
+_LABELLED = ("roc", "hosmer_lemeshow")  # label-split contributions: one curve per class
 _F = FIELD
 
 
@@ -73,7 +75,9 @@ class SecureSpec:
     the last for values above the grid; ``neighbours`` as in :func:`privstats.ecdf`),
     or ``"roc"`` (private labels: one-hot over 2 (N+1) label-split cells, positives
     first; each class curve is ε/2-DP under add/remove, as
-    ``privstats.roc_curve(..., labels="private", model="secure")``).
+    ``privstats.roc_curve(..., labels="private", model="secure")``), or
+    ``"hosmer_lemeshow"`` (the same contribution over predicted probabilities, bounds (0, 1);
+    see :mod:`privstats.secure.hosmer_lemeshow`).
     """
 
     statistic: str
@@ -92,8 +96,10 @@ class SecureSpec:
         object.__setattr__(self, "bounds", tuple(float(b) for b in check_bounds(self.bounds)))
         check_positive_int(self.grid, "grid")
         check_choice(self.neighbours, "neighbours", ("replace", "add-remove"))
-        if self.statistic == "roc" and self.neighbours != "add-remove":
+        if self.statistic in _LABELLED and self.neighbours != "add-remove":
             object.__setattr__(self, "neighbours", "add-remove")
+        if self.statistic == "hosmer_lemeshow" and self.bounds != (0.0, 1.0):
+            raise ValueError(f"bounds: hosmer_lemeshow takes probabilities, bounds (0, 1), got {self.bounds}")
 
     # ---------------------------------------------------------------- public structure
     @property
@@ -115,7 +121,7 @@ class SecureSpec:
     @property
     def n_parts(self) -> int:
         """Histograms (class curves) in the contribution."""
-        return 2 if self.statistic == "roc" else 1
+        return 2 if self.statistic in _LABELLED else 1
 
     @property
     def layout(self) -> OneHotLayout:
@@ -123,7 +129,7 @@ class SecureSpec:
 
     @property
     def curve_epsilon(self) -> float:
-        return self.epsilon / 2 if self.statistic == "roc" else self.epsilon
+        return self.epsilon / 2 if self.statistic in _LABELLED else self.epsilon
 
     @property
     def mechanism(self):
@@ -141,14 +147,14 @@ class SecureSpec:
 
         x = as_float_array(values, "values", bounds=self.bounds)
         cell = np.searchsorted(self.internal, x, side="left").astype(np.int64)
-        if self.statistic == "roc":
+        if self.statistic in _LABELLED:
             if labels is None:
-                raise ValueError("labels are required for statistic='roc'")
+                raise ValueError(f"labels are required for statistic={self.statistic!r}")
             y = as_binary_labels(labels, "labels")
             check_same_length(values=x, labels=y)
             cell = cell + np.where(y, 0, self.n_cells)
         elif labels is not None:
-            raise ValueError(f"labels are only used by statistic='roc', not {self.statistic!r}")
+            raise ValueError(f"labels are only used by statistics {_LABELLED}, not {self.statistic!r}")
         return cell[:, None]
 
     def to_dict(self) -> dict:
@@ -396,13 +402,24 @@ def _curve(spec: SecureSpec, noisy: np.ndarray, n: int | None, smoothing: str):
     return PrivateECDF(spec.thresholds, values, se[:k], estimate=est, raw=F[:k])
 
 
-def open_result(spec: SecureSpec, leader_partial, helper_partial, n: int, *, q=None, n_invalid: int = 0):
+def open_result(
+    spec: SecureSpec,
+    leader_partial,
+    helper_partial,
+    n: int,
+    *,
+    q=None,
+    n_invalid: int = 0,
+    groups: int = 10,
+    rng: RNGLike = None,
+):
     """The analyst's opening of the two partials.
 
     ``ecdf`` → :class:`~privstats.cdf.result.PrivateECDF`; ``quantiles`` → an
     :class:`Estimate` (values at probabilities ``q``, Algorithm 1 on the isotonic curve);
     ``roc`` → ``(fpr, tpr, thresholds, estimate)`` with the AUC and its stderr, as
-    :func:`privstats.roc_curve`.  ``n`` is the number of valid reports in the batch.
+    :func:`privstats.roc_curve`; ``hosmer_lemeshow`` → an :class:`Estimate` of H over
+    ``groups`` groups (``rng`` seeds its bootstrap).  ``n`` is the number of valid reports.
     """
     lp = (
         np.frombuffer(leader_partial, dtype="<u8").astype(np.uint64)
@@ -447,7 +464,54 @@ def open_result(spec: SecureSpec, leader_partial, helper_partial, n: int, *, q=N
             bits_per_user=res.estimate.bits_per_user,
             details={"curve": res, **meta},
         )
+    if spec.statistic == "hosmer_lemeshow":
+        return _open_hl(spec, parts, meta, groups, rng)
     return _open_roc(spec, parts, meta)
+
+
+def _open_hl(spec: SecureSpec, parts, meta, groups: int, rng: RNGLike):
+    from privstats.estimate import Estimate
+    from privstats.privacy import PureDP
+    from privstats.secure.aggregation import DistributedNoiseMechanism
+    from privstats.secure.hosmer_lemeshow import hl_from_class_counts
+    from privstats.secure.noise import noise_variance_factor
+    from privstats.validation import check_positive_int
+
+    groups = check_positive_int(groups, "groups", minimum=3, maximum=spec.grid)
+    mech = DistributedNoiseMechanism(spec.mechanism, noise_variance_factor(2))
+    pos, neg = (mech.estimate_counts(p, None) for p in parts)
+    cov = mech.count_covariance()
+    gen = np.random.default_rng(as_source(rng).uint64(4).tolist())
+    r = hl_from_class_counts(
+        pos, neg, cov, cov, spec.internal, spec.bounds[0], groups=groups, rng=gen, bootstrap=1000
+    )
+    return Estimate(
+        max(r["unbiased"], 0.0),
+        stderr=r["stderr"],
+        support=(0.0, np.inf),
+        guarantee=PureDP(spec.epsilon),
+        model="secure",
+        protocol="hosmer-lemeshow-two-ecdfs+leader-helper",
+        params={"groups": groups, "epsilon_per_curve": spec.curve_epsilon, **mech.params()},
+        n=None,
+        neighbours="replace",
+        messages_per_user=2.0,
+        bits_per_user=64.0 * spec.layout.share_length + 256.0,
+        details={
+            "p_value": r["p_value"],
+            "unbiased": r["unbiased"],
+            "H_plain": r["H"],
+            "noise_bias": r["noise_bias"],
+            "E1": r["E1"],
+            "E0": r["E0"],
+            "O_minus_E": r["O_minus_E"],
+            "dof": r["dof"],
+            "quantisation": r["quantisation"],
+            "p_value_method": "parametric bootstrap under calibration (Binomial per group) with the release noise",
+            "stderr_method": "normal re-noising of shrunk plug-in group sums with their exact noise covariance",
+            **meta,
+        },
+    )
 
 
 def _open_roc(spec: SecureSpec, parts, meta):
@@ -497,6 +561,26 @@ def _open_roc(spec: SecureSpec, parts, meta):
 # ------------------------------------------------------------------ in-process run
 
 
+def release_in_process(
+    spec: SecureSpec, values, labels=None, *, rng: RNGLike = None, q=None, groups: int = 10
+):
+    """The release of honest clients' contributions, in law identical to the deployed leader and helper.
+
+    The batch histogram is summed in the clear and given to the leader's total (the helper's is
+    zero): their sum is what the two servers' shares add up to, and each server's ``partial``
+    draws its own noise share exactly as deployed.  No per-report shares, so it scales to any n.
+    """
+    cells = spec.cells(values, labels).ravel()
+    hist = np.bincount(cells, minlength=spec.layout.length).astype(np.uint64)
+    src = as_source(rng)
+    agg = [SecureAggregator(spec, p, b"", b"in-process") for p in (0, 1)]
+    totals = [BatchTotal(hist, int(cells.size)), BatchTotal(np.zeros_like(hist), int(cells.size))]
+    parts = [agg[p].partial(totals[p], rng=None if rng is None else src) for p in (0, 1)]
+    return open_result(
+        spec, parts[0], parts[1], int(cells.size), q=q, groups=groups, rng=None if rng is None else src
+    )
+
+
 def verify_batch(
     leader: SecureAggregator,
     helper: SecureAggregator,
@@ -525,6 +609,7 @@ def run_in_process(
     *,
     rng: RNGLike = None,
     q=None,
+    groups: int = 10,
     chunk: int = 4096,
     reports: list[SecureReport] | None = None,
 ) -> Any:
@@ -548,4 +633,13 @@ def run_in_process(
         totals[0].add(sh0, ok)
         totals[1].add(sh1, ok)
     parts = [agg[p].partial(totals[p], rng=None if rng is None else src) for p in (0, 1)]
-    return open_result(spec, parts[0], parts[1], totals[0].n_valid, q=q, n_invalid=totals[0].n_invalid)
+    return open_result(
+        spec,
+        parts[0],
+        parts[1],
+        totals[0].n_valid,
+        q=q,
+        n_invalid=totals[0].n_invalid,
+        groups=groups,
+        rng=None if rng is None else src,
+    )

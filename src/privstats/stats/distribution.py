@@ -847,7 +847,7 @@ def hosmer_lemeshow(
     *,
     epsilon: float,
     groups: int = 10,
-    depth: int = 10,
+    depth: int | None = None,
     min_expected: float = 0.5,
     method: str = "auto",
     budget: str = "split",
@@ -880,6 +880,12 @@ def hosmer_lemeshow(
       sums: E = released E, O - E = released difference shrunk by its noise variance
       (sign(d) sqrt(max(d² - s², 0))), so the squared residuals are not double-counted.
 
+    ``model="secure"``: two non-colluding servers aggregate each client's label-split one-hot
+    cell of its probability on a 2^depth grid (default depth 6: at n ≈ 6,000 and ε = 1 its
+    stderr is ~4x smaller than at depth 10); H is a post-processing of the two released class
+    curves (:mod:`privstats.secure.hosmer_lemeshow`), identical in law to the leader/helper
+    deployment (``privstats serve leader|helper``, statistic ``hosmer_lemeshow``).
+
     >>> import numpy as np
     >>> rng = np.random.default_rng(0); p = rng.uniform(0.1, 0.9, 20_000); y = rng.uniform(size=p.size) < p
     >>> est = hosmer_lemeshow(y.astype(int), p, epsilon=10.0, budget="tight", rng=1)
@@ -888,6 +894,8 @@ def hosmer_lemeshow(
     """
     epsilon = check_epsilon(epsilon)
     check_model("hosmer_lemeshow", model)
+    if depth is None:
+        depth = 6 if model == "secure" else 10
     L = check_positive_int(depth, "depth", maximum=24)  # the quantile grid has 2^depth cells
     Q = check_positive_int(groups, "groups", minimum=3, maximum=1 << L)
     B = check_positive_int(bootstrap, "bootstrap", minimum=100, maximum=10**6)  # B x groups bootstrap draws
@@ -901,6 +909,21 @@ def hosmer_lemeshow(
     y = as_binary_labels(y_true, "y_true").astype(np.float64)
     p = as_float_array(y_prob, "y_prob", bounds=(0.0, 1.0))
     check_same_length(y_true=y, y_prob=p)
+    if model == "secure":
+        from privstats.secure.leader_helper import SecureSpec, release_in_process
+
+        spec = SecureSpec("hosmer_lemeshow", epsilon=epsilon, bounds=(0.0, 1.0), grid=1 << L)
+        est = release_in_process(spec, p, y.astype(np.int64), rng=rng, groups=Q)
+        warn_if_useless(
+            "hosmer_lemeshow",
+            est.stderr,
+            n=int(y.size),
+            epsilon=epsilon,
+            model="secure",
+            protocol=est.protocol,
+            stacklevel=3,
+        )
+        return est
     acc = hosmer_lemeshow_accounting(epsilon, L, budget)
     eps1 = acc["epsilon_prime"]
     src = as_source(rng)

@@ -1,0 +1,147 @@
+"""Hosmer–Lemeshow from the secure (leader/helper) release: a post-processing of the two class curves.
+
+Each client contributes the label-split one-hot cell of its predicted probability on the
+grid over [0, 1] — the contribution of a private-label ROC task — and the two servers
+release the two class histograms through the tree mechanism (each curve ε/2 under
+add/remove, so ε under replace-one).  The analyst then computes, from the noisy class
+counts d1 (positives) and d0 (negatives) per grid cell c with representative p_c (the
+cell's midpoint):
+
+* the Q groups: cut at the (q/Q)-quantiles of the pooled (isotonic) curve;
+* per group g: r_g = O1_g − E1_g = Σ_{c∈g} (1 − p_c) d1_c − p_c d0_c (and O0 − E0 = −r_g),
+  E1_g = Σ p_c (d1_c + d0_c), E0_g = Σ (1 − p_c)(d1_c + d0_c);
+* H = Σ_g r_g² (1/E1_g + 1/E0_g) (E floored at ``min_expected``), and its noise bias
+  Σ_g Var(r_g)(1/E1_g + 1/E0_g) removed, with Var(r_g) exact from the mechanism's covariance.
+
+Uncertainty: the group statistics (r, E1, n) are linear in the released counts, with an exact
+joint noise covariance, so the stderr is the standard deviation of H when fresh (normal) noise of
+that covariance is added to plug-in sums (E as released, r shrunk by its noise variance so the
+noise is not counted twice), and the p-value is a parametric bootstrap under calibration
+(positives per group Binomial(n_g, E1_g/n_g)) with the same noise.  The group cuts are held
+fixed (their own noise is not in the stderr).  Quantisation: each p is
+represented by its cell's midpoint (error at most half a cell, 1/(2·grid)).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["hl_from_class_counts"]
+
+
+def _cell_counts(prefix: np.ndarray, k: int) -> np.ndarray:
+    return np.diff(np.concatenate([[0.0], np.asarray(prefix, dtype=np.float64)[:k]]))
+
+
+def _diff_cov(cov: np.ndarray, k: int) -> np.ndarray:
+    """Covariance of the cell counts (first differences of the first k prefix counts)."""
+    D = np.eye(k) - np.eye(k, k=-1)
+    return D @ cov[:k, :k] @ D.T
+
+
+def _groups(pooled_prefix: np.ndarray, groups: int) -> np.ndarray:
+    """Cell index where each group ends (inclusive), per row, from the pooled isotonic curve: (…, Q)."""
+    pooled = np.atleast_2d(np.asarray(pooled_prefix, dtype=np.float64))
+    total = np.maximum(pooled[:, -1:], 1.0)
+    curve = np.maximum.accumulate(np.clip(pooled / total, 0.0, 1.0), axis=1)
+    targets = np.arange(1, groups) / groups
+    ends = (curve[:, :, None] < targets[None, None, :]).sum(axis=1)  # first index with curve >= q/Q
+    ends = np.minimum(np.maximum.accumulate(ends, axis=1), curve.shape[1] - 1)
+    out = np.concatenate([ends, np.full((ends.shape[0], 1), curve.shape[1] - 1)], axis=1)
+    return out if np.ndim(pooled_prefix) > 1 else out[0]
+
+
+def _group_sums(x: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Sums of x (…, k) over the cells of each group ending at ``ends`` (…, Q)."""
+    cum = np.cumsum(x, axis=-1)
+    at = np.take_along_axis(cum, ends, axis=-1)
+    return np.diff(at, axis=-1, prepend=0.0)
+
+
+def _h(d1: np.ndarray, d0: np.ndarray, ends: np.ndarray, mid: np.ndarray, min_expected: float) -> np.ndarray:
+    """H for (…, k) cell counts and (…, Q) group ends; returns (…)."""
+    r = _group_sums(d1 * (1 - mid) - d0 * mid, ends)
+    m = _group_sums((d1 + d0) * mid, ends)
+    tot = _group_sums(d1 + d0, ends)
+    e1, e0 = np.maximum(m, min_expected), np.maximum(tot - m, min_expected)
+    return np.sum(r**2 * (1 / e1 + 1 / e0), axis=-1)
+
+
+def hl_from_class_counts(
+    pos_prefix: np.ndarray,
+    neg_prefix: np.ndarray,
+    cov_pos: np.ndarray,
+    cov_neg: np.ndarray,
+    internal: np.ndarray,
+    lower: float,
+    *,
+    groups: int = 10,
+    min_expected: float = 0.5,
+    bootstrap: int = 1000,
+    rng: Any = None,
+) -> dict:
+    """H, its noise-debiased value, stderr and p-value from the two released class prefix counts.
+
+    ``pos_prefix``/``neg_prefix``: noisy counts of records ≤ each internal threshold (then the
+    total), ``cov_*`` their exact noise covariance, ``internal`` the grid's thresholds,
+    ``lower`` the lower bound of the probabilities (0).
+    """
+    k = int(np.asarray(internal).size)
+    edges = np.concatenate([[lower], np.asarray(internal, dtype=np.float64)])
+    mid = 0.5 * (edges[:-1] + edges[1:])
+    d1, d0 = _cell_counts(pos_prefix, k), _cell_counts(neg_prefix, k)
+    ends = _groups(np.asarray(pos_prefix[:k]) + np.asarray(neg_prefix[:k]), groups)
+    starts = np.concatenate([[0], ends[:-1] + 1])
+    c = np.arange(k)
+    G = ((c[None, :] >= starts[:, None]) & (c[None, :] <= ends[:, None])).astype(np.float64)
+    C1, C0 = _diff_cov(np.asarray(cov_pos), k), _diff_cov(np.asarray(cov_neg), k)
+    a1, a0 = G * (1 - mid)[None, :], -G * mid[None, :]
+    var_r = np.einsum("gi,ij,gj->g", a1, C1, a1) + np.einsum("gi,ij,gj->g", a0, C0, a0)
+    m = _group_sums((d1 + d0) * mid, ends)
+    e1 = np.maximum(m, min_expected)
+    e0 = np.maximum(_group_sums(d1 + d0, ends) - m, min_expected)
+    H = float(_h(d1, d0, ends, mid, min_expected))
+    bias = float(np.sum(var_r * (1 / e1 + 1 / e0)))
+
+    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    # joint noise covariance of the group statistics (r, m = Σ p (d1 + d0), t = Σ (d1 + d0)): linear in d1, d0
+    Q = G.shape[0]
+    M1 = np.concatenate([a1, G * mid[None, :], G])
+    M0 = np.concatenate([a0, G * mid[None, :], G])
+    S = M1 @ C1 @ M1.T + M0 @ C0 @ M0.T
+    w, V = np.linalg.eigh(S)
+
+    def h_of(r: np.ndarray, m: np.ndarray, t: np.ndarray) -> np.ndarray:
+        e1, e0 = np.maximum(m, min_expected), np.maximum(t - m, min_expected)
+        return np.sum(r**2 * (1 / e1 + 1 / e0), axis=-1)
+
+    def noisy(r: np.ndarray, m: np.ndarray, t: np.ndarray) -> np.ndarray:
+        z = (gen.standard_normal((bootstrap, 3 * Q)) * np.sqrt(np.maximum(w, 0.0))) @ V.T
+        return h_of(r + z[:, :Q], m + z[:, Q : 2 * Q], t + z[:, 2 * Q :])
+
+    r_obs = _group_sums(d1 * (1 - mid) - d0 * mid, ends)
+    m_obs, t_obs = _group_sums((d1 + d0) * mid, ends), _group_sums(d1 + d0, ends)
+    # plug-in truth: the released sums, the residual shrunk by its noise variance (not counted twice)
+    r_plug = np.sign(r_obs) * np.sqrt(np.maximum(r_obs**2 - var_r, 0.0))
+    sims = noisy(r_plug, m_obs, t_obs)
+    # null "calibrated": positives per group Binomial(t, m / t) at the released group sizes and means
+    t_int = np.maximum(np.rint(t_obs), 0).astype(np.int64)
+    prob = np.clip(m_obs / np.maximum(t_obs, 1e-12), 0.0, 1.0)
+    r_null = gen.binomial(t_int[None, :], prob[None, :], size=(bootstrap, Q)) - prob * t_int
+    null = noisy(r_null, prob * t_int, t_int.astype(np.float64))
+    return {
+        "H": H,
+        "unbiased": H - bias,
+        "noise_bias": bias,
+        "stderr": float(np.std(sims, ddof=1)),
+        "p_value": float((1 + np.sum(null >= H)) / (1 + bootstrap)),
+        "group_ends": ends,
+        "E1": e1,
+        "E0": e0,
+        "O_minus_E": r_obs,
+        "var_O_minus_E": var_r,
+        "dof": groups - 2,
+        "quantisation": float(np.max(np.diff(edges))) / 2,
+    }

@@ -1,0 +1,75 @@
+"""Hosmer–Lemeshow in the secure model: a post-processing of the two released class curves.
+
+Checked against the noise-free value of the same post-processing (zero noise), with tolerances
+from the measured spread; the stderr against the spread over seeds; the p-value's level under a
+calibrated model; the fast in-process release against the full per-report protocol (shares,
+validity proofs, both servers' noise) by a two-sample KS test.
+"""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import privstats
+from privstats.secure.hosmer_lemeshow import hl_from_class_counts
+from privstats.secure.leader_helper import SecureSpec, release_in_process, run_in_process
+
+
+def _data(n, slope, seed):
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(0.05, 0.95, n)
+    y = (rng.uniform(size=n) < np.clip(slope * p, 0, 1)).astype(int)
+    return p, y
+
+
+def _noise_free(spec, p, y):
+    k = spec.internal.size
+    hist = np.bincount(spec.cells(p, y).ravel(), minlength=2 * (k + 1))
+    pos, neg = np.cumsum(hist[: k + 1]), np.cumsum(hist[k + 1 :])
+    zero = np.zeros((k + 1, k + 1))
+    return hl_from_class_counts(pos, neg, zero, zero, spec.internal, 0.0, bootstrap=100, rng=0)["H"]
+
+
+@pytest.mark.parametrize("grid,epsilon", [(64, 1.0), (16, 1.0), (64, 4.0)])
+def test_unbiased_with_an_honest_stderr(grid, epsilon):
+    """n = 6000 (the issue's HL case): mean of 120 releases within 5 SE of the noise-free H, and the
+    reported stderr within [0.8, 1.25] of the measured spread."""
+    p, y = _data(6000, 1.15, 0)
+    spec = SecureSpec("hosmer_lemeshow", epsilon=epsilon, bounds=(0, 1), grid=grid)
+    runs = [release_in_process(spec, p, y, rng=s) for s in range(120)]
+    vals = np.array([e.details["unbiased"] for e in runs])
+    se = np.array([e.stderr for e in runs])
+    exact = _noise_free(spec, p, y)
+    assert abs(vals.mean() - exact) < 5 * vals.std(ddof=1) / np.sqrt(vals.size)
+    assert 0.8 < se.mean() / vals.std(ddof=1) < 1.25
+    assert all(e.guarantee.epsilon == epsilon and e.n is None for e in runs[:3])
+
+
+def test_p_value_keeps_its_level_and_detects_miscalibration():
+    spec = SecureSpec("hosmer_lemeshow", epsilon=1.0, bounds=(0, 1), grid=64)
+    p, y = _data(6000, 1.0, 1)
+    pv = np.array([release_in_process(spec, p, y, rng=s).details["p_value"] for s in range(150)])
+    # level: at most 5% + 3 binomial SE rejections at 0.05 (the Binomial null is conservative)
+    assert np.mean(pv < 0.05) < 0.05 + 3 * np.sqrt(0.05 * 0.95 / pv.size)
+    p, y = _data(6000, 1.15, 2)
+    assert release_in_process(spec, p, y, rng=7).details["p_value"] < 0.01
+
+
+def test_fast_release_equals_the_full_protocol_in_law():
+    """release_in_process (histogram summed in the clear) vs run_in_process (per-report shares and
+    validity proofs): the same noise law, so the two samples of H are exchangeable."""
+    p, y = _data(1500, 1.15, 3)
+    spec = SecureSpec("hosmer_lemeshow", epsilon=2.0, bounds=(0, 1), grid=16)
+    fast = [release_in_process(spec, p, y, rng=s).details["H_plain"] for s in range(60)]
+    full = [run_in_process(spec, p, y, rng=1000 + s).details["H_plain"] for s in range(60)]
+    assert stats.ks_2samp(fast, full).pvalue > 0.001
+
+
+def test_public_function_and_bad_input():
+    p, y = _data(3000, 1.0, 4)
+    est = privstats.hosmer_lemeshow(y, p, epsilon=1.0, model="secure", rng=5)
+    assert est.model == "secure" and est.params["groups"] == 10 and np.isfinite(est.stderr)
+    with pytest.raises(ValueError, match="labels"):
+        release_in_process(SecureSpec("hosmer_lemeshow", epsilon=1.0, bounds=(0, 1), grid=16), p)
+    with pytest.raises(ValueError, match="bounds"):
+        SecureSpec("hosmer_lemeshow", epsilon=1.0, bounds=(0, 2), grid=16)
