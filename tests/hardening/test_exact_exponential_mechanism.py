@@ -38,3 +38,45 @@ def test_base_is_below_e_to_the_half_epsilon():
     for eps in (1e-9, 0.1, 1.0, 5.0):
         b = _base_below_exp(eps / 2)
         assert b >= 1 and float(b) <= math.exp(eps / 2)
+
+
+def test_joint_mechanism_samples_its_exact_law():
+    """JointExp on 4 points, 2 quantiles: the (interval, interval) frequencies of 30,000 draws
+    against the law enumerated here from the definition (chi-square)."""
+    import math
+
+    from scipy import stats
+
+    from privstats.cdf.quantiles import JOINT_WEIGHT_ERROR, joint_exponential_quantiles
+
+    x = np.array([0.1, 0.2, 0.6, 0.9])
+    qs = np.array([0.3, 0.7])
+    eps, n = 2.0, x.size
+    scale = (eps - 8 * qs.size * JOINT_WEIGHT_ERROR) / 4.0  # replace-one sensitivity 2
+    edges = np.concatenate([[0.0], x, [1.0]])
+    lens = np.diff(edges)
+    targets = np.diff(np.concatenate([[0.0], qs, [1.0]])) * n
+
+    def phi(j, g):
+        return math.exp(-scale * abs(g - targets[j]))
+
+    law = {}
+    for i1 in range(n + 1):
+        for i2 in range(i1, n + 1):
+            vol = lens[i1] * lens[i2] if i1 < i2 else lens[i1] ** 2 / 2
+            law[(i1, i2)] = vol * phi(0, i1) * phi(1, i2 - i1) * phi(2, n - i2)
+    total = sum(law.values())
+    draws = np.array(
+        [joint_exponential_quantiles(x, qs, epsilon=eps, bounds=(0, 1), rng=s) for s in range(30_000)]
+    )
+    cells = np.searchsorted(x, draws)  # interval index of each output
+    keys = sorted(law)
+    observed = np.array([np.sum((cells[:, 0] == a) & (cells[:, 1] == b)) for a, b in keys])
+    expected = np.array([law[k] / total for k in keys]) * len(draws)
+    keep = expected >= 5
+    chi2 = np.sum((observed[keep] - expected[keep]) ** 2 / expected[keep])
+    pooled_obs, pooled_exp = observed[~keep].sum(), expected[~keep].sum()
+    if pooled_exp > 0:
+        chi2 += (pooled_obs - pooled_exp) ** 2 / max(pooled_exp, 1e-12)
+    dof = int(keep.sum()) - (0 if pooled_exp > 0 else 1)
+    assert stats.chi2.sf(chi2, dof) > 1e-3
