@@ -800,6 +800,19 @@ def _add_service_parsers(sub) -> None:
     serve.add_argument("--host", help="listen address (default: the host of the role's URL in the task)")
     serve.add_argument("--port", type=int, help="listen port (default: the port of the role's URL)")
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    serve.add_argument(
+        "--engine",
+        choices=["local", "dask"],
+        help="collector: how stored reports are re-aggregated (privstats.engine; dask needs the dask extra)",
+    )
+    serve.add_argument(
+        "--scheduler", metavar="ADDR", help="collector: a Dask scheduler (default: a local cluster)"
+    )
+    serve.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="collector: re-aggregate every stored report at start through the engine (replaces the state)",
+    )
 
     submit = sub.add_parser(
         "submit",
@@ -854,6 +867,17 @@ def _service_command(args) -> int:
         if args.command == "serve":
             from privstats.services.app import serve
 
+            options: dict = {}
+            if args.engine or args.scheduler or args.rebuild:
+                if args.role != "collector":
+                    raise CLIError(
+                        "--engine/--scheduler/--rebuild: only the collector aggregates stored reports"
+                    )
+                options = {
+                    "engine": args.engine or "local",
+                    "scheduler": args.scheduler,
+                    "rebuild": args.rebuild,
+                }
             return serve(
                 args.role,
                 args.task,
@@ -862,6 +886,7 @@ def _service_command(args) -> int:
                 port=args.port,
                 secrets_path=args.secrets,
                 log_level=args.log_level,
+                **options,
             )
         if args.command == "submit":
             return _submit(args)

@@ -42,8 +42,16 @@ def free_port() -> int:
 class Server:
     """One ``privstats serve`` process."""
 
-    def __init__(self, role: str, task: Path, db: str, port: int | None = None, log_dir: Path | None = None):
-        self.role, self.task, self.db = role, Path(task), db
+    def __init__(
+        self,
+        role: str,
+        task: Path,
+        db: str,
+        port: int | None = None,
+        log_dir: Path | None = None,
+        extra: tuple[str, ...] = (),
+    ):
+        self.role, self.task, self.db, self.extra = role, Path(task), db, tuple(extra)
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = (log_dir or self.task.parent) / f"{role}-{self.port}-{uuid.uuid4().hex[:6]}.log"
@@ -66,6 +74,7 @@ class Server:
             "127.0.0.1",
             "--port",
             str(self.port),
+            *self.extra,
         ]
         self.fh = open(self.log, "ab")  # noqa: SIM115 - closed in stop()/kill()
         self.proc = subprocess.Popen(cmd, stdout=self.fh, stderr=subprocess.STDOUT, env=os.environ.copy())
@@ -112,8 +121,8 @@ def servers():
     """Start servers with ``servers(role, task, db)``; stopped (SIGTERM, exit 0 asserted) at teardown."""
     started: list[Server] = []
 
-    def start(role: str, task: Path, db: str, port: int | None = None) -> Server:
-        s = Server(role, task, db, port).start()
+    def start(role: str, task: Path, db: str, port: int | None = None, extra: tuple[str, ...] = ()) -> Server:
+        s = Server(role, task, db, port, extra=extra).start()
         started.append(s)
         return s
 

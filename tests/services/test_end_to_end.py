@@ -200,3 +200,43 @@ def test_countmin_through_the_shuffler(tmp_path, servers):
     # padding never reaches the table: a batch of dummies only aggregates to nothing
     empty = proto.aggregate(np.full(10, DUMMY_CELL, dtype=np.uint64))
     assert empty.n == 0 and not empty.counts.any()
+
+
+def test_collector_rebuilds_its_state_on_dask(tmp_path, servers):
+    """``serve collector --engine dask --rebuild`` re-aggregates every stored report through
+    privstats.engine on a Dask cluster and replaces the incremental state (here wiped on purpose)."""
+    pytest.importorskip("distributed")
+    from privstats.services.collector import STATE_NAME
+    from privstats.services.storage import Storage
+    from privstats.services.tasks import load_task
+
+    port = free_port()
+    task = make_task(
+        tmp_path,
+        *("--statistic", "frequencies", "--model", "local", "--protocol", "grr", "--domain-size", str(D)),
+        *("--epsilon", "1", "--min-batch", "1000", "--collector", f"http://127.0.0.1:{port}"),
+    )
+    db = f"sqlite:///{tmp_path / 'c.sqlite'}"
+    values = _values(20_000, 11)
+    srv = servers("collector", task, db, port)
+    with Client(srv.url, task) as client:
+        assert client.upload(client.encode(values, rng=12)) == values.size
+        before = client.protocol.new_state()  # an empty state
+        first = client.status("collector")
+    assert srv.stop() == 0
+    # wipe the incremental state: only a rebuild from the stored reports can bring the counts back
+    st = Storage(db)
+    tid = load_task(str(task)).id_bytes
+    with st.transaction() as conn:
+        st.put_aggregate(conn, tid, STATE_NAME, 0, before.to_bytes())
+    st.close()
+    srv = servers("collector", task, db, port)  # without --rebuild the wiped state stays wiped
+    with Client(srv.url, task) as client:
+        assert client.status("collector")["n_reports"] == 0
+    assert srv.stop() == 0
+    srv = servers("collector", task, db, port, extra=("--engine", "dask", "--rebuild"))
+    with Client(srv.url, task) as client:
+        assert client.status("collector")["n_reports"] == first["n_reports"] == values.size
+        est = client.collect()
+    true = np.bincount(values, minlength=D)
+    assert np.all(np.abs(est.value - true) < 5 * est.stderr)

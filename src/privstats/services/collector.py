@@ -71,12 +71,25 @@ def check_collection_id(cid: Any) -> str:
 class Collector:
     """Local-model collector over a :class:`~privstats.services.storage.Storage`."""
 
-    def __init__(self, task: Task, storage: Storage, *, engine: str = "local"):
+    def __init__(
+        self,
+        task: Task,
+        storage: Storage,
+        *,
+        engine: str = "local",
+        scheduler: str | None = None,
+        rebuild: bool = False,
+    ):
         if task.model != "local":
             raise ValueError(f"the collector serves local-model tasks, not {task.model!r}")
+        if engine not in ("local", "dask"):
+            raise ValueError(f"engine must be 'local' or 'dask', got {engine!r}")
+        if scheduler is not None and engine != "dask":
+            raise ValueError("scheduler: only engine='dask' uses a scheduler")
         self.task = task
         self.storage = storage
         self.engine = engine
+        self.scheduler = scheduler
         self.oracle = build_protocol(task)
         self.layout = record_layout(self.oracle)
         self.record_size = 16 + self.layout.size
@@ -85,8 +98,9 @@ class Collector:
         storage.ensure_budget(self.tid, task.budget_value)
         with storage.read() as conn:
             has_state = storage.get_aggregate(conn, self.tid, STATE_NAME) is not None
-        if not has_state and storage.count_reports(self.tid):
-            # reports without a state (e.g. restored from a report-only backup): aggregate them all
+        if (rebuild or not has_state) and storage.count_reports(self.tid):
+            # reports without a state (e.g. restored from a report-only backup), or asked for: aggregate
+            # every stored report through the engine and replace the incremental state
             self.rebuild_state(store=True)
         storage.ensure_aggregate(self.tid, STATE_NAME, self.oracle.new_state().to_bytes())
 
@@ -149,7 +163,8 @@ class Collector:
         the collector: ``"local"`` chunks, or ``"dask"``); ``store`` replaces the incremental state."""
         from privstats.engine import aggregate
 
-        state = aggregate(self.oracle, self._report_batches(), engine=self.engine)
+        kw = {"scheduler": self.scheduler} if self.engine == "dask" else {}
+        state = aggregate(self.oracle, self._report_batches(), engine=self.engine, **kw)
         if store:
             with self.storage.transaction() as conn:
                 self.storage.put_aggregate(conn, self.tid, STATE_NAME, state.n, state.to_bytes())
