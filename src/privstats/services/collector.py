@@ -163,8 +163,7 @@ class Collector:
         the collector: ``"local"`` chunks, or ``"dask"``); ``store`` replaces the incremental state."""
         from privstats.engine import aggregate
 
-        kw = {"scheduler": self.scheduler} if self.engine == "dask" else {}
-        state = aggregate(self.oracle, self._report_batches(), engine=self.engine, **kw)
+        state = aggregate(self.oracle, self._report_batches(), engine=self.engine, scheduler=self.scheduler)
         if store:
             with self.storage.transaction() as conn:
                 self.storage.put_aggregate(conn, self.tid, STATE_NAME, state.n, state.to_bytes())
