@@ -70,6 +70,27 @@ async def read_body(request: Any, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+def role_app(role: str, task_id: str, server: Any, *, lifespan: Any = None) -> tuple[Any, Any]:
+    """The FastAPI app every role starts from — ``GET /healthz`` answers 200 once it serves — and
+    the check its routes run on the task id of their path (404 for another task)."""
+    from fastapi import FastAPI
+
+    app = FastAPI(
+        title=f"privstats {role}", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan
+    )
+    app.state.role = server
+
+    def check_task(path_task_id: str) -> None:
+        if path_task_id != task_id:
+            error(404, "unknown_task", f"this {role} serves another task")
+
+    @app.get("/healthz")
+    def healthz() -> dict:
+        return {"status": "ok", "role": role, "task_id": task_id}
+
+    return app, check_task
+
+
 def build_app(role: str, task: Task, secrets: RoleSecrets, db: str, **options: Any):
     """The FastAPI app of ``role`` over the database ``db`` (an SQLAlchemy URL)."""
     from privstats.services.storage import Storage

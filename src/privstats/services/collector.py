@@ -248,22 +248,13 @@ def run_collection(
 # ------------------------------------------------------------------------------------------------- HTTP
 def create_app(task: Task, secrets: RoleSecrets, storage: Storage, **options: Any):
     """FastAPI app of the collector role."""
-    from fastapi import FastAPI, Header, Request
+    from fastapi import Header, Request
     from fastapi.concurrency import run_in_threadpool
 
-    from privstats.services.app import error, read_body, require_token
+    from privstats.services.app import error, read_body, require_token, role_app
 
     collector = Collector(task, storage, **options)
-    app = FastAPI(title="privstats collector", docs_url=None, redoc_url=None, openapi_url=None)
-    app.state.role = collector
-
-    def check_task(task_id: str) -> None:
-        if task_id != task.task_id:
-            error(404, "unknown_task", "this collector serves another task")
-
-    @app.get("/healthz")
-    def healthz() -> dict:
-        return {"status": "ok", "role": "collector", "task_id": task.task_id}
+    app, check_task = role_app("collector", task.task_id, collector)
 
     @app.post("/tasks/{task_id}/reports")
     async def upload(task_id: str, request: Request, authorization: str | None = Header(None)) -> dict:

@@ -343,10 +343,10 @@ class AnalyzerRole(_ShuffleTask):
 # ------------------------------------------------------------------------------------------------- HTTP
 def create_shuffler_app(task: Task, secrets: RoleSecrets, storage: Storage, **options: Any):
     """FastAPI app of the shuffler; its forwarding worker runs for the app's lifetime."""
-    from fastapi import FastAPI, Header, Request
+    from fastapi import Header, Request
     from fastapi.concurrency import run_in_threadpool
 
-    from privstats.services.app import error, read_body, require_token
+    from privstats.services.app import error, read_body, require_token, role_app
 
     role = ShufflerRole(task, secrets, storage, **options)
 
@@ -356,20 +356,12 @@ def create_shuffler_app(task: Task, secrets: RoleSecrets, storage: Storage, **op
         yield
         await run_in_threadpool(role.stop)
 
-    app = FastAPI(
-        title="privstats shuffler", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan
-    )
-    app.state.role = role
-
-    @app.get("/healthz")
-    def healthz() -> dict:
-        return {"status": "ok", "role": "shuffler", "task_id": task.task_id}
+    app, check_task = role_app("shuffler", task.task_id, role, lifespan=lifespan)
 
     @app.post("/tasks/{task_id}/reports")
     async def upload(task_id: str, request: Request, authorization: str | None = Header(None)) -> dict:
         require_token(authorization, secrets, "upload")
-        if task_id != task.task_id:
-            error(404, "unknown_task", "this shuffler serves another task")
+        check_task(task_id)
         body = await read_body(request, task.max_request_bytes)
         try:
             return await run_in_threadpool(role.ingest, body)
@@ -379,8 +371,7 @@ def create_shuffler_app(task: Task, secrets: RoleSecrets, storage: Storage, **op
     @app.get("/tasks/{task_id}/status")
     def status(task_id: str, authorization: str | None = Header(None)) -> dict:
         require_token(authorization, secrets, "upload")
-        if task_id != task.task_id:
-            error(404, "unknown_task", "this shuffler serves another task")
+        check_task(task_id)
         return role.status()
 
     return app
@@ -388,23 +379,14 @@ def create_shuffler_app(task: Task, secrets: RoleSecrets, storage: Storage, **op
 
 def create_analyzer_app(task: Task, secrets: RoleSecrets, storage: Storage, **options: Any):
     """FastAPI app of the analyzer."""
-    from fastapi import FastAPI, Header, Request
+    from fastapi import Header, Request
     from fastapi.concurrency import run_in_threadpool
 
-    from privstats.services.app import error, read_body, require_token
+    from privstats.services.app import error, read_body, require_token, role_app
     from privstats.services.collector import _json
 
     role = AnalyzerRole(task, secrets, storage, **options)
-    app = FastAPI(title="privstats analyzer", docs_url=None, redoc_url=None, openapi_url=None)
-    app.state.role = role
-
-    def check_task(task_id: str) -> None:
-        if task_id != task.task_id:
-            error(404, "unknown_task", "this analyzer serves another task")
-
-    @app.get("/healthz")
-    def healthz() -> dict:
-        return {"status": "ok", "role": "analyzer", "task_id": task.task_id}
+    app, check_task = role_app("analyzer", task.task_id, role)
 
     @app.post("/tasks/{task_id}/batches")
     async def batches(task_id: str, request: Request, authorization: str | None = Header(None)) -> dict:
