@@ -15,7 +15,9 @@ anything is written; then, in **one transaction**, the new reports are inserted 
 id is a replay and does nothing) and their contribution is folded into the task's mergeable
 aggregator state, stored beside them.  The answer (``{"acknowledged", "new", "duplicates"}``) is
 sent only after the commit, so an acknowledged report survives a crash, and state and reports
-always agree.
+always agree.  Concurrent uploads share commits (*group commit*): whichever request holds the
+commit lock writes every upload waiting at that moment in one transaction, one fsync for all,
+and each is answered once that commit returns.
 
 A collection needs at least ``task.min_batch`` reports, spends ``task.guarantee`` from the durable
 ledger in the same transaction that records its result (an overspend is refused and nothing is
@@ -39,6 +41,8 @@ reports through :func:`privstats.engine.aggregate` (:meth:`Collector.rebuild_sta
 """
 
 import re
+import threading
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -51,6 +55,20 @@ from privstats.services.wire import WireError, record_layout, unpack_upload_arra
 __all__ = ["STATE_NAME", "CollectError", "Collector", "check_collection_id", "create_app", "run_collection"]
 
 STATE_NAME = "state"
+
+
+@dataclass
+class _Upload:
+    """One parsed upload waiting for a (group) commit."""
+
+    ids: list[bytes]
+    rows: np.ndarray
+    full: CountState
+    done: threading.Event = field(default_factory=threading.Event)
+    result: dict[str, int] | None = None
+    error: BaseException | None = None
+
+
 _COLLECTION_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
@@ -95,6 +113,9 @@ class Collector:
         self.record_size = 16 + self.layout.size
         self.tid = task.id_bytes
         self.max_records = max(1, task.max_request_bytes // self.record_size)
+        self._waiting: list[_Upload] = []
+        self._waiting_lock = threading.Lock()
+        self._commit_lock = threading.Lock()
         storage.ensure_budget(self.tid, task.budget_value)
         with storage.read() as conn:
             has_state = storage.get_aggregate(conn, self.tid, STATE_NAME) is not None
@@ -122,29 +143,73 @@ class Collector:
         return ids, rows, state
 
     def ingest(self, body: bytes) -> dict[str, int]:
-        """Store and aggregate an upload in one transaction; returns the counts acknowledged."""
+        """Store and aggregate an upload (in a group commit); returns the counts acknowledged."""
         ids, rows, full = self.parse(body)
         if not ids:
             return {"acknowledged": 0, "new": 0, "duplicates": 0}
-        payloads = [r.tobytes() for r in rows] if rows.shape[1] else [b""] * len(ids)
-        with self.storage.transaction() as conn:
-            new = self.storage.insert_reports(conn, self.tid, ids, payloads)
-            if new:
-                if len(new) == len(ids):
-                    delta = full
-                else:
-                    seen: set[bytes] = set()
-                    keep = np.zeros(len(ids), dtype=bool)
-                    for i, r in enumerate(ids):
-                        if r in new and r not in seen:
-                            keep[i] = True
-                            seen.add(r)
-                    delta = self.oracle.aggregate(self.layout.unpack(rows[keep]))
-                row = self.storage.get_aggregate(conn, self.tid, STATE_NAME, for_update=True)
-                state = self.oracle.new_state() if row is None else CountState.from_bytes(row[1])
-                merged = state.merge(delta)
-                self.storage.put_aggregate(conn, self.tid, STATE_NAME, merged.n, merged.to_bytes())
-        return {"acknowledged": len(ids), "new": len(new), "duplicates": len(ids) - len(new)}
+        item = _Upload(ids, rows, full)
+        with self._waiting_lock:
+            self._waiting.append(item)
+        while not item.done.is_set():
+            # leader/follower: the thread that gets the lock commits everything waiting, itself included
+            if self._commit_lock.acquire(timeout=0.05):
+                try:
+                    with self._waiting_lock:
+                        group, self._waiting = self._waiting, []
+                    if group:
+                        self._commit(group)
+                finally:
+                    self._commit_lock.release()
+        if item.error is not None:
+            raise item.error
+        assert item.result is not None
+        return item.result
+
+    def _commit(self, group: list[_Upload]) -> None:
+        """One transaction for every upload in ``group``; each is answered only after its commit."""
+        try:
+            results = []
+            with self.storage.transaction() as conn:
+                delta = None
+                for item in group:
+                    payloads = (
+                        [r.tobytes() for r in item.rows] if item.rows.shape[1] else [b""] * len(item.ids)
+                    )
+                    new = self.storage.insert_reports(conn, self.tid, item.ids, payloads)
+                    results.append(
+                        {
+                            "acknowledged": len(item.ids),
+                            "new": len(new),
+                            "duplicates": len(item.ids) - len(new),
+                        }
+                    )
+                    if not new:
+                        continue
+                    part = item.full if len(new) == len(item.ids) else self._state_of(item, new)
+                    delta = part if delta is None else delta.merge(part)
+                if delta is not None:
+                    row = self.storage.get_aggregate(conn, self.tid, STATE_NAME, for_update=True)
+                    state = self.oracle.new_state() if row is None else CountState.from_bytes(row[1])
+                    merged = state.merge(delta)
+                    self.storage.put_aggregate(conn, self.tid, STATE_NAME, merged.n, merged.to_bytes())
+        except BaseException as exc:  # nothing of the group was committed: every upload fails
+            for item in group:
+                item.error = exc
+                item.done.set()
+            raise
+        for item, res in zip(group, results, strict=True):
+            item.result = res
+            item.done.set()
+
+    def _state_of(self, item: _Upload, new: set[bytes]) -> CountState:
+        """The state of the reports of ``item`` actually inserted (first occurrence of each new id)."""
+        seen: set[bytes] = set()
+        keep = np.zeros(len(item.ids), dtype=bool)
+        for i, r in enumerate(item.ids):
+            if r in new and r not in seen:
+                keep[i] = True
+                seen.add(r)
+        return self.oracle.aggregate(self.layout.unpack(item.rows[keep]))
 
     # ---- state -------------------------------------------------------------------------------------------
     def state(self) -> CountState:
