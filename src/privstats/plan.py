@@ -79,6 +79,7 @@ _MODULES = {
     "roc_curve": "privstats.stats.distribution",
     "hosmer_lemeshow": "privstats.stats.distribution",
     "frequencies": "privstats.stats.frequency",
+    "range_counts": "privstats.stats.frequency",
 }
 
 

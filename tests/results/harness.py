@@ -162,6 +162,22 @@ def quantile_case(model: str, n: int, epsilon: float, seed: int = 0) -> Case:
     )
 
 
+def range_case(model: str, n: int, epsilon: float, seed: int = 0) -> Case:
+    d = 16
+    x = np.random.default_rng(seed).integers(0, d, n)  # uniform: the planner's public assumption
+    exact = np.cumsum(np.bincount(x, minlength=d)).astype(float)  # the default queries: prefixes [0, j)
+    opt = privstats.plan("range_counts", n=n, epsilon=epsilon, domain=d, model=model, warn=False).best
+    return Case(
+        "range_counts",
+        model,
+        n,
+        epsilon,
+        lambda r: privstats.range_counts(x, domain=d, epsilon=epsilon, model=model, rng=r),
+        exact,
+        opt.stderr,
+    )
+
+
 BUILDERS = {
     "auc": auc_case,
     "kendall_tau": tau_case,
@@ -169,6 +185,7 @@ BUILDERS = {
     "frequencies": freq_case,
     "ecdf": ecdf_case,
     "quantiles": quantile_case,
+    "range_counts": range_case,
 }
 
 

@@ -42,6 +42,7 @@ FULL = (
     + [("gini_mean_difference", m) for m in ("central", "secure", "local")]
     + [("frequencies", m) for m in ("central", "local")]
     + [("quantiles", m) for m in ("central", "secure", "local")]
+    + [("range_counts", m) for m in ("central", "local")]
 )
 
 

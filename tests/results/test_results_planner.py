@@ -28,6 +28,8 @@ FAST = [
     ("frequencies", "local", 100),
     ("ecdf", "central", 100),
     ("gini_mean_difference", "local", 60),
+    ("range_counts", "central", 200),
+    ("range_counts", "local", 60),
 ]
 
 
@@ -46,6 +48,7 @@ FULL = (
     + [("frequencies", m) for m in ("central", "local")]
     + [("ecdf", m) for m in ("central", "secure", "local")]
     + [("quantiles", m) for m in ("central", "secure", "local")]
+    + [("range_counts", m) for m in ("central", "local")]
 )
 
 

@@ -312,6 +312,47 @@ def _plan_freq_shuffle(*, n, epsilon, delta=0.0, domain=None, **_):
     )
 
 
+def _prefix_boxes(domain: int) -> list[tuple[tuple[int, int], ...]]:
+    """The default queries of :func:`range_counts` in 1-d: every prefix [0, j), j = 1..domain."""
+    return [((0, j),) for j in range(1, domain + 1)]
+
+
+@register("range_counts", "central", "tree-discrete-laplace")
+def _plan_ranges_central(*, n, epsilon, domain=None, **_):
+    """RMS over the prefix ranges of the exact stderr: each range sums its dyadic nodes' noise."""
+    if domain is None:
+        return None
+    B0 = domain if isinstance(domain, int) else len(domain)
+    B = _pad_pow2(B0)
+    k = 1 + int(math.log2(B))
+    node_var = discrete_laplace_variance(2.0 * k / epsilon)
+    coef2 = [sum(c * c for c in box_terms(b, B).values()) for b in _prefix_boxes(B0)]
+    return Option("central", "tree-discrete-laplace", {"k": k}, math.sqrt(node_var * float(np.mean(coef2))))
+
+
+@register("range_counts", "local", "flat-oracle")
+def _plan_ranges_local(*, n, epsilon, domain=None, **_):
+    """RMS over the prefix ranges of the exact stderr of the summed cells (uniform data, n/d per cell)."""
+    if domain is None:
+        return None
+    from privstats.local.choose import linear_variance, make_oracle
+
+    B0 = domain if isinstance(domain, int) else len(domain)
+    M = _pad_pow2(B0)
+    oracle = make_oracle("auto", M, epsilon)
+    counts = np.full(M, n / B0)
+    counts[B0:] = 0.0
+    var = [linear_variance(oracle, counts, (np.arange(M) < j).astype(float)) for j in range(1, B0 + 1)]
+    return Option(
+        "local",
+        f"flat-{oracle.name}",
+        {"oracle": oracle.name},
+        math.sqrt(float(np.mean(var))),
+        messages_per_user=1.0,
+        bits_per_user=float(oracle.bits_per_user),
+    )
+
+
 def _pad_pow2(B: int) -> int:
     return 1 << math.ceil(math.log2(max(B, 2)))
 
