@@ -42,31 +42,16 @@ def _diff_cov(cov: np.ndarray, k: int) -> np.ndarray:
 
 
 def _groups(pooled_prefix: np.ndarray, groups: int) -> np.ndarray:
-    """Cell index where each group ends (inclusive), per row, from the pooled isotonic curve: (…, Q)."""
-    pooled = np.atleast_2d(np.asarray(pooled_prefix, dtype=np.float64))
-    total = np.maximum(pooled[:, -1:], 1.0)
-    curve = np.maximum.accumulate(np.clip(pooled / total, 0.0, 1.0), axis=1)
-    targets = np.arange(1, groups) / groups
-    ends = (curve[:, :, None] < targets[None, None, :]).sum(axis=1)  # first index with curve >= q/Q
-    ends = np.minimum(np.maximum.accumulate(ends, axis=1), curve.shape[1] - 1)
-    out = np.concatenate([ends, np.full((ends.shape[0], 1), curve.shape[1] - 1)], axis=1)
-    return out if np.ndim(pooled_prefix) > 1 else out[0]
+    """Cell index where each group ends (inclusive), from the pooled isotonic curve."""
+    pooled = np.asarray(pooled_prefix, dtype=np.float64)
+    curve = np.maximum.accumulate(np.clip(pooled / max(float(pooled[-1]), 1.0), 0.0, 1.0))
+    ends = np.searchsorted(curve, np.arange(1, groups) / groups, side="left")  # first cell with F >= q/Q
+    return np.append(np.minimum(ends, curve.size - 1), curve.size - 1)
 
 
 def _group_sums(x: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Sums of x (…, k) over the cells of each group ending at ``ends`` (…, Q)."""
-    cum = np.cumsum(x, axis=-1)
-    at = np.take_along_axis(cum, ends, axis=-1)
-    return np.diff(at, axis=-1, prepend=0.0)
-
-
-def _h(d1: np.ndarray, d0: np.ndarray, ends: np.ndarray, mid: np.ndarray, min_expected: float) -> np.ndarray:
-    """H for (…, k) cell counts and (…, Q) group ends; returns (…)."""
-    r = _group_sums(d1 * (1 - mid) - d0 * mid, ends)
-    m = _group_sums((d1 + d0) * mid, ends)
-    tot = _group_sums(d1 + d0, ends)
-    e1, e0 = np.maximum(m, min_expected), np.maximum(tot - m, min_expected)
-    return np.sum(r**2 * (1 / e1 + 1 / e0), axis=-1)
+    """Sums of x over the cells of each group ending at ``ends``."""
+    return np.diff(np.cumsum(x)[ends], prepend=0.0)
 
 
 def hl_from_class_counts(
@@ -99,10 +84,10 @@ def hl_from_class_counts(
     C1, C0 = _diff_cov(np.asarray(cov_pos), k), _diff_cov(np.asarray(cov_neg), k)
     a1, a0 = G * (1 - mid)[None, :], -G * mid[None, :]
     var_r = np.einsum("gi,ij,gj->g", a1, C1, a1) + np.einsum("gi,ij,gj->g", a0, C0, a0)
-    m = _group_sums((d1 + d0) * mid, ends)
-    e1 = np.maximum(m, min_expected)
-    e0 = np.maximum(_group_sums(d1 + d0, ends) - m, min_expected)
-    H = float(_h(d1, d0, ends, mid, min_expected))
+    r_obs = _group_sums(d1 * (1 - mid) - d0 * mid, ends)  # O1 − E1 per group
+    m_obs, t_obs = _group_sums((d1 + d0) * mid, ends), _group_sums(d1 + d0, ends)  # E1 and n per group
+    e1, e0 = np.maximum(m_obs, min_expected), np.maximum(t_obs - m_obs, min_expected)
+    H = float(np.sum(r_obs**2 * (1 / e1 + 1 / e0)))
     bias = float(np.sum(var_r * (1 / e1 + 1 / e0)))
 
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
@@ -121,8 +106,6 @@ def hl_from_class_counts(
         z = (gen.standard_normal((bootstrap, 3 * Q)) * np.sqrt(np.maximum(w, 0.0))) @ V.T
         return h_of(r + z[:, :Q], m + z[:, Q : 2 * Q], t + z[:, 2 * Q :])
 
-    r_obs = _group_sums(d1 * (1 - mid) - d0 * mid, ends)
-    m_obs, t_obs = _group_sums((d1 + d0) * mid, ends), _group_sums(d1 + d0, ends)
     # plug-in truth: the released sums, the residual shrunk by its noise variance (not counted twice)
     r_plug = np.sign(r_obs) * np.sqrt(np.maximum(r_obs**2 - var_r, 0.0))
     sims = noisy(r_plug, m_obs, t_obs)
