@@ -21,7 +21,8 @@ enumeration of shuffled 3-ary randomized response finds it *below* the true dive
 (n = 6, ε0 = 1, ε = 0.6: 0.02416 against 0.02440 for the dataset (x0, x0, x*, x*, x*)), so it
 is not used.  The revealed form was checked against exact enumeration of shuffled k-RR
 (k = 2, 3, 4; n ≤ 8) and 3-bit RAPPOR (n ≤ 5), with the randomizers' own and the generic
-parameters (tests/privacy/test_privacy_variation_ratio.py): never below.  For k-RR it coincides with :func:`~privstats.privacy.amplification.krr_blanket_delta`.
+parameters (tests/privacy/test_privacy_variation_ratio.py): never below.  For k-RR it
+coincides with :func:`~privstats.privacy.amplification.krr_blanket_delta`.
 
 **Lower bound** (:func:`shuffled_epsilon_lower`): the exact divergence of one concrete pair of
 neighbouring datasets for the specific randomizer — the victim holds x0 or x1, every other
