@@ -80,6 +80,7 @@ _MODULES = {
     "hosmer_lemeshow": "privstats.stats.distribution",
     "frequencies": "privstats.stats.frequency",
     "range_counts": "privstats.stats.frequency",
+    "heavy_hitters": "privstats.stats.frequency",
 }
 
 
@@ -111,7 +112,7 @@ def statistic_range(statistic: str, *, n: int | None = None, bounds=None) -> tup
         return (0.0, float(bounds[1]) - float(bounds[0]))
     if statistic == "quantiles" and bounds is not None:
         return (float(bounds[0]), float(bounds[1]))
-    if statistic in ("frequencies", "range_counts") and n is not None:
+    if statistic in ("frequencies", "range_counts", "heavy_hitters") and n is not None:
         return (0.0, float(n))
     if statistic == "hosmer_lemeshow":
         return (0.0, 100.0)  # not bounded; a stderr above ~100 makes any calibration verdict noise

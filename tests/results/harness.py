@@ -100,15 +100,20 @@ def gmd_case(model: str, n: int, epsilon: float, seed: int = 0) -> Case:
     )
 
 
-def freq_case(model: str, n: int, epsilon: float, seed: int = 0, delta: float = 0.0) -> Case:
+SHUFFLE_DELTA = 1e-6  # the shuffle model's δ in every case (δ is never invented by the library)
+
+
+def _delta(model: str) -> dict:
+    return {"delta": SHUFFLE_DELTA} if model == "shuffle" else {}
+
+
+def freq_case(model: str, n: int, epsilon: float, seed: int = 0) -> Case:
     d = 16
     g = np.random.default_rng(seed)
     x = g.integers(0, d // 2, n)  # the upper half of the domain is empty
     exact = np.bincount(x, minlength=d).astype(float)
-    opt = privstats.plan(
-        "frequencies", n=n, epsilon=epsilon, delta=delta, domain=d, model=model, warn=False
-    ).best
-    kw = {"delta": delta} if model == "shuffle" else {}
+    kw = _delta(model)
+    opt = privstats.plan("frequencies", n=n, epsilon=epsilon, domain=d, model=model, warn=False, **kw).best
     return Case(
         "frequencies",
         model,
@@ -148,15 +153,16 @@ def quantile_case(model: str, n: int, epsilon: float, seed: int = 0) -> Case:
     g = np.random.default_rng(seed)
     x = g.random(n)
     exact = np.array([np.sort(x)[math.ceil(0.5 * n) - 1]])
+    kw = _delta(model)
     opt = privstats.plan(
-        "quantiles", n=n, epsilon=epsilon, bounds=(0, 1), q=[0.5], model=model, warn=False
+        "quantiles", n=n, epsilon=epsilon, bounds=(0, 1), q=[0.5], model=model, warn=False, **kw
     ).best
     return Case(
         "quantiles",
         model,
         n,
         epsilon,
-        lambda r: privstats.quantiles(x, [0.5], epsilon=epsilon, bounds=(0, 1), model=model, rng=r),
+        lambda r: privstats.quantiles(x, [0.5], epsilon=epsilon, bounds=(0, 1), model=model, rng=r, **kw),
         exact,
         opt.stderr,
     )
@@ -166,15 +172,65 @@ def range_case(model: str, n: int, epsilon: float, seed: int = 0) -> Case:
     d = 16
     x = np.random.default_rng(seed).integers(0, d, n)  # uniform: the planner's public assumption
     exact = np.cumsum(np.bincount(x, minlength=d)).astype(float)  # the default queries: prefixes [0, j)
-    opt = privstats.plan("range_counts", n=n, epsilon=epsilon, domain=d, model=model, warn=False).best
+    kw = _delta(model)
+    opt = privstats.plan("range_counts", n=n, epsilon=epsilon, domain=d, model=model, warn=False, **kw).best
     return Case(
         "range_counts",
         model,
         n,
         epsilon,
-        lambda r: privstats.range_counts(x, domain=d, epsilon=epsilon, model=model, rng=r),
+        lambda r: privstats.range_counts(x, domain=d, epsilon=epsilon, model=model, rng=r, **kw),
         exact,
         opt.stderr,
+    )
+
+
+def roc_case(model: str, n: int, epsilon: float, seed: int = 0) -> Case:
+    """The ROC curve's AUC (``details["auc_raw"]``, unbiased for the AUC of the grid cells)."""
+    g = np.random.default_rng(seed)
+    y = np.r_[np.ones(n // 2, int), np.zeros(n - n // 2, int)]
+    s = g.random(n)
+    grid = 1024
+    cell = np.ceil(s * grid)  # a score counts at threshold i / grid iff s <= i / grid
+    exact = _auc_exact(cell[y == 1], cell[y == 0])  # ties in a cell count 1/2, as the trapezoids do
+    opt = privstats.plan("roc_curve", n=n, epsilon=epsilon, grid=grid, model=model, warn=False).best
+    return Case(
+        "roc_curve",
+        model,
+        n,
+        epsilon,
+        lambda r: privstats.roc_curve(y, s, epsilon=epsilon, grid=grid, model=model, rng=r)[-1],
+        exact,
+        opt.stderr,
+        pick=lambda e: np.asarray(e.details["auc_raw"], dtype=float),
+    )
+
+
+def heavy_case(model: str, n: int, epsilon: float, seed: int = 0) -> Case:
+    """The estimated count of a planted heavy item (30% of the users) against its exact count."""
+    d, item = 64, 7
+    x = np.random.default_rng(seed).integers(0, d, n)
+    x[: int(0.3 * n)] = item
+    exact = float(np.sum(x == item))
+    kw = _delta(model)
+    opt = privstats.plan(
+        "heavy_hitters", n=n, epsilon=epsilon, domain=d, count=exact, model=model, warn=False, **kw
+    ).best
+
+    def count(e):
+        found = np.asarray(e.value).tolist()
+        assert item in found, "the planted heavy item was not found"
+        return np.asarray(e.details["counts"][found.index(item)], dtype=float)
+
+    return Case(
+        "heavy_hitters",
+        model,
+        n,
+        epsilon,
+        lambda r: privstats.heavy_hitters(x, domain=d, epsilon=epsilon, model=model, rng=r, **kw),
+        exact,
+        opt.stderr,
+        pick=count,
     )
 
 
@@ -186,6 +242,8 @@ BUILDERS = {
     "ecdf": ecdf_case,
     "quantiles": quantile_case,
     "range_counts": range_case,
+    "roc_curve": roc_case,
+    "heavy_hitters": heavy_case,
 }
 
 

@@ -42,8 +42,12 @@ FULL = (
     + [("gini_mean_difference", m) for m in ("central", "secure", "local")]
     + [("frequencies", m) for m in ("central", "local")]
     + [("quantiles", m) for m in ("central", "secure", "local")]
-    + [("range_counts", m) for m in ("central", "local")]
+    + [("range_counts", m) for m in ("central", "shuffle", "local")]
+    + [("roc_curve", m) for m in ("central", "secure", "local")]
+    + [("frequencies", "shuffle")]
 )
+# not in the table: shuffle quantiles (the answer is a bin of width 1/64 and its interval a whole
+# number of bins: it covers ~100%, by construction) and heavy hitters (a set, no interval)
 
 
 @pytest.mark.slow

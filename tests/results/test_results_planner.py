@@ -30,6 +30,8 @@ FAST = [
     ("gini_mean_difference", "local", 60),
     ("range_counts", "central", 200),
     ("range_counts", "local", 60),
+    ("quantiles", "local", 100),
+    ("heavy_hitters", "central", 200),
 ]
 
 
@@ -49,14 +51,19 @@ FULL = (
     + [("ecdf", m) for m in ("central", "secure", "local")]
     + [("quantiles", m) for m in ("central", "secure", "local")]
     + [("range_counts", m) for m in ("central", "local")]
+    + [("roc_curve", m) for m in ("central", "secure", "local")]
+    + [("heavy_hitters", m) for m in ("central", "shuffle", "local")]
+    + [(s, "shuffle") for s in ("frequencies", "quantiles", "range_counts")]
 )
+# the multi-message Hadamard protocols simulate every message (n(k + ρ) of them): two smaller sizes
+SIZES = {("quantiles", "shuffle"): (5000, 20000), ("range_counts", "shuffle"): (5000, 20000)}
 
 
 @pytest.mark.slow
 def test_full_predicted_vs_measured_table():
     rows, bad = [], []
     for statistic, model in FULL:
-        for n in (20000, 200000):
+        for n in SIZES.get((statistic, model), (20000, 200000)):
             case = BUILDERS[statistic](model, n, 1.0)
             rmse = measure_rmse(case, 200 if model == "central" else 60)
             ratio = case.predicted / rmse

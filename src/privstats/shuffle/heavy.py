@@ -55,7 +55,11 @@ def prefix_tree_heavy_hitters(
         members = values[group == level - 1] >> (L - level)
         scale = n / max(members.size, 1)
         est, se = level_estimator(level, members, g)
-        est, se = est * scale, se * scale
+        # the level's users are a random sample of m of the n: scaling their count by n/m adds the
+        # sampling variance c (1 - c/n)(n/m - 1) of a count c (plug-in at the clipped estimate)
+        est = est * scale
+        c = np.clip(est, 0, n)
+        se = np.sqrt((se * scale) ** 2 + c * (1 - c / max(n, 1)) * max(scale - 1.0, 0.0))
         cand = np.concatenate([2 * frontier, 2 * frontier + 1])
         keep = cand[est[cand] >= threshold / 2]
         if keep.size > max_frontier:

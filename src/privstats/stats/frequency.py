@@ -353,6 +353,34 @@ def _plan_ranges_local(*, n, epsilon, domain=None, **_):
     )
 
 
+@register("range_counts", "shuffle", "tree-shuffle-hadamard")
+def _plan_ranges_shuffle(*, n, epsilon, delta=0.0, domain=None, **_):
+    """RMS over the prefix ranges of the exact stderr: the Hadamard node estimates' variance
+    (N − x)·2^−τ/(1 − 2^−τ) at the node counts of uniform data, summed over each range's nodes."""
+    if domain is None or delta <= 0:
+        return None
+    B0 = domain if isinstance(domain, int) else len(domain)
+    B = _pad_pow2(B0)
+    k = 1 + int(math.log2(B))
+    try:
+        proto = HadamardMultiMessage(B, n=n, epsilon=epsilon, delta=delta, k=k)
+    except ValueError:
+        return None
+    sets = support_nd(np.arange(B0)[:, None], B)  # one point per cell, weighted by n / B0
+    node_counts = np.bincount(sets[sets >= 0], minlength=B) * (n / B0)
+    node_var = proto.variance(node_counts)
+    var = [sum(c * c * node_var[node] for node, c in box_terms(b, B).items()) for b in _prefix_boxes(B0)]
+    return Option(
+        "shuffle",
+        "tree-shuffle-hadamard",
+        {"k": k},
+        math.sqrt(float(np.mean(var))),
+        messages_per_user=float(proto.messages_per_user),
+        bits_per_user=float(proto.bits_per_user),
+        delta=delta,
+    )
+
+
 def _pad_pow2(B: int) -> int:
     return 1 << math.ceil(math.log2(max(B, 2)))
 
@@ -576,6 +604,19 @@ def shuffle_quantiles(
     )
 
 
+def _leaf_se(model: str, B: int, m: int, epsilon: float, delta: float, count: float = 0.0) -> float:
+    """Noise stderr of the leaf level's count of an item held by ``count`` of its ``m`` users."""
+    if model == "central":
+        return math.sqrt(discrete_laplace_variance(2 / epsilon))
+    if model == "local":
+        from privstats.local.choose import make_oracle
+
+        counts = np.zeros(B)
+        counts[0] = min(count, m)
+        return float(np.sqrt(make_oracle("auto", B, epsilon).variance(m, counts)[0]))
+    return _worst_se(HadamardMultiMessage(B, n=m, epsilon=epsilon, delta=delta))
+
+
 def heavy_hitters(
     values,
     *,
@@ -589,7 +630,8 @@ def heavy_hitters(
     """Elements whose count is at least ``threshold`` (a prefix tree over log₂B oracles; users split by level).
 
     ``estimate.value`` holds the found elements, ``details["counts"]``/``details["stderr"]``
-    their estimated counts.  ``threshold`` defaults to 5 standard errors of a leaf estimate.
+    their estimated counts and stderrs (the oracle's noise and the sampling of the leaf level's
+    users, a random 1/L of all).  ``threshold`` defaults to 5 noise stderrs of a leaf estimate.
 
     >>> import numpy as np
     >>> x = np.concatenate([np.full(3000, 7), np.random.default_rng(0).integers(0, 64, 3000)])
@@ -640,15 +682,7 @@ def heavy_hitters(
 
     if threshold is None:
         m = max(n // L, 2)
-        if model == "central":
-            leaf_se = math.sqrt(discrete_laplace_variance(2 / epsilon))
-        elif model == "local":
-            from privstats.local.choose import make_oracle
-
-            leaf_se = float(np.sqrt(make_oracle("auto", B, epsilon).variance(m, np.zeros(B)).max()))
-        else:
-            leaf_se = _worst_se(HadamardMultiMessage(B, n=m, epsilon=epsilon, delta=shuffle_delta))
-        threshold = 5 * leaf_se * n / m
+        threshold = 5 * _leaf_se(model, B, m, epsilon, shuffle_delta) * n / m
     items, counts, se = prefix_tree_heavy_hitters(
         codes, B, threshold=float(threshold), level_estimator=level_estimator, rng=rng
     )
@@ -666,3 +700,35 @@ def heavy_hitters(
         bits_per_user=comm.get("bits", 0),
         details={"counts": counts[keep], "stderr": se[keep]},
     )
+
+
+def _plan_heavy(model: str, *, n, epsilon, delta=0.0, domain=None, count=None, **_) -> Option | None:
+    """Stderr of a found item's count (noise and level sampling) at true count ``count``
+    (default: the detection threshold, the smallest count reliably found)."""
+    if domain is None or (model == "shuffle" and delta <= 0):
+        return None
+    B = _pad_pow2(domain if isinstance(domain, int) else len(domain))
+    L = max(int(math.log2(B)), 1)
+    m = max(n // L, 2)
+    scale = n / m
+    try:
+        base = _leaf_se(model, B, m, epsilon, delta)
+    except ValueError:  # no shuffle protocol reaches (ε, δ) at this n
+        return None
+    c = 5 * base * scale if count is None else float(count)
+    noise = _leaf_se(model, B, m, epsilon, delta, c / scale) * scale
+    msgs = {"central": 0.0, "local": 1.0}.get(model)
+    if msgs is None:
+        msgs = float(HadamardMultiMessage(B, n=m, epsilon=epsilon, delta=delta).messages_per_user)
+    return Option(
+        model,
+        f"prefix-tree-{model}",
+        {"levels": L, "threshold": round(5 * base * scale, 3)},
+        math.sqrt(noise**2 + c * (1 - min(c / n, 1.0)) * (scale - 1)),
+        messages_per_user=msgs,
+        delta=delta if model == "shuffle" else 0.0,
+    )
+
+
+for _m in ("central", "shuffle", "local"):
+    register("heavy_hitters", _m, f"prefix-tree-{_m}")(lambda _m=_m, **kw: _plan_heavy(_m, **kw))
