@@ -234,6 +234,27 @@ def heavy_case(model: str, n: int, epsilon: float, seed: int = 0) -> Case:
     )
 
 
+def hl_case(model: str, n: int, epsilon: float, seed: int = 0) -> Case:
+    """Hosmer–Lemeshow H of a calibrated model (p uniform, y ~ Bernoulli(p)) at the exact deciles."""
+    from privstats.stats.distribution import _hl_statistic, hl_group_sums
+
+    g = np.random.default_rng(seed)
+    p = g.random(n)
+    y = (g.random(n) < p).astype(int)
+    E1, E0, O1, O0 = hl_group_sums(y, p, np.quantile(p, np.arange(1, 10) / 10), 10)
+    exact = float(_hl_statistic(E1 / 2**20, E0 / 2**20, O1, O0, 0.5))
+    opt = privstats.plan("hosmer_lemeshow", n=n, epsilon=epsilon, model=model, warn=False).best
+    return Case(
+        "hosmer_lemeshow",
+        model,
+        n,
+        epsilon,
+        lambda r: privstats.hosmer_lemeshow(y, p, epsilon=epsilon, model=model, bootstrap=100, rng=r),
+        exact,
+        opt.stderr,
+    )
+
+
 BUILDERS = {
     "auc": auc_case,
     "kendall_tau": tau_case,
@@ -244,6 +265,7 @@ BUILDERS = {
     "range_counts": range_case,
     "roc_curve": roc_case,
     "heavy_hitters": heavy_case,
+    "hosmer_lemeshow": hl_case,
 }
 
 

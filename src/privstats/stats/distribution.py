@@ -1194,3 +1194,66 @@ for _m in ("central", "secure", "local"):
     register("roc_curve", _m, "roc-two-ecdfs")(
         lambda *, n, epsilon, grid=1024, n_pos=None, _m=_m, **_: _plan_roc(_m, n, epsilon, grid, n_pos)
     )
+
+
+def _hl_groups_uniform(n: int, groups: int, mean_probabilities) -> tuple[np.ndarray, np.ndarray]:
+    """Per group (n_g, π_g): equal sizes; π_g public, default evenly spread (g + ½)/Q."""
+    pi = (np.arange(groups) + 0.5) / groups if mean_probabilities is None else np.asarray(mean_probabilities)
+    if pi.shape != (groups,) or np.any((pi <= 0) | (pi >= 1)):
+        raise ValueError(f"mean_probabilities must be {groups} probabilities in (0, 1)")
+    return np.full(groups, n / groups), pi.astype(float)
+
+
+@register("hosmer_lemeshow", "central", "hosmer-lemeshow-algorithm2")
+def _plan_hl_central(*, n, epsilon, groups=10, depth=10, mean_probabilities=None, **_) -> Option:
+    """Noise stderr of H for a calibrated model: with residuals d (E d² = n_g π(1−π)) and
+    independent noise η of variance s² on each of the 2Q cells (O and E sums, ``"split"`` budget),
+    Var H = Σ (4 d² s² + 3.5 s⁴)(1/E1² + 1/E0²) (Var η² = 3.5 s⁴ for a difference of two
+    Laplace noises).  Groups of equal size at public mean probabilities (default evenly spread)."""
+    acc = hosmer_lemeshow_accounting(epsilon, int(depth), "split")
+    s2 = (
+        discrete_laplace_variance(float(acc["scale_observed"]))
+        + discrete_laplace_variance(float(acc["scale_expected_steps"])) / HL_STEPS**2
+    )
+    size, pi = _hl_groups_uniform(n, int(groups), mean_probabilities)
+    e1, e0, d2 = size * pi, size * (1 - pi), size * pi * (1 - pi)
+    var = np.sum((4 * d2 * s2 + 3.5 * s2**2) * (1 / e1**2 + 1 / e0**2))
+    return Option(
+        "central", "hosmer-lemeshow-algorithm2", {"groups": groups, "budget": "split"}, math.sqrt(var)
+    )
+
+
+@register("hosmer_lemeshow", "secure", "hosmer-lemeshow-two-ecdfs")
+def _plan_hl_secure(*, n, epsilon, groups=10, depth=6, **_) -> Option:
+    """Noise stderr of H = Σ r_g² w_g from the two class curves (w = 1/E1 + 1/E0): with the
+    residuals' exact noise covariance S (Gaussian), Var H = 4 Σ w² E[d²] S_gg + 2 Σ w_g w_h S_gh²,
+    at probabilities uniform on (0, 1) (the grid's cells share n evenly) and a calibrated model."""
+    from privstats.secure.aggregation import DistributedNoiseMechanism
+    from privstats.secure.hosmer_lemeshow import _diff_cov, _groups
+    from privstats.secure.leader_helper import SecureSpec
+    from privstats.secure.noise import noise_variance_factor
+
+    spec = SecureSpec("hosmer_lemeshow", epsilon=epsilon, bounds=(0.0, 1.0), grid=1 << int(depth))
+    cov = DistributedNoiseMechanism(spec.mechanism, noise_variance_factor(2)).count_covariance()
+    k = int(spec.internal.size)
+    edges = np.concatenate([[0.0], spec.internal])
+    mid = 0.5 * (edges[:-1] + edges[1:])
+    per_cell = np.full(k, n / k)
+    ends = _groups(np.cumsum(per_cell), int(groups))
+    starts = np.concatenate([[0], ends[:-1] + 1])
+    c = np.arange(k)
+    G = ((c[None, :] >= starts[:, None]) & (c[None, :] <= ends[:, None])).astype(np.float64)
+    C = _diff_cov(cov, k)
+    a1, a0 = G * (1 - mid)[None, :], -G * mid[None, :]
+    S = a1 @ C @ a1.T + a0 @ C @ a0.T
+    e1, e0, d2 = G @ (per_cell * mid), G @ (per_cell * (1 - mid)), G @ (per_cell * mid * (1 - mid))
+    w = 1 / e1 + 1 / e0
+    var = 4 * np.sum(w**2 * d2 * np.diag(S)) + 2 * float(w @ (S**2) @ w)
+    return Option(
+        "secure",
+        "hosmer-lemeshow-two-ecdfs+leader-helper",
+        {"groups": groups, "depth": depth},
+        math.sqrt(var),
+        messages_per_user=2.0,
+        bits_per_user=64.0 * spec.layout.share_length + 256.0,
+    )
