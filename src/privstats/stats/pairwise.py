@@ -337,6 +337,7 @@ def auc(
     bounds=(0.0, 1.0),
     domain_size: int | None = None,
     ties: str | None = None,
+    smoothing: str | None = None,
     splitting: str = "users",
     discard: str = "half",
     a: float | None = None,
@@ -350,6 +351,11 @@ def auc(
     """Private AUC (Wilcoxon–Mann–Whitney) with public labels and private scores in public ``bounds``.
 
     ``ties``: ``"half"`` (default, as scikit-learn) or ``"zero"`` (strict, as the paper's tree).
+    ``smoothing`` (Protocol A, ties ½): ``"linear"`` (default on the automatic grid) corrects the pairs
+    sharing a bin for class densities linear across neighbouring bins (exactly unbiased for linear
+    densities, O(k⁻³) bias for smooth ones instead of O(k⁻²); see
+    :func:`privstats.ustat.kernels.linear_auc_correction`); ``"none"`` (default with a given
+    ``domain_size``, e.g. discrete scores with one value per bin) counts them ½.
     ``domain_size``: bins d (a power of two for ``tree``; chosen by the parameter helpers when omitted).
     ``splitting``/``discard``/``a``: Protocol B options; ``oracle``: Protocol A's frequency oracle;
     ``P``/``zeta``: Protocol C's permutations (given, or from ζ estimates / the worst case);
@@ -371,6 +377,7 @@ def auc(
         postprocess,
         (
             domain_size,
+            smoothing,
             None if splitting == "users" else splitting,
             None if discard == "half" else discard,
             a,
@@ -389,6 +396,12 @@ def auc(
     n_pos, n_neg, n = pos.size, neg.size, scores.size
     if ties is not None:
         check_choice(ties, "ties", ("half", "zero"))
+    if smoothing is not None:
+        check_choice(smoothing, "smoothing", ("linear", "none"))
+        if smoothing == "linear" and ties == "zero":
+            raise ValueError(
+                "smoothing='linear' corrects ties counted ½: use ties='half' or smoothing='none'"
+            )
     check_choice(splitting, "splitting", SPLITTINGS)
     check_choice(discard, "discard", DISCARDS)
     if domain_size is not None:
@@ -469,7 +482,11 @@ def auc(
     if method == "auto" and (splitting != "users" or discard != "half" or a is not None):
         method = "tree"  # options only Protocol B has
     if method == "auto":
-        method = _auto_local_auc(n_pos, n_neg, epsilon, delta, domain_size, splitting, ties, oracle)
+        method = _auto_local_auc(
+            n_pos, n_neg, epsilon, delta, domain_size, splitting, ties, oracle, smoothing
+        )
+    if method == "tree" and smoothing is not None:
+        raise ValueError("smoothing applies to Protocol A (method='quantized'), not to method='tree'")
     if method == "tree":
         t = ties or "half"
         if splitting == "advanced":
@@ -519,13 +536,14 @@ def auc(
             statistic="auc",
         )
     t = ties or "half"
+    sm = smoothing or _default_smoothing(t, domain_size)
     opt = _plan_auc_quantized(
-        n=n, epsilon=epsilon, n_pos=n_pos, domain_size=domain_size, oracle=oracle, ties=t
+        n=n, epsilon=epsilon, n_pos=n_pos, domain_size=domain_size, oracle=oracle, ties=t, smoothing=sm
     )
     k, orc = (opt.params["domain_size"], opt.params["oracle"]) if opt is not None else (domain_size, oracle)
     if k is None:
         raise ValueError("domain_size: no quantised AUC protocol fits these parameters; pass domain_size")
-    proto = QuantizedUStat(K.AUCOperator(_check_structured(k, "domain_size", orc), t), epsilon, orc)
+    proto = QuantizedUStat(K.AUCOperator(_check_structured(k, "domain_size", orc), t, sm), epsilon, orc)
     bins_p, bins_n = K.quantize(pos, (lo, hi), k), K.quantize(neg, (lo, hi), k)
     g = as_generator(rng) if _simulating(rng) else None
     sp, sn = _collect(proto, bins_p, rng, g), _collect(proto, bins_n, rng, g)
@@ -536,7 +554,7 @@ def auc(
         epsilon=epsilon,
         model="local",
         protocol="ustat-quantized",
-        params={"domain_size": k, "oracle": orc, "ties": t},
+        params={"domain_size": k, "oracle": orc, "ties": t, **({"smoothing": sm} if sm != "none" else {})},
         n=n,
         bits=proto.bits_per_user,
         support=(0.0, 1.0),
@@ -545,22 +563,37 @@ def auc(
     )
 
 
-def _auc_bins(n_pos, n_neg, epsilon, oracle, ties, k_max=128):
-    """Bins and oracle for Protocol A's AUC: exact variance at uniform class histograms (a
-    non-informative plug-in) plus a quantisation-bias term (1/(2k²))² (ties ½ within a bin cost
-    O(1/k²) for smooth score densities), minimised over k (and over k-RR / OUE for ``auto``)."""
+def _default_smoothing(ties, domain_size=None):
+    """The linear correction on the automatic grid (continuous scores); none on a given grid."""
+    return "linear" if ties == "half" and not domain_size else "none"
+
+
+def _auc_linear_family_bias(k):
+    """Largest quantisation bias of the binned AUC (ties ½, no smoothing) when the pooled scores are
+    uniform on the bounds and the class densities linear: f± = 1 ± c(2x − 1), AUC = ½ + c/3, and the
+    pairs sharing a bin lose exactly (AUC − ½)/k² (per bin (f⁺′f⁻ − f⁺f⁻′)h³/12), at most 1/(3k²) (c = 1)."""
+    return 1.0 / (3 * k**2)
+
+
+def _auc_bins(n_pos, n_neg, epsilon, oracle, ties, smoothing="none", k_max=128):
+    """Bins and oracle for Protocol A's AUC: k (and k-RR / OUE for ``auto``) minimising the exact
+    variance at uniform class histograms plus the squared worst-case bias of the *uncorrected* binned
+    AUC over linear class densities (:func:`_auc_linear_family_bias`).  Without smoothing this is the
+    minimax MSE over that family; with ``smoothing="linear"`` (unbiased there) the same term guards
+    against curved densities, whose residual bias public parameters cannot bound."""
     oracles = ("grr", "oue") if oracle == "auto" else (check_choice(oracle, "oracle", ORACLES),)
     best, best_score = (2, oracles[0]), math.inf
     for orc in oracles:
         for k in range(2, k_max + 1):
-            proto = QuantizedUStat(K.AUCOperator(k, ties), epsilon, orc)
-            score = proto.two_sample_variance(np.full(k, n_pos / k), np.full(k, n_neg / k)) + 0.25 / k**4
+            proto = QuantizedUStat(K.AUCOperator(k, ties, smoothing), epsilon, orc)
+            var = proto.two_sample_variance(np.full(k, n_pos / k), np.full(k, n_neg / k))
+            score = var + _auc_linear_family_bias(k) ** 2
             if score < best_score:
                 best, best_score = (k, orc), score
     return best
 
 
-def _auto_local_auc(n_pos, n_neg, epsilon, delta, domain_size, splitting, ties, oracle):
+def _auto_local_auc(n_pos, n_neg, epsilon, delta, domain_size, splitting, ties, oracle, smoothing=None):
     """The local protocol (Protocol A or B) with the smaller predicted MSE, from the planner."""
     from privstats.plan import plan
 
@@ -576,6 +609,7 @@ def _auto_local_auc(n_pos, n_neg, epsilon, delta, domain_size, splitting, ties, 
         splitting=splitting,
         ties=ties,
         oracle=oracle,
+        smoothing=smoothing,
     ).best
     return "tree" if best.protocol == "ustat-tree" else "quantized"
 
@@ -629,42 +663,48 @@ def _plan_auc_pairs(*, n, epsilon, n_pos=None, zeta=None, P=None, **_):
     )
 
 
-def _auc_quantized_bias(k):
-    """Quantisation bias of a binned AUC with ties ½ within a bin: O(1/k²) for smooth densities."""
-    return 0.5 / k**2
-
-
 @register("auc", "local", "ustat-quantized")
-def _plan_auc_quantized(*, n, epsilon, n_pos=None, domain_size=None, oracle="auto", ties=None, **_):
-    """Protocol A: exact variance at uniform class histograms + the quantisation bias 1/(2k²)."""
+def _plan_auc_quantized(
+    *, n, epsilon, n_pos=None, domain_size=None, oracle="auto", ties=None, smoothing=None, **_
+):
+    """Protocol A: exact variance at uniform class histograms (the planner's public assumption) plus
+    the largest quantisation bias over class densities linear on the bounds (pooled scores uniform):
+    0 with ``smoothing="linear"`` (exact there), 1/(3k²) without (:func:`_auc_linear_family_bias`).
+    Ties ``"zero"`` count the same-bin pairs 0: bias 1/(2k) at uniform scores."""
     cls = _classes(n, n_pos)
     if cls is None:
         return None
     n_pos, n_neg = cls
     t = ties or "half"
+    sm = smoothing or _default_smoothing(t, domain_size)
     if domain_size:
         k, orc = int(domain_size), _pick_oracle(oracle, min(cls), epsilon, int(domain_size))
     else:
-        k, orc = _auc_bins(n_pos, n_neg, epsilon, oracle, t)
+        k, orc = _auc_bins(n_pos, n_neg, epsilon, oracle, t, sm)
     if k > (DENSE_MAX_CATEGORIES if orc == "hr" else STRUCTURED_MAX_CATEGORIES):
         return None
-    proto = QuantizedUStat(K.AUCOperator(k, t), epsilon, orc)
-    var = proto.two_sample_variance(np.full(k, n_pos / k), np.full(k, n_neg / k))
-    bias = _auc_quantized_bias(k)
+    proto = QuantizedUStat(K.AUCOperator(k, t, sm), epsilon, orc)
+    # at huge ε the exact variance is ~0 and can cancel to a tiny negative number
+    var = max(proto.two_sample_variance(np.full(k, n_pos / k), np.full(k, n_neg / k)), 0.0)
+    bias = 0.0 if sm == "linear" else (_auc_linear_family_bias(k) if t == "half" else 0.5 / k)
     return Option(
         "local",
         "ustat-quantized",
-        {"domain_size": k, "oracle": orc},
+        {"domain_size": k, "oracle": orc, **({"smoothing": sm} if sm != "none" else {})},
         math.sqrt(var + bias**2),
         bias=bias,
         messages_per_user=1.0,
         bits_per_user=proto.bits_per_user,
+        note=f"bias 0 for linear class densities, up to {_auc_linear_family_bias(k):.2g} uncorrected"
+        if sm == "linear"
+        else "worst-case quantisation bias over linear class densities",
     )
 
 
 @register("auc", "local", "ustat-tree")
 def _plan_auc_tree(*, n, epsilon, delta=0.0, n_pos=None, domain_size=None, splitting="users", **_):
-    """Protocol B: C·α²·n/(n⁺n⁻) (one explored path per class and level) + the tie bias 1/(2d²)."""
+    """Protocol B: C·α²·n/(n⁺n⁻) (one explored path per class and level) + the largest tie bias over
+    linear class densities, 1/(3d²) (:func:`_auc_linear_family_bias`; the tree has no smoothing)."""
     cls = _classes(n, n_pos)
     if cls is None or (domain_size is not None and domain_size & (domain_size - 1)):
         return None
@@ -680,7 +720,7 @@ def _plan_auc_tree(*, n, epsilon, delta=0.0, n_pos=None, domain_size=None, split
         return None
     tree = TreeAUC(depth, epsilon, delta=delta if splitting == "advanced" else 0.0, splitting=splitting)
     var = tree.C * depth**2 * (n_pos + n_neg) / (n_pos * n_neg)
-    bias = _auc_quantized_bias(2**depth)
+    bias = _auc_linear_family_bias(2**depth)
     return Option(
         "local",
         "ustat-tree",
