@@ -34,6 +34,7 @@ show the chosen bins / depth / threshold / P.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -588,6 +589,7 @@ def _auc_linear_family_bias(k):
     return 1.0 / (3 * k**2)
 
 
+@functools.lru_cache(maxsize=256)
 def _auc_bins(n_pos, n_neg, epsilon, oracle, ties, smoothing="none", k_max=128):
     """Bins and oracle for Protocol A's AUC: k (and k-RR / OUE for ``auto``) minimising the exact
     variance at uniform class histograms plus the squared worst-case bias of the *uncorrected* binned
