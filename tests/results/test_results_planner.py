@@ -30,6 +30,11 @@ FAST = [
     ("gini_mean_difference", "local", 60),
     ("range_counts", "central", 200),
     ("range_counts", "local", 60),
+    ("auc", "local", 100),
+    ("gini_coefficient", "central", 300),
+    ("gini_coefficient", "local", 100),
+    ("ustatistic", "secure", 100),
+    ("ustatistic", "local", 100),
 ]
 
 
@@ -45,6 +50,8 @@ FULL = (
     [("auc", m) for m in ("central", "secure", "local")]
     + [("kendall_tau", m) for m in ("central", "secure", "local")]
     + [("gini_mean_difference", m) for m in ("central", "secure", "local")]
+    + [("gini_coefficient", m) for m in ("central", "secure", "local")]
+    + [("ustatistic", m) for m in ("central", "secure", "local")]
     + [("frequencies", m) for m in ("central", "local")]
     + [("ecdf", m) for m in ("central", "secure", "local")]
     + [("quantiles", m) for m in ("central", "secure", "local")]

@@ -701,6 +701,9 @@ def _plan_auc_quantized(
     proto = QuantizedUStat(K.AUCOperator(k, t, sm), epsilon, orc)
     # at huge ε the exact variance is ~0 and can cancel to a tiny negative number
     var = max(proto.two_sample_variance(np.full(k, n_pos / k), np.full(k, n_neg / k)), 0.0)
+    # + the data's own spread of the pairs sharing a bin around their ½ (Mann–Whitney null variance of
+    # m⁺m⁻(m⁺ + m⁻ + 1)/12 per bin, m± ≈ n±/k): the binned AUC differs from the exact one by it
+    var += (n / k + 1) / (12 * k * n_pos * n_neg)
     bias = 0.0 if sm == "linear" else (_auc_linear_family_bias(k) if t == "half" else 0.5 / k)
     return Option(
         "local",
