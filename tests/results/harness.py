@@ -292,3 +292,48 @@ def coverage(case: Case, reps: int, level: float = 0.95) -> float:
             ex = np.atleast_1d(case.exact if case.entries is None else case.full_exact[case.entries])
             hits.append(np.atleast_1d((np.asarray(lo) <= ex) & (ex <= np.asarray(hi))))
     return float(np.mean(np.concatenate(hits)))
+
+
+def gini_case(model: str, n: int, epsilon: float, seed: int = 0) -> Case:
+    g = np.random.default_rng(seed)
+    x = g.random(n)  # uniform on the bounds: the planner's public assumption
+    xs = np.sort(x)
+    gmd = float(np.sum(xs * (2 * np.arange(n) - n + 1)) / (n * (n - 1) / 2))
+    exact = gmd * (n - 1) / (2 * n * float(x.mean()))
+    opt = privstats.plan(
+        "gini_coefficient", n=n, epsilon=epsilon, bounds=(0, 1), model=model, warn=False
+    ).best
+    return Case(
+        "gini_coefficient",
+        model,
+        n,
+        epsilon,
+        lambda r: privstats.gini_coefficient(x, epsilon=epsilon, bounds=(0, 1), model=model, rng=r),
+        exact,
+        opt.stderr,
+    )
+
+
+# I[a + b ≥ 7] on values 0..7 (a matrix kernel: exact in O(n + k²)).  With uniform values its variance
+# ζ₂ = 0.246 is near ¼, the worst case of a kernel with range (0, 1) that the secure predictor assumes
+# (P = 1 there, so ζ₁ does not enter); ζ₁ = 0.082 > 0 keeps Protocol A's estimate non-degenerate.
+SUM_KERNEL = (np.arange(8)[:, None] + np.arange(8)[None, :] >= 7).astype(float)
+
+
+def ustat_case(model: str, n: int, epsilon: float, seed: int = 0) -> Case:
+    x = np.random.default_rng(seed).integers(0, 8, n)  # uniform: the planner's public assumption
+    c = np.bincount(x, minlength=8).astype(float)
+    exact = float((c @ SUM_KERNEL @ c - c @ np.diag(SUM_KERNEL)) / (n * (n - 1)))
+    opt = privstats.plan("ustatistic", n=n, epsilon=epsilon, model=model, kernel=SUM_KERNEL, warn=False).best
+    return Case(
+        "ustatistic",
+        model,
+        n,
+        epsilon,
+        lambda r: privstats.ustatistic(x, SUM_KERNEL, epsilon=epsilon, model=model, rng=r),
+        exact,
+        opt.stderr,
+    )
+
+
+BUILDERS.update({"gini_coefficient": gini_case, "ustatistic": ustat_case})

@@ -40,6 +40,8 @@ FULL = (
     [("auc", m) for m in ("central", "secure", "local")]
     + [("kendall_tau", m) for m in ("central", "secure", "local")]
     + [("gini_mean_difference", m) for m in ("central", "secure", "local")]
+    + [("gini_coefficient", m) for m in ("central", "secure", "local")]
+    + [("ustatistic", m) for m in ("central", "secure", "local")]
     + [("frequencies", m) for m in ("central", "local")]
     + [("quantiles", m) for m in ("central", "secure", "local")]
     + [("range_counts", m) for m in ("central", "shuffle", "local")]

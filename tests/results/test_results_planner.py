@@ -32,6 +32,11 @@ FAST = [
     ("range_counts", "local", 60),
     ("quantiles", "local", 100),
     ("heavy_hitters", "central", 200),
+    ("auc", "local", 100),
+    ("gini_coefficient", "central", 300),
+    ("gini_coefficient", "local", 100),
+    ("ustatistic", "secure", 100),
+    ("ustatistic", "local", 100),
 ]
 
 
@@ -47,6 +52,8 @@ FULL = (
     [("auc", m) for m in ("central", "secure", "local")]
     + [("kendall_tau", m) for m in ("central", "secure", "local")]
     + [("gini_mean_difference", m) for m in ("central", "secure", "local")]
+    + [("gini_coefficient", m) for m in ("central", "secure", "local")]
+    + [("ustatistic", m) for m in ("central", "secure", "local")]
     + [("frequencies", m) for m in ("central", "local")]
     + [("ecdf", m) for m in ("central", "secure", "local")]
     + [("quantiles", m) for m in ("central", "secure", "local")]

@@ -34,6 +34,7 @@ show the chosen bins / depth / threshold / P.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -191,6 +192,19 @@ def _pick_oracle(oracle, n, epsilon, k):
     return check_choice(oracle, "oracle", ORACLES)
 
 
+def _pick_kernel_oracle(oracle, n, epsilon, A):
+    """``oracle="auto"`` for a one-sample kernel: k-RR or OUE, whichever has the smaller exact variance
+    at the uniform histogram (public).  The generic bound of :func:`_pick_oracle` ignores the kernel:
+    k-RR's report estimates sum to 1, so a kernel's constant part costs it no noise while OUE pays for
+    it (Gini mean difference at n = 2·10⁴, ε = 1, 15 bins: stderr 0.010 with k-RR, 0.036 with OUE)."""
+    k = A.k if isinstance(A, K.KernelOperator) else np.shape(A)[0]
+    if oracle != "auto" or (not isinstance(A, K.KernelOperator) and k > 1024):
+        return _pick_oracle(oracle, n, epsilon, k)
+    h = np.full(k, max(n, 2) / k)
+    scored = [(QuantizedUStat(A, epsilon, o).conditional_variance(h), o) for o in ("grr", "oue")]
+    return min(scored)[1]
+
+
 def _collect(proto, bins, rng, g=None):
     """Oracle state of one population: client encoding (CSPRNG) or vectorized simulation."""
     if _simulating(rng):
@@ -337,6 +351,7 @@ def auc(
     bounds=(0.0, 1.0),
     domain_size: int | None = None,
     ties: str | None = None,
+    smoothing: str | None = None,
     splitting: str = "users",
     discard: str = "half",
     a: float | None = None,
@@ -350,6 +365,11 @@ def auc(
     """Private AUC (Wilcoxon–Mann–Whitney) with public labels and private scores in public ``bounds``.
 
     ``ties``: ``"half"`` (default, as scikit-learn) or ``"zero"`` (strict, as the paper's tree).
+    ``smoothing`` (Protocol A, ties ½): ``"linear"`` (default on the automatic grid) corrects the pairs
+    sharing a bin for class densities linear across neighbouring bins (exactly unbiased for linear
+    densities, O(k⁻³) bias for smooth ones instead of O(k⁻²); see
+    :func:`privstats.ustat.kernels.linear_auc_correction`); ``"none"`` (default with a given
+    ``domain_size``, e.g. discrete scores with one value per bin) counts them ½.
     ``domain_size``: bins d (a power of two for ``tree``; chosen by the parameter helpers when omitted).
     ``splitting``/``discard``/``a``: Protocol B options; ``oracle``: Protocol A's frequency oracle;
     ``P``/``zeta``: Protocol C's permutations (given, or from ζ estimates / the worst case);
@@ -371,6 +391,7 @@ def auc(
         postprocess,
         (
             domain_size,
+            smoothing,
             None if splitting == "users" else splitting,
             None if discard == "half" else discard,
             a,
@@ -389,6 +410,12 @@ def auc(
     n_pos, n_neg, n = pos.size, neg.size, scores.size
     if ties is not None:
         check_choice(ties, "ties", ("half", "zero"))
+    if smoothing is not None:
+        check_choice(smoothing, "smoothing", ("linear", "none"))
+        if smoothing == "linear" and ties == "zero":
+            raise ValueError(
+                "smoothing='linear' corrects ties counted ½: use ties='half' or smoothing='none'"
+            )
     check_choice(splitting, "splitting", SPLITTINGS)
     check_choice(discard, "discard", DISCARDS)
     if domain_size is not None:
@@ -469,7 +496,11 @@ def auc(
     if method == "auto" and (splitting != "users" or discard != "half" or a is not None):
         method = "tree"  # options only Protocol B has
     if method == "auto":
-        method = _auto_local_auc(n_pos, n_neg, epsilon, delta, domain_size, splitting, ties, oracle)
+        method = _auto_local_auc(
+            n_pos, n_neg, epsilon, delta, domain_size, splitting, ties, oracle, smoothing
+        )
+    if method == "tree" and smoothing is not None:
+        raise ValueError("smoothing applies to Protocol A (method='quantized'), not to method='tree'")
     if method == "tree":
         t = ties or "half"
         if splitting == "advanced":
@@ -519,13 +550,14 @@ def auc(
             statistic="auc",
         )
     t = ties or "half"
+    sm = smoothing or _default_smoothing(t, domain_size)
     opt = _plan_auc_quantized(
-        n=n, epsilon=epsilon, n_pos=n_pos, domain_size=domain_size, oracle=oracle, ties=t
+        n=n, epsilon=epsilon, n_pos=n_pos, domain_size=domain_size, oracle=oracle, ties=t, smoothing=sm
     )
     k, orc = (opt.params["domain_size"], opt.params["oracle"]) if opt is not None else (domain_size, oracle)
     if k is None:
         raise ValueError("domain_size: no quantised AUC protocol fits these parameters; pass domain_size")
-    proto = QuantizedUStat(K.AUCOperator(_check_structured(k, "domain_size", orc), t), epsilon, orc)
+    proto = QuantizedUStat(K.AUCOperator(_check_structured(k, "domain_size", orc), t, sm), epsilon, orc)
     bins_p, bins_n = K.quantize(pos, (lo, hi), k), K.quantize(neg, (lo, hi), k)
     g = as_generator(rng) if _simulating(rng) else None
     sp, sn = _collect(proto, bins_p, rng, g), _collect(proto, bins_n, rng, g)
@@ -536,7 +568,7 @@ def auc(
         epsilon=epsilon,
         model="local",
         protocol="ustat-quantized",
-        params={"domain_size": k, "oracle": orc, "ties": t},
+        params={"domain_size": k, "oracle": orc, "ties": t, **({"smoothing": sm} if sm != "none" else {})},
         n=n,
         bits=proto.bits_per_user,
         support=(0.0, 1.0),
@@ -545,22 +577,38 @@ def auc(
     )
 
 
-def _auc_bins(n_pos, n_neg, epsilon, oracle, ties, k_max=128):
-    """Bins and oracle for Protocol A's AUC: exact variance at uniform class histograms (a
-    non-informative plug-in) plus a quantisation-bias term (1/(2k²))² (ties ½ within a bin cost
-    O(1/k²) for smooth score densities), minimised over k (and over k-RR / OUE for ``auto``)."""
+def _default_smoothing(ties, domain_size=None):
+    """The linear correction on the automatic grid (continuous scores); none on a given grid."""
+    return "linear" if ties == "half" and not domain_size else "none"
+
+
+def _auc_linear_family_bias(k):
+    """Largest quantisation bias of the binned AUC (ties ½, no smoothing) when the pooled scores are
+    uniform on the bounds and the class densities linear: f± = 1 ± c(2x − 1), AUC = ½ + c/3, and the
+    pairs sharing a bin lose exactly (AUC − ½)/k² (per bin (f⁺′f⁻ − f⁺f⁻′)h³/12), at most 1/(3k²) (c = 1)."""
+    return 1.0 / (3 * k**2)
+
+
+@functools.lru_cache(maxsize=256)
+def _auc_bins(n_pos, n_neg, epsilon, oracle, ties, smoothing="none", k_max=128):
+    """Bins and oracle for Protocol A's AUC: k (and k-RR / OUE for ``auto``) minimising the exact
+    variance at uniform class histograms plus the squared worst-case bias of the *uncorrected* binned
+    AUC over linear class densities (:func:`_auc_linear_family_bias`).  Without smoothing this is the
+    minimax MSE over that family; with ``smoothing="linear"`` (unbiased there) the same term guards
+    against curved densities, whose residual bias public parameters cannot bound."""
     oracles = ("grr", "oue") if oracle == "auto" else (check_choice(oracle, "oracle", ORACLES),)
     best, best_score = (2, oracles[0]), math.inf
     for orc in oracles:
         for k in range(2, k_max + 1):
-            proto = QuantizedUStat(K.AUCOperator(k, ties), epsilon, orc)
-            score = proto.two_sample_variance(np.full(k, n_pos / k), np.full(k, n_neg / k)) + 0.25 / k**4
+            proto = QuantizedUStat(K.AUCOperator(k, ties, smoothing), epsilon, orc)
+            var = proto.two_sample_variance(np.full(k, n_pos / k), np.full(k, n_neg / k))
+            score = var + _auc_linear_family_bias(k) ** 2
             if score < best_score:
                 best, best_score = (k, orc), score
     return best
 
 
-def _auto_local_auc(n_pos, n_neg, epsilon, delta, domain_size, splitting, ties, oracle):
+def _auto_local_auc(n_pos, n_neg, epsilon, delta, domain_size, splitting, ties, oracle, smoothing=None):
     """The local protocol (Protocol A or B) with the smaller predicted MSE, from the planner."""
     from privstats.plan import plan
 
@@ -576,6 +624,7 @@ def _auto_local_auc(n_pos, n_neg, epsilon, delta, domain_size, splitting, ties, 
         splitting=splitting,
         ties=ties,
         oracle=oracle,
+        smoothing=smoothing,
     ).best
     return "tree" if best.protocol == "ustat-tree" else "quantized"
 
@@ -629,42 +678,51 @@ def _plan_auc_pairs(*, n, epsilon, n_pos=None, zeta=None, P=None, **_):
     )
 
 
-def _auc_quantized_bias(k):
-    """Quantisation bias of a binned AUC with ties ½ within a bin: O(1/k²) for smooth densities."""
-    return 0.5 / k**2
-
-
 @register("auc", "local", "ustat-quantized")
-def _plan_auc_quantized(*, n, epsilon, n_pos=None, domain_size=None, oracle="auto", ties=None, **_):
-    """Protocol A: exact variance at uniform class histograms + the quantisation bias 1/(2k²)."""
+def _plan_auc_quantized(
+    *, n, epsilon, n_pos=None, domain_size=None, oracle="auto", ties=None, smoothing=None, **_
+):
+    """Protocol A: exact variance at uniform class histograms (the planner's public assumption) plus
+    the largest quantisation bias over class densities linear on the bounds (pooled scores uniform):
+    0 with ``smoothing="linear"`` (exact there), 1/(3k²) without (:func:`_auc_linear_family_bias`).
+    Ties ``"zero"`` count the same-bin pairs 0: bias 1/(2k) at uniform scores."""
     cls = _classes(n, n_pos)
     if cls is None:
         return None
     n_pos, n_neg = cls
     t = ties or "half"
+    sm = smoothing or _default_smoothing(t, domain_size)
     if domain_size:
         k, orc = int(domain_size), _pick_oracle(oracle, min(cls), epsilon, int(domain_size))
     else:
-        k, orc = _auc_bins(n_pos, n_neg, epsilon, oracle, t)
+        k, orc = _auc_bins(n_pos, n_neg, epsilon, oracle, t, sm)
     if k > (DENSE_MAX_CATEGORIES if orc == "hr" else STRUCTURED_MAX_CATEGORIES):
         return None
-    proto = QuantizedUStat(K.AUCOperator(k, t), epsilon, orc)
-    var = proto.two_sample_variance(np.full(k, n_pos / k), np.full(k, n_neg / k))
-    bias = _auc_quantized_bias(k)
+    proto = QuantizedUStat(K.AUCOperator(k, t, sm), epsilon, orc)
+    # at huge ε the exact variance is ~0 and can cancel to a tiny negative number
+    var = max(proto.two_sample_variance(np.full(k, n_pos / k), np.full(k, n_neg / k)), 0.0)
+    # + the data's own spread of the pairs sharing a bin around their ½ (Mann–Whitney null variance of
+    # m⁺m⁻(m⁺ + m⁻ + 1)/12 per bin, m± ≈ n±/k): the binned AUC differs from the exact one by it
+    var += (n / k + 1) / (12 * k * n_pos * n_neg)
+    bias = 0.0 if sm == "linear" else (_auc_linear_family_bias(k) if t == "half" else 0.5 / k)
     return Option(
         "local",
         "ustat-quantized",
-        {"domain_size": k, "oracle": orc},
+        {"domain_size": k, "oracle": orc, **({"smoothing": sm} if sm != "none" else {})},
         math.sqrt(var + bias**2),
         bias=bias,
         messages_per_user=1.0,
         bits_per_user=proto.bits_per_user,
+        note=f"bias 0 for linear class densities, up to {_auc_linear_family_bias(k):.2g} uncorrected"
+        if sm == "linear"
+        else "worst-case quantisation bias over linear class densities",
     )
 
 
 @register("auc", "local", "ustat-tree")
 def _plan_auc_tree(*, n, epsilon, delta=0.0, n_pos=None, domain_size=None, splitting="users", **_):
-    """Protocol B: C·α²·n/(n⁺n⁻) (one explored path per class and level) + the tie bias 1/(2d²)."""
+    """Protocol B: C·α²·n/(n⁺n⁻) (one explored path per class and level) + the largest tie bias over
+    linear class densities, 1/(3d²) (:func:`_auc_linear_family_bias`; the tree has no smoothing)."""
     cls = _classes(n, n_pos)
     if cls is None or (domain_size is not None and domain_size & (domain_size - 1)):
         return None
@@ -680,7 +738,7 @@ def _plan_auc_tree(*, n, epsilon, delta=0.0, n_pos=None, domain_size=None, split
         return None
     tree = TreeAUC(depth, epsilon, delta=delta if splitting == "advanced" else 0.0, splitting=splitting)
     var = tree.C * depth**2 * (n_pos + n_neg) / (n_pos * n_neg)
-    bias = _auc_quantized_bias(2**depth)
+    bias = _auc_linear_family_bias(2**depth)
     return Option(
         "local",
         "ustat-tree",
@@ -759,13 +817,15 @@ def _plan_gmd_pairs(*, n, epsilon, bounds=None, P=None, zeta=None, **_):
 
 
 @register("gini_mean_difference", "local", "ustat-quantized")
-def _plan_gmd_local(*, n, epsilon, bounds=None, bins=None, oracle="auto", **_):
+def _plan_gmd_local(*, n, epsilon, bounds=None, bins=None, oracle="auto", quantization="avg", **_):
+    """Protocol A: exact variance at the uniform histogram (the planner's assumption)."""
     w = 1.0 if bounds is None else float(bounds[1]) - float(bounds[0])
     k = bins or choose_bins(n, epsilon, lipschitz=1.0, assumption="kernel")
-    orc = _pick_oracle(oracle, n, epsilon, k)
-    if k > (DENSE_MAX_CATEGORIES if orc == "hr" else STRUCTURED_MAX_CATEGORIES):
+    if k > (DENSE_MAX_CATEGORIES if oracle == "hr" else STRUCTURED_MAX_CATEGORIES):
         return None
-    proto = QuantizedUStat(K.GiniOperator(k, "avg"), epsilon, orc)
+    op = K.GiniOperator(k, quantization)
+    orc = _pick_kernel_oracle(oracle, n, epsilon, op)
+    proto = QuantizedUStat(op, epsilon, orc)
     var = proto.conditional_variance(np.full(k, n / k))
     return Option(
         "local",
@@ -812,6 +872,147 @@ def _plan_collision_local(*, n, epsilon, domain_size=None, oracle="auto", **_):
         "local",
         "ustat-quantized",
         {"domain_size": d, "oracle": orc},
+        math.sqrt(var),
+        messages_per_user=1.0,
+        bits_per_user=proto.bits_per_user,
+    )
+
+
+def _gini_parts(n, epsilon, bounds, mean_fraction):
+    """(lo, w, eps_gmd, eps_mean) of :func:`gini_coefficient` from its public parameters, or None."""
+    if bounds is None or not 0 < mean_fraction < 1:
+        return None
+    lo, hi = float(bounds[0]), float(bounds[1])
+    if lo < 0 or hi <= lo:
+        return None
+    return lo, hi - lo, epsilon * (1 - mean_fraction), epsilon * mean_fraction
+
+
+def _plan_gini(model, gmd_predictor, *, n, epsilon, bounds=None, mean_fraction=0.5, **options):
+    """Delta method for G = GMD·(n−1)/(2n·mean) at uniform values on ``bounds`` (the planner's public
+    assumption: GMD = w/3, mean = lo + w/2): the GMD predictor at ε(1 − f) and the mean's variance at εf
+    (central: discrete Laplace of sensitivity w/n; local and secure: randomized rounding, exactly
+    w²/(6n) at uniform values, plus binary RR); the ratio's bias G·Var(mean)/mean² is included."""
+    parts = _gini_parts(n, epsilon, bounds, mean_fraction)
+    if parts is None:
+        return None
+    lo, w, eps_gmd, eps_mean = parts
+    gmd_opt = gmd_predictor(n=n, epsilon=eps_gmd, bounds=bounds, **options)
+    if gmd_opt is None:
+        return None
+    gmd, mean = w / 3, lo + w / 2
+    if model == "central":
+        var_mean = _central_std(w / n, eps_mean) ** 2
+    else:
+        rr = BinaryRR(min(eps_mean, MECHANISM_EPSILON_MAX))
+        var_count = float(rr.variance(n, np.array([n / 2, n / 2]))[1]) + n / 6
+        var_mean = w * w * var_count / n**2
+    g = gmd * (n - 1) / (2 * n * mean)
+    var = g * g * (gmd_opt.stderr**2 / gmd**2 + var_mean / mean**2)
+    bias = g * var_mean / mean**2
+    return Option(
+        model,
+        gmd_opt.protocol + "+mean",
+        {**gmd_opt.params, "mean_fraction": mean_fraction},
+        math.sqrt(var + bias**2),
+        bias=bias,
+        messages_per_user=gmd_opt.messages_per_user + (0.0 if model == "central" else 1.0),
+        bits_per_user=gmd_opt.bits_per_user + (0.0 if model == "central" else 1.0),
+    )
+
+
+@register("gini_coefficient", "central", "central-exact+mean")
+def _plan_gini_central(**kw):
+    return _plan_gini("central", _plan_gmd_central, **kw)
+
+
+@register("gini_coefficient", "secure", "ustat-pairs+mean")
+def _plan_gini_pairs(**kw):
+    return _plan_gini("secure", _plan_gmd_pairs, **kw)
+
+
+@register("gini_coefficient", "local", "ustat-quantized+mean")
+def _plan_gini_local(**kw):
+    return _plan_gini("local", _plan_gmd_local, **kw)
+
+
+def _ustat_range(kernel_range, kernel):
+    """The kernel's range from public options: ``kernel_range``, or a k×k matrix's own range."""
+    if kernel_range is not None:
+        lo, hi = float(kernel_range[0]), float(kernel_range[1])
+        return (lo, hi) if hi > lo else None
+    if kernel is not None and not callable(kernel):
+        m = np.asarray(kernel, dtype=np.float64)
+        return (float(m.min()), float(m.max())) if m.max() > m.min() else (float(m.min()), float(m.min()) + 1)
+    return None
+
+
+@register("ustatistic", "central", "central-exact")
+def _plan_ustat_central(*, n, epsilon, kernel_range=None, kernel=None, **_):
+    """Discrete Laplace of sensitivity 2w/n, w the kernel's range (``kernel_range`` or the matrix's)."""
+    kr = _ustat_range(kernel_range, kernel)
+    if kr is None:
+        return None
+    return Option(
+        "central", "central-exact", {"kernel_range": list(kr)}, _central_std(2 * (kr[1] - kr[0]) / n, epsilon)
+    )
+
+
+@register("ustatistic", "secure", "ustat-pairs")
+def _plan_ustat_pairs(*, n, epsilon, kernel_range=None, kernel=None, P=None, zeta=None, **_):
+    """Protocol C with the worst case of any kernel with range w (the kernel is the user's): ζ₂ = w²/4
+    (largest variance of a value in an interval of width w) and ζ₁ = ζ₂/2 (its largest share; it
+    only matters for P > 1), unless ``zeta`` is given."""
+    kr = _ustat_range(kernel_range, kernel)
+    if kr is None:
+        return None
+    P = _resolve_P(P, epsilon, n, kr, "laplace", zeta)
+    proto = PairsProtocol(lambda a_, b_: a_, epsilon=epsilon, P=P, kernel_range=kr)
+    z2 = (kr[1] - kr[0]) ** 2 / 4
+    z1, z2 = (z2 / 2, z2) if zeta is None else (float(zeta[0]), float(zeta[1]))
+    return Option(
+        "secure",
+        "ustat-pairs",
+        {"P": P},
+        math.sqrt(proto.variance(n, z1, z2)),
+        messages_per_user=float(P),
+        bits_per_user=math.nan,
+        note="worst case over kernels with this range" if zeta is None else "",
+    )
+
+
+@register("ustatistic", "local", "ustat-quantized")
+def _plan_ustat_local(
+    *, n, epsilon, kernel=None, bounds=None, bins=None, quantization="avg", lipschitz=1.0, oracle="auto", **_
+):
+    """Protocol A needs the kernel itself (public code, not data): pass ``kernel=`` (a callable with
+    ``bounds``, or a k×k matrix).  Exact variance at a uniform histogram (the planner's assumption;
+    the cell-averaged matrix is then unbiased); None without the kernel, since the noise's variance
+    depends on the whole matrix, not only on its range."""
+    if kernel is None:
+        return None
+    if callable(kernel):
+        if bounds is None:
+            return None
+        lo, hi = float(bounds[0]), float(bounds[1])
+        k = bins or min(choose_bins(n, epsilon, lipschitz=lipschitz, assumption="kernel"), 256)
+        A = K.matrix_from_callable(
+            lambda u, v: kernel(lo + u * (hi - lo), lo + v * (hi - lo)), k, quantization
+        )
+        params = {"bins": k, "quantization": quantization}
+    else:
+        A = K.check_kernel_matrix(kernel)
+        k = A.shape[0]
+        params = {"bins": k}
+    if k > DENSE_MAX_CATEGORIES:
+        return None
+    orc = _pick_kernel_oracle(oracle, n, epsilon, A)
+    proto = QuantizedUStat(A, epsilon, orc)
+    var = max(proto.conditional_variance(np.full(k, n / k)), 0.0)
+    return Option(
+        "local",
+        "ustat-quantized",
+        {**params, "oracle": orc},
         math.sqrt(var),
         messages_per_user=1.0,
         bits_per_user=proto.bits_per_user,
@@ -1220,11 +1421,12 @@ def gini_mean_difference(
         )
     k = bins or choose_bins(n, epsilon, lipschitz=1.0, assumption="kernel")
     check_positive_int(k, "bins", minimum=2, maximum=STRUCTURED_MAX_CATEGORIES)
-    orc = _pick_oracle(oracle, n, epsilon, k)
+    if oracle == "hr":
+        _check_dense(k, "bins")
+    op = K.GiniOperator(k, _quantization(quantization))
+    orc = _pick_kernel_oracle(oracle, n, epsilon, op)
     _check_structured(k, "bins", orc)
-    proto, value, var, _ = _run_quantized(
-        K.GiniOperator(k, _quantization(quantization)), K.quantize(u, (0, 1), k), epsilon, orc, rng
-    )
+    proto, value, var, _ = _run_quantized(op, K.quantize(u, (0, 1), k), epsilon, orc, rng)
     return _estimate(
         w * value,
         w * w * var,
@@ -1576,7 +1778,7 @@ def ustatistic(
         params = {"bins": k, "quantization": how}
     else:
         cells, params = xs, {"bins": A.shape[0]}
-    orc = _pick_oracle(oracle, n, epsilon, A.shape[0])
+    orc = _pick_kernel_oracle(oracle, n, epsilon, A)
     proto, value, var, _ = _run_quantized(A, cells, epsilon, orc, rng)
     return _estimate(
         value,
