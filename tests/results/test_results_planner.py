@@ -48,6 +48,16 @@ def test_predicted_stderr_matches_measured_rmse(statistic, model, reps, n):
     assert 0.8 <= ratio <= 1.25, (statistic, model, n, ratio)
 
 
+@pytest.mark.parametrize("model", ["central", "secure"])
+@pytest.mark.parametrize("n", [20000, 60000])
+def test_hosmer_lemeshow_prediction(model, n):
+    # H's error is heavy-tailed (squared noisy residuals over noisy expected counts): 400 runs,
+    # each on its own calibrated data, resolve the RMSE to about ±7%
+    case = BUILDERS["hosmer_lemeshow"](model, n, 1.0)
+    ratio = case.predicted / measure_rmse(case, 400)
+    assert 0.8 <= ratio <= 1.25, (model, n, ratio)
+
+
 FULL = (
     [("auc", m) for m in ("central", "secure", "local")]
     + [("kendall_tau", m) for m in ("central", "secure", "local")]
@@ -61,6 +71,7 @@ FULL = (
     + [("roc_curve", m) for m in ("central", "secure", "local")]
     + [("heavy_hitters", m) for m in ("central", "shuffle", "local")]
     + [(s, "shuffle") for s in ("frequencies", "quantiles", "range_counts")]
+    + [("hosmer_lemeshow", m) for m in ("central", "secure")]
 )
 # the multi-message Hadamard protocols simulate every message (n(k + ρ) of them): two smaller sizes
 SIZES = {("quantiles", "shuffle"): (5000, 20000), ("range_counts", "shuffle"): (5000, 20000)}

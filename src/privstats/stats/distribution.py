@@ -1204,23 +1204,49 @@ def _hl_groups_uniform(n: int, groups: int, mean_probabilities) -> tuple[np.ndar
     return np.full(groups, n / groups), pi.astype(float)
 
 
+def _hl_cut_variance(n: int, pi: np.ndarray, d2: np.ndarray, depth: int, se_f: float) -> float:
+    """Variance H gains from private cuts: a cut snapped to the 2^depth grid and placed by a noisy
+    ECDF (stderr ``se_f``) moves E|m| = n (1/(2·2^depth) + √(2/π) se_f) users between neighbouring
+    groups, each changing the residual d by a term of variance π(1−π): Σ 4 Var(Δ_g) / D_g."""
+    moved = n * (0.5 / (1 << depth) + math.sqrt(2 / math.pi) * se_f)
+    cuts = np.full(pi.size, 2.0)
+    cuts[[0, -1]] = 1.0  # the outer groups end at the bounds
+    return float(np.sum(4 * pi * (1 - pi) * moved * cuts / d2))
+
+
+@lru_cache(maxsize=64)
+def _hl_central_rmse(n: int, epsilon: float, groups: int, depth: int, pi: tuple[float, ...]) -> float:
+    """RMS error of the debiased H: the released sums drawn 4000 times from their law (residuals
+    d ~ N(0, n_g π(1−π)) of a calibrated model, Laplace noise of the sums' variances, E floored as
+    :func:`hosmer_lemeshow` does) with a fixed seed — the 1/E nonlinearity at small expected
+    counts has no closed form — plus the private cuts' share (:func:`_hl_cut_variance`)."""
+    acc = hosmer_lemeshow_accounting(epsilon, depth, "split")
+    var_o = discrete_laplace_variance(float(acc["scale_observed"]))
+    var_e = discrete_laplace_variance(float(acc["scale_expected_steps"])) / HL_STEPS**2
+    p = np.asarray(pi)
+    size = np.full(groups, n / groups)
+    e1, e0, d2 = size * p, size * (1 - p), size * p * (1 - p)
+    g = np.random.default_rng(20261125)
+    d = g.normal(0.0, np.sqrt(d2), (4000, groups))
+    true = _hl_statistic(e1, e0, e1 + d, e0 - d, 0.5)
+
+    def lap(var):
+        return g.laplace(0.0, math.sqrt(var / 2), (4000, groups))
+
+    E1n, E0n = e1 + lap(var_e), e0 + lap(var_e)
+    H = _hl_statistic(E1n, E0n, e1 + d + lap(var_o), e0 - d + lap(var_o), 0.5)
+    H = H - (var_o + var_e) * np.sum(1 / np.maximum(np.c_[E1n, E0n], 0.5), axis=1)
+    _, se_f = _central_curve(n, float(acc["epsilon_quantile"]), 1 << depth)
+    return math.sqrt(float(np.mean((H - true) ** 2)) + _hl_cut_variance(n, p, d2, depth, se_f))
+
+
 @register("hosmer_lemeshow", "central", "hosmer-lemeshow-algorithm2")
 def _plan_hl_central(*, n, epsilon, groups=10, depth=10, mean_probabilities=None, **_) -> Option:
-    """Noise stderr of H for a calibrated model: with residuals d (E d² = n_g π(1−π)) and
-    independent noise η of variance s² on each of the 2Q cells (O and E sums, ``"split"`` budget),
-    Var H = Σ (4 d² s² + 3.5 s⁴)(1/E1² + 1/E0²) (Var η² = 3.5 s⁴ for a difference of two
-    Laplace noises).  Groups of equal size at public mean probabilities (default evenly spread)."""
-    acc = hosmer_lemeshow_accounting(epsilon, int(depth), "split")
-    s2 = (
-        discrete_laplace_variance(float(acc["scale_observed"]))
-        + discrete_laplace_variance(float(acc["scale_expected_steps"])) / HL_STEPS**2
-    )
-    size, pi = _hl_groups_uniform(n, int(groups), mean_probabilities)
-    e1, e0, d2 = size * pi, size * (1 - pi), size * pi * (1 - pi)
-    var = np.sum((4 * d2 * s2 + 3.5 * s2**2) * (1 / e1**2 + 1 / e0**2))
-    return Option(
-        "central", "hosmer-lemeshow-algorithm2", {"groups": groups, "budget": "split"}, math.sqrt(var)
-    )
+    """Simulated from the released sums' law (:func:`_hl_central_rmse`); groups of equal size
+    at public mean probabilities (default evenly spread (g + ½)/Q), a calibrated model."""
+    _, pi = _hl_groups_uniform(n, int(groups), mean_probabilities)
+    se = _hl_central_rmse(int(n), float(epsilon), int(groups), int(depth), tuple(pi.tolist()))
+    return Option("central", "hosmer-lemeshow-algorithm2", {"groups": groups, "budget": "split"}, se)
 
 
 @register("hosmer_lemeshow", "secure", "hosmer-lemeshow-two-ecdfs")
@@ -1249,6 +1275,8 @@ def _plan_hl_secure(*, n, epsilon, groups=10, depth=6, **_) -> Option:
     e1, e0, d2 = G @ (per_cell * mid), G @ (per_cell * (1 - mid)), G @ (per_cell * mid * (1 - mid))
     w = 1 / e1 + 1 / e0
     var = 4 * np.sum(w**2 * d2 * np.diag(S)) + 2 * float(w @ (S**2) @ w)
+    se_f = math.sqrt(float(np.mean(np.diag(cov)[:k]))) / n  # the pooled curve places the cuts
+    var += _hl_cut_variance(n, G @ (per_cell * mid) / (G @ per_cell), d2, int(depth), se_f)
     return Option(
         "secure",
         "hosmer-lemeshow-two-ecdfs+leader-helper",
