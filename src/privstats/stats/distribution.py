@@ -1244,7 +1244,7 @@ def _hl_central_rmse(n: int, epsilon: float, groups: int, depth: int, pi: tuple[
 def _plan_hl_central(*, n, epsilon, groups=10, depth=10, mean_probabilities=None, **_) -> Option:
     """Simulated from the released sums' law (:func:`_hl_central_rmse`); groups of equal size
     at public mean probabilities (default evenly spread (g + ½)/Q), a calibrated model."""
-    _, pi = _hl_groups_uniform(n, int(groups), mean_probabilities)
+    pi = _hl_groups_uniform(n, int(groups), mean_probabilities)[1]
     se = _hl_central_rmse(int(n), float(epsilon), int(groups), int(depth), tuple(pi.tolist()))
     return Option("central", "hosmer-lemeshow-algorithm2", {"groups": groups, "budget": "split"}, se)
 
