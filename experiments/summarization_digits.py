@@ -9,8 +9,8 @@ The seed set is 20 uniform-noise images (public, the paper gives none for MNIST)
 
 Methods: non-private greedy, uniform, ``private-paper`` (MWEM sketches with Table 1's
 per-iteration ε, add/remove sensitivity, auction by Theorem 6 with ε = 1, δ = 1e-4),
-``mwem-eps8`` and ``private-eps{1,8}`` (``summarize(epsilon=ε, delta=1e-5, fallback=False)``:
-the default's discrete-Gaussian target sketch, forced (no fallback to uniform), no summary
+``mwem-eps8`` and ``private-eps{1,8}`` (``summarize(epsilon=ε, delta=1e-5, fallback=False,
+clip_norm=√2)``: the discrete-Gaussian target sketch, forced (no fallback to uniform), no summary
 release, exact greedy on the curator's pool; each party (ε, δ) under the accountant,
 replace-one).  Metrics: MMD² % increase over greedy (exact kernel), accuracy of LinearSVC
 and MLPClassifier(32) trained on the summary, on the test set.
@@ -158,8 +158,9 @@ def run(
                         **kw,
                     )
                 elif method.startswith("private-eps"):
-                    # the sketch protocol itself (the reports' numbers): no fallback to uniform, which the
-                    # planner would choose here (e.g. digits are not standardised; see summarize.md)
+                    # the sketch protocol as reported in summarization.md: no fallback to uniform (which the
+                    # planner would choose here, e.g. digits are not standardised) and the clipping norm √2
+                    # of those runs (the planned default clips at √(1 + 3/√(2d)), less noise)
                     res = privstats.summarize(
                         owners,
                         val,
@@ -167,6 +168,7 @@ def run(
                         epsilon=float(method[11:]),
                         delta=1e-5,
                         fallback=False,
+                        clip_norm=math.sqrt(2.0),
                         **kw,
                     )
                 else:

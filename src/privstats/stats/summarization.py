@@ -50,7 +50,6 @@ True
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -113,7 +112,8 @@ def summarize(
 
     ``rng``: None (OS CSPRNG, for real data) or a seed/Generator (simulation).
     ``sketch="gaussian"``: ``release_every`` (summary sketch period in rounds), ``clip_norm``
-    (L2 clipping of h1 rows, default √2 = never clips) and ``shrinkage`` (James–Stein toward
+    (L2 clipping of h1 rows; default planned from ``n_features``, √(1 + 3/√(2d)): about 0.1 % of
+    rows clipped, noise √2/C times below the never-clipping √2) and ``shrinkage`` (James–Stein toward
     the public prior).  ``sketch="mwem"``: ``t_init``, ``t_sub``, ``grid`` (paper's h2).
     ``auction_share`` of each owner's ε goes to the auction (default 0.25 gaussian, 0.5 mwem).
     ``params`` overrides the planned per-mechanism parameters (e.g. the paper's Table 1);
@@ -170,7 +170,7 @@ def summarize(
         if not (0.0 < auction_share < 1.0):
             raise ValueError(f"auction_share must be in (0, 1), got {auction_share!r}")
         if sketch == "gaussian":
-            clip_norm = math.sqrt(2.0) if clip_norm is None else check_epsilon(clip_norm, "clip_norm")
+            clip_norm = None if clip_norm is None else check_epsilon(clip_norm, "clip_norm")
             plan = plan_summary(
                 epsilon,
                 delta,
