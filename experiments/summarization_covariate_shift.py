@@ -50,6 +50,29 @@ def shift_data(seed: int, scale: int = 1):
     return owners, labels, B[rest[is_val]], (B[rest[~is_val]], yB[rest[~is_val]]), seed_set
 
 
+def sized_case(seed: int, n_target: int, *, shift: bool = True, scale: int = 1):
+    """The owners of :func:`shift_data` and a target of exactly ``n_target`` rows.
+
+    ``shift=True``: the target is drawn from state B (the covariate-shift case).  ``shift=False``:
+    from the distribution a uniform sample has (each owner's state with weight 1/4), the case
+    where uniform sampling is already best.  Returns ``(owners, target)``.
+    """
+    rng = np.random.default_rng([seed, n_target, int(shift)])
+    n_a, n_b = 3000 // scale, 2100 // scale
+    mu_b = np.zeros(N_FEATURES_IN)
+    mu_b[:3] = (1.5, 0.5, -0.5)
+    A = rng.normal(size=(3 * n_a, N_FEATURES_IN))
+    B = mu_b + 0.6 * rng.normal(size=(n_b, N_FEATURES_IN))
+    owners = [A[:n_a], B, A[n_a : 2 * n_a], A[2 * n_a :]]
+    from_b = np.ones(n_target, bool) if shift else rng.random(n_target) < 0.25
+    target = np.where(
+        from_b[:, None],
+        mu_b + 0.6 * rng.normal(size=(n_target, N_FEATURES_IN)),
+        rng.normal(size=(n_target, N_FEATURES_IN)),
+    )
+    return owners, target
+
+
 def fidelity(agg, runs: int) -> list[dict]:
     out = []
     for method, who in (

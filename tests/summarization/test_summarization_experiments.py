@@ -22,3 +22,13 @@ def test_experiment_smoke(name, tmp_path):
         assert (tmp_path / f"{name}{suffix}").stat().st_size > 0
     rows = json.loads((tmp_path / "fidelity.json").read_text())
     assert rows and all(r["verdict"] for r in rows)
+
+
+def test_fallback_experiment_smoke(tmp_path, capsys):
+    spec = importlib.util.spec_from_file_location("summarization_fallback", EXP / "summarization_fallback.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--smoke", "--out", str(tmp_path)]) == 0
+    rows = (tmp_path / "summarization_fallback.csv").read_text().splitlines()
+    assert len(rows) == 1 + 8  # 2 cases x 2 targets x 2 epsilons
+    assert "uniform" in capsys.readouterr().out

@@ -138,7 +138,9 @@ def test_private_protocol_run_bookkeeping():
         gamma=GAMMA,
         t_init=200,
         transport=json_transport,
+        fallback=False,  # 40 target rows at ε = 1: the planner would sample uniformly
     )
+    assert res.method == "private"
     assert sum(len(i) for i in res.indices) == 30
     assert len({tuple(x) for x in res.order}) == 30  # no point selected twice
     for i, idx in enumerate(res.indices):

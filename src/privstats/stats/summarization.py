@@ -16,6 +16,15 @@ with the roles separated as in :mod:`privstats.summarization`:
   (MWEM), kept for reproduction — on small summaries its Laplace measurements
   saturate the multiplicative weights and the private protocol falls below uniform
   sampling (``experiments/summarization.md``).
+  **Fallback**: before running, :func:`~privstats.summarization.planner.plan_summary` compares,
+  from public parameters only (ε, δ, target size, summary size, owners, dimension, γ), the noise
+  the target sketch puts into a bid with the spread of the bids' signal on standardised data.
+  When the noise is at least the spread (a target too small for the budget) the sketch is
+  expected to be no better than uniform sampling, and **uniform sampling is returned**
+  (``result.method == "uniform"``, nothing spent).  ``result.params["plan"]`` says what was
+  chosen and why.  ``fallback=False`` forces the sketch.  The rule is the no-shift worst case:
+  under a real covariate shift it also gives up cases the sketch would win
+  (``docs/statistics/summarize.md``).
 * ``method="greedy"`` — non-private distributed greedy on exact RFF means.
 * ``method="uniform"`` — ⌊size/K⌋ uniformly random rows per owner.
 
@@ -28,24 +37,27 @@ the DP guarantee, which covers what owners learn.
 >>> rng = np.random.default_rng(0)
 >>> owners = [rng.normal(size=(200, 3)), rng.normal(1.0, size=(200, 3))]
 >>> target = rng.normal(1.0, size=(50, 3))
->>> res = privstats.summarize(owners, target, size=20, epsilon=1.0, delta=1e-5, rng=1,
+>>> res = privstats.summarize(owners, target, size=20, epsilon=4.0, delta=1e-5, rng=1,
 ...                           n_features=64, t_init=300)
->>> [len(i) for i in res.indices], res.privacy["target"].epsilon <= 1.0
-([...], True)
+>>> res.params["plan"]["choice"], res.privacy["target"].epsilon <= 4.0
+('sketch', True)
+>>> small = privstats.summarize(owners, target[:10], size=20, epsilon=1.0, delta=1e-5, rng=1)
+>>> small.method, small.params["plan"]["choice"]
+('uniform', 'uniform')
 >>> bool(privstats.summarize(owners, target, size=20, method="greedy", rng=1).mmd2 < 0.1)
 True
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
 
 from privstats.privacy.randomness import RNGLike, as_source
 from privstats.summarization.budget import PrivateParams, plan_private
-from privstats.summarization.gaussian import GaussianParams, plan_gaussian
+from privstats.summarization.gaussian import GaussianParams
+from privstats.summarization.planner import plan_summary
 from privstats.summarization.protocol import SummaryResult, run_greedy, run_private, run_uniform
 from privstats.summarization.roles import Consumer, DataOwner
 from privstats.validation import as_float_array, check_choice, check_delta, check_epsilon, check_positive_int
@@ -93,19 +105,25 @@ def summarize(
     auction_share: float | None = None,
     neighbours: str = "replace",
     params: PrivateParams | GaussianParams | None = None,
+    fallback: bool = True,
     transport=None,
 ) -> SummaryResult:
     """Choose ``size`` rows from ``owners`` matching ``target``; see the module docstring.
 
     ``rng``: None (OS CSPRNG, for real data) or a seed/Generator (simulation).
     ``sketch="gaussian"``: ``release_every`` (summary sketch period in rounds), ``clip_norm``
-    (L2 clipping of h1 rows, default √2 = never clips) and ``shrinkage`` (James–Stein toward
+    (L2 clipping of h1 rows; default planned from ``n_features``, √(1 + 3/√(2d)): about 0.1 % of
+    rows clipped, noise √2/C times below the never-clipping √2) and ``shrinkage`` (James–Stein toward
     the public prior).  ``sketch="mwem"``: ``t_init``, ``t_sub``, ``grid`` (paper's h2).
     ``auction_share`` of each owner's ε goes to the auction (default 0.25 gaussian, 0.5 mwem).
     ``params`` overrides the planned per-mechanism parameters (e.g. the paper's Table 1);
-    its type selects the sketch.  Returns a :class:`~privstats.summarization.protocol.SummaryResult`.
+    its type selects the sketch (and skips the planner).  ``fallback`` (default True): uniform
+    sampling when the planner predicts the Gaussian sketch is no better (see the module docstring).
+    Returns a :class:`~privstats.summarization.protocol.SummaryResult`.
     """
     method = check_choice(method, "method", {"private", "greedy", "uniform"})
+    if not isinstance(fallback, (bool, np.bool_)):
+        raise ValueError(f"fallback must be True or False, got {fallback!r}")
     parties = _owners(owners)
     target = as_float_array(target, "target", ndim=2)
     n_inputs = parties[0].n_inputs
@@ -142,6 +160,7 @@ def summarize(
         )
     neighbours = check_choice(neighbours, "neighbours", {"replace", "add-remove"})
     sensitivity = 2 if neighbours == "replace" else 1
+    planned: dict = {"choice": "sketch", "reason": "parameters given (params=): no planning, no fallback"}
     if params is None:
         sketch = check_choice(sketch, "sketch", {"gaussian", "mwem"})
         epsilon = check_epsilon(epsilon)
@@ -151,10 +170,13 @@ def summarize(
         if not (0.0 < auction_share < 1.0):
             raise ValueError(f"auction_share must be in (0, 1), got {auction_share!r}")
         if sketch == "gaussian":
-            clip_norm = math.sqrt(2.0) if clip_norm is None else check_epsilon(clip_norm, "clip_norm")
-            params = plan_gaussian(
+            clip_norm = None if clip_norm is None else check_epsilon(clip_norm, "clip_norm")
+            plan = plan_summary(
                 epsilon,
                 delta,
+                n_target=target.shape[0],
+                n_inputs=n_inputs,
+                gamma=gamma,
                 n_owners=len(parties),
                 size=size,
                 n_features=n_features,
@@ -164,7 +186,16 @@ def summarize(
                 auction_share=auction_share,
                 shrinkage=bool(shrinkage),
             )
+            if plan.choice == "uniform" and fallback:
+                res = run_uniform(parties, consumer, size=size, gamma=gamma, rng=src, transport=transport)
+                res.params["plan"] = plan.to_dict()
+                return res
+            params = plan.params
+            planned = {**plan.to_dict(), "choice": "sketch"}
+            if plan.choice == "uniform":
+                planned["reason"] = "forced by fallback=False; the planner would use uniform: " + plan.reason
         else:
+            planned["reason"] = "sketch='mwem' (the paper's h2, kept for reproduction): no fallback"
             params = plan_private(
                 epsilon,
                 delta,
@@ -177,7 +208,7 @@ def summarize(
             )
     elif not isinstance(params, (PrivateParams, GaussianParams)):
         raise ValueError(f"params must be PrivateParams or GaussianParams, got {type(params).__name__}")
-    return run_private(
+    res = run_private(
         parties,
         consumer,
         size=size,
@@ -191,3 +222,5 @@ def summarize(
         rng=src,
         transport=transport,
     )
+    res.params["plan"] = planned
+    return res

@@ -17,6 +17,7 @@ from privstats.summarization.gaussian import (
     gaussian_accounting,
     plan_gaussian,
 )
+from privstats.summarization.planner import SummaryPlan, plan_summary
 from privstats.summarization.protocol import (
     SummaryResult,
     json_transport,
@@ -35,6 +36,7 @@ __all__ = [
     "PrivateParams",
     "ProtocolError",
     "RandomFourierFeatures",
+    "SummaryPlan",
     "SummaryResult",
     "gaussian_accounting",
     "json_transport",
@@ -43,6 +45,7 @@ __all__ = [
     "objective",
     "plan_gaussian",
     "plan_private",
+    "plan_summary",
     "rbf_kernel",
     "run_greedy",
     "run_private",
