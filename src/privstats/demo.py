@@ -981,8 +981,11 @@ def scenario_summarization(ctx: _Context) -> None:
         sketch = {"gaussian": "Gaussian target sketch", "mwem": "MWEM"}.get(
             res.params.get("sketch"), "sketch"
         )
+        protocol = f"private auction + {sketch}"
+        if res.method == "uniform":
+            protocol = "uniform sampling (the planner's fallback: the sketch would not beat it)"
         out = {
-            "protocol": f"private auction + {sketch}",
+            "protocol": protocol,
             "accessed": int(res.accessed),
             "note": (
                 f"digits, 5 owners, {size} points; exact = non-private greedy; "
