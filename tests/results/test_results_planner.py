@@ -119,6 +119,21 @@ def test_method_auto_takes_the_planners_choice():
     assert est.protocol == best.protocol and est.params["domain_size"] == best.params["domain_size"]
 
 
+@pytest.mark.parametrize(
+    "n,m,expected",
+    [(20000, 1, "exponential"), (20000, 3, "joint"), (60000, 3, "independent"), (20000, 20, "tree")],
+)
+def test_quantile_method_auto_takes_the_planners_choice(n, m, expected):
+    x = np.random.default_rng(0).random(n)
+    qs = list(np.arange(1, m + 1) / (m + 1))
+    best = privstats.plan("quantiles", n=n, epsilon=1.0, bounds=(0, 1), q=qs, model="central").best
+    est = privstats.quantiles(x, qs, epsilon=1.0, bounds=(0, 1), rng=1)
+    planned = {"independent-exponential": "independent", "joint-exponential": "joint"}.get(
+        best.protocol, "tree" if best.protocol.endswith("algorithm1") else best.protocol
+    )
+    assert est.params["method"] == planned == expected
+
+
 def test_useless_result_warns_with_the_needed_n_or_epsilon():
     with pytest.warns(UselessResultWarning, match=r"n >= .* or epsilon >= "):
         privstats.plan("kendall_tau", n=100, epsilon=0.01)
