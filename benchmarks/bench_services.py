@@ -36,6 +36,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "services"))
 
 BATCH = 1000
+MIN_BATCH = 5000  # the shuffle task's minimum batch
 
 
 def floor(db_url: str, ids: list[bytes], payloads: list[bytes], task_id: bytes) -> float:
@@ -163,7 +164,7 @@ def bench_shuffle(tmp: Path, n: int) -> dict:
         "--delta",
         "1e-6",
         "--min-batch",
-        "5000",
+        str(MIN_BATCH),
         "--shuffler",
         f"http://127.0.0.1:{sp}",
         "--analyzer",
@@ -182,9 +183,16 @@ def bench_shuffle(tmp: Path, n: int) -> dict:
         up, _ = upload_all(
             sh.url, client.task.task_id, load_secrets(task, "client").token("upload"), bodies, 1
         )
-        while client.status("analyzer")["n_reports"] < n:
+        # the shuffler forwards batches of >= min_batch reports: the last < min_batch wait for more
+        while True:
+            got, pending = (
+                client.status("analyzer")["n_reports"],
+                client.status("shuffler")["pending_reports"],
+            )
+            if got + pending >= n and pending < MIN_BATCH:
+                break
             time.sleep(0.05)
-        rate = n / (time.perf_counter() - t0)
+        rate = got / (time.perf_counter() - t0)
     finally:
         sh.stop()
         an.stop()
