@@ -654,6 +654,19 @@ def _plan_auc_central(*, n, epsilon, n_pos=None, **_):
     return Option("central", "central-exact", {"sensitivity": sens}, _central_std(sens, epsilon))
 
 
+def _pairs_option(P: int, stderr: float, note: str = "") -> Option:
+    """The secure model's pairs protocol (2PC sessions: no fixed bit cost) with P permutations."""
+    return Option(
+        "secure",
+        "ustat-pairs",
+        {"P": P},
+        stderr,
+        messages_per_user=float(P),
+        bits_per_user=math.nan,
+        note=note,
+    )
+
+
 @register("auc", "secure", "ustat-pairs")
 def _plan_auc_pairs(*, n, epsilon, n_pos=None, zeta=None, P=None, **_):
     """Protocol C (bipartite pairs, Laplace in 2PC); ζ₂ = 1/4 (the kernel's worst-case variance)."""
@@ -667,15 +680,7 @@ def _plan_auc_pairs(*, n, epsilon, n_pos=None, zeta=None, P=None, **_):
     )
     z2 = 0.25 if zeta is None else float(zeta[1])
     var = proto.two_sample_variance(n_pos, n_neg, 0.0, 0.0, z2)
-    return Option(
-        "secure",
-        "ustat-pairs",
-        {"P": P},
-        math.sqrt(var),
-        messages_per_user=float(P),
-        bits_per_user=math.nan,
-        note="pairs of users run 2PC; ζ worst case",
-    )
+    return _pairs_option(P, math.sqrt(var), note="pairs of users run 2PC; ζ worst case")
 
 
 @register("auc", "local", "ustat-quantized")
@@ -806,14 +811,7 @@ def _plan_gmd_pairs(*, n, epsilon, bounds=None, P=None, zeta=None, **_):
     P = _resolve_P(P, epsilon, n, (0.0, 1.0), "laplace", zeta)
     proto = PairsProtocol(lambda a_, b_: a_, epsilon=epsilon, P=P, kernel_range=(0.0, 1.0))
     z1, z2 = (0.0, 0.25) if zeta is None else (float(zeta[0]), float(zeta[1]))
-    return Option(
-        "secure",
-        "ustat-pairs",
-        {"P": P},
-        w * math.sqrt(proto.variance(n, z1, z2)),
-        messages_per_user=float(P),
-        bits_per_user=math.nan,
-    )
+    return _pairs_option(P, w * math.sqrt(proto.variance(n, z1, z2)))
 
 
 @register("gini_mean_difference", "local", "ustat-quantized")
@@ -848,14 +846,7 @@ def _plan_collision_pairs(*, n, epsilon, P=None, zeta=None, domain_size=None, **
     proto = PairsProtocol(lambda a_, b_: a_, epsilon=epsilon, P=P, kernel_range=(0.0, 1.0), mechanism="rr")
     c = 1.0 / domain_size if domain_size else 0.5
     z1, z2 = (0.0, c * (1 - c)) if zeta is None else (float(zeta[0]), float(zeta[1]))
-    return Option(
-        "secure",
-        "ustat-pairs",
-        {"P": P},
-        math.sqrt(proto.variance(n, z1, z2)),
-        messages_per_user=float(P),
-        bits_per_user=math.nan,
-    )
+    return _pairs_option(P, math.sqrt(proto.variance(n, z1, z2)))
 
 
 @register("collision_probability", "local", "ustat-quantized")
@@ -970,13 +961,9 @@ def _plan_ustat_pairs(*, n, epsilon, kernel_range=None, kernel=None, P=None, zet
     proto = PairsProtocol(lambda a_, b_: a_, epsilon=epsilon, P=P, kernel_range=kr)
     z2 = (kr[1] - kr[0]) ** 2 / 4
     z1, z2 = (z2 / 2, z2) if zeta is None else (float(zeta[0]), float(zeta[1]))
-    return Option(
-        "secure",
-        "ustat-pairs",
-        {"P": P},
+    return _pairs_option(
+        P,
         math.sqrt(proto.variance(n, z1, z2)),
-        messages_per_user=float(P),
-        bits_per_user=math.nan,
         note="worst case over kernels with this range" if zeta is None else "",
     )
 
