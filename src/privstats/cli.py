@@ -229,10 +229,16 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--bounds", nargs=2, type=float, metavar=("LO", "HI"), help="public bounds of the values")
     pl.add_argument("--model", choices=["local", "shuffle", "secure", "central"], help="keep one trust model")
     pl.add_argument(
-        "--domain-size", type=int, metavar="D", help="frequencies, collision_probability: domain size"
+        "--domain-size",
+        type=int,
+        metavar="D",
+        help="frequencies, range_counts, heavy_hitters, collision_probability: domain size",
     )
     pl.add_argument(
         "--positives", type=float, metavar="N1", help="auc, roc_curve: number of positives (default n/2)"
+    )
+    pl.add_argument(
+        "--kernel-range", nargs=2, type=float, metavar=("LO", "HI"), help="ustatistic: the kernel's range"
     )
     pl.add_argument("--json", action="store_true", help="machine-readable output")
 
@@ -664,6 +670,12 @@ def _plan(args) -> int:
         options.update(domain=args.domain_size, domain_size=args.domain_size)
     if args.positives is not None:
         options["n_pos"] = int(args.positives)
+    if args.kernel_range is not None:
+        if not args.kernel_range[0] < args.kernel_range[1]:
+            raise CLIError(
+                f"--kernel-range: LO must be < HI, got {args.kernel_range[0]} {args.kernel_range[1]}"
+            )
+        options["kernel_range"] = tuple(args.kernel_range)
     if args.bounds is not None and not args.bounds[0] < args.bounds[1]:
         raise CLIError(f"--bounds: LO must be < HI, got {args.bounds[0]} {args.bounds[1]}")
     with warnings.catch_warnings(record=True) as caught:
@@ -697,9 +709,18 @@ def _plan(args) -> int:
         )
         return 0
     if not len(p):
+        from privstats.plan import SUPPORTED
+
+        need = []
+        if args.statistic == "ustatistic" and args.kernel_range is None:
+            need.append("ustatistic needs --kernel-range LO HI, the kernel's range")
+        if args.statistic in ("frequencies", "range_counts", "heavy_hitters") and args.domain_size is None:
+            need.append(f"{args.statistic} needs --domain-size D")
+        if not args.delta and "shuffle" in SUPPORTED[args.statistic]:
+            need.append("shuffle-model protocols need --delta")
         print(
             f"no protocol computes {args.statistic} with these parameters"
-            + ("" if args.delta else " (shuffle-model protocols need --delta)")
+            + (f" ({'; '.join(need)})" if need else "")
         )
         return 0
     print(p.table())

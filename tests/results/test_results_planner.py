@@ -161,3 +161,8 @@ def test_plan_cli_table_and_json():
         run("frequencies", "--n", "1000", "--epsilon", "1", "--domain-size", "8", "--json").stdout
     )
     assert math.isfinite(rows["options"][0]["stderr"])
+    # what a plan lacks is named: ustatistic's kernel range, the domain of the frequency statistics
+    assert "--kernel-range" in run("ustatistic", "--n", "1000", "--epsilon", "1").stdout
+    ok = run("ustatistic", "--n", "1000", "--epsilon", "1", "--kernel-range", "0", "1").stdout
+    assert ok.splitlines()[2].split()[0] == "central"
+    assert "--domain-size" in run("heavy_hitters", "--n", "1000", "--epsilon", "1").stdout

@@ -717,15 +717,21 @@ def _plan_heavy(model: str, *, n, epsilon, delta=0.0, domain=None, count=None, *
         return None
     c = 5 * base * scale if count is None else float(count)
     noise = _leaf_se(model, B, m, epsilon, delta, c / scale) * scale
-    msgs = {"central": 0.0, "local": 1.0}.get(model)
-    if msgs is None:
-        msgs = float(HadamardMultiMessage(B, n=m, epsilon=epsilon, delta=delta).messages_per_user)
+    msgs, bits = 0.0, 0.0  # the leaf level's protocol: the widest a user can be asked to run
+    if model == "local":
+        from privstats.local.choose import make_oracle
+
+        msgs, bits = 1.0, float(make_oracle("auto", B, epsilon).bits_per_user)
+    elif model == "shuffle":
+        proto = HadamardMultiMessage(B, n=m, epsilon=epsilon, delta=delta)
+        msgs, bits = float(proto.messages_per_user), float(proto.bits_per_user)
     return Option(
         model,
         f"prefix-tree-{model}",
         {"levels": L, "threshold": round(5 * base * scale, 3)},
         math.sqrt(noise**2 + c * (1 - min(c / n, 1.0)) * (scale - 1)),
         messages_per_user=msgs,
+        bits_per_user=bits,
         delta=delta if model == "shuffle" else 0.0,
     )
 
