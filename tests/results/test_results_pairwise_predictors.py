@@ -39,3 +39,17 @@ def test_auto_oracle_of_one_sample_kernels_has_the_smaller_exact_variance():
     est = privstats.gini_mean_difference(x, epsilon=1.0, bounds=(0, 1), model="local", bins=k, rng=1)
     assert est.params["oracle"] == min(var, key=var.get)
     assert est.stderr**2 == pytest.approx(min(var.values()), rel=0.1)  # plug-in near the exact variance
+
+
+@pytest.mark.parametrize("d,expected", [(8, "grr"), (64, "oue")])
+def test_collision_probability_oracle_by_exact_variance(d, expected):
+    """Small domains: k-RR's identity-kernel variance is 4-13x below OUE's (the generic rule took OUE)."""
+    n = 20_000
+    h = np.full(d, n / d)
+    var = {o: QuantizedUStat(K.CollisionOperator(d), 1.0, o).conditional_variance(h) for o in ("grr", "oue")}
+    assert min(var, key=var.get) == expected
+    x = np.random.default_rng(0).integers(0, d, n)
+    est = privstats.collision_probability(x, domain_size=d, epsilon=1.0, model="local", rng=1)
+    plan = privstats.plan("collision_probability", n=n, epsilon=1.0, domain_size=d, model="local").best
+    assert est.params["oracle"] == plan.params["oracle"] == expected
+    assert plan.stderr**2 == pytest.approx(var[expected])

@@ -854,7 +854,9 @@ def _plan_collision_local(*, n, epsilon, domain_size=None, oracle="auto", **_):
     if not domain_size:
         return None
     d = int(domain_size)
-    orc = _pick_oracle(oracle, n, epsilon, d)
+    if d > STRUCTURED_MAX_CATEGORIES:
+        return None
+    orc = _pick_kernel_oracle(oracle, n, epsilon, K.CollisionOperator(d))
     if d > (DENSE_MAX_CATEGORIES if orc == "hr" else STRUCTURED_MAX_CATEGORIES):
         return None
     proto = QuantizedUStat(K.CollisionOperator(d), epsilon, orc)
@@ -1580,7 +1582,8 @@ def collision_probability(
         )
         est = (value, var, "ustat-pairs", proto.params, float(P), None, {**info, **_backend_info([be], P)[1]})
     else:
-        orc = _pick_oracle(oracle, n, epsilon, d)
+        _check_structured(d, "domain_size", oracle if oracle != "auto" else "grr")
+        orc = _pick_kernel_oracle(oracle, n, epsilon, K.CollisionOperator(d))
         _check_structured(d, "domain_size", orc)
         proto, value, var, _ = _run_quantized(K.CollisionOperator(d), xs, epsilon, orc, rng)
         est = (value, var, "ustat-quantized", {"domain_size": d, "oracle": orc}, 1.0, proto.bits_per_user, {})
