@@ -1135,17 +1135,17 @@ def _tree_quantile_rmse(model: str, n: int, epsilon: float, grid: int, qs: tuple
         hh = local_hierarchy(grid, epsilon, n, "auto")
     else:
         mech = choose_mechanism(grid, epsilon, "replace", "auto")
-        prefix = np.cumsum(counts)
+        stat = mech.statistic(np.cumsum(counts))
+        shares = 2 if model == "secure" else 1  # the secure model opens two full noise shares
+        # every draw's node noise at once, by the simulation sampler (a prediction: no data involved)
+        noise = _dlap_sim(gen, float(mech.scale), (errs.shape[0], shares, mech.n_nodes)).sum(axis=1)
     for r in range(errs.shape[0]):  # a few hundred draws of the aggregate, not per user
         if model == "local":
             state = hh.simulate_counts(counts, gen)
             y = hh.node_estimates(state)
             F = np.cumsum(hh.consistent_leaves(n, y, hh.level_variances(n, state.level_sizes))[-1])[:grid]
         else:
-            noisy = mech.release(prefix, rng=gen)
-            if model == "secure":  # a second full noise share
-                noisy = noisy + (mech.release(prefix, rng=gen) - mech.statistic(prefix))
-            F = mech.estimate_counts(noisy, n)[:grid]
+            F = mech.estimate_counts(stat + mech.noise_to_statistic(noise[r]), n)[:grid]
         errs[r] = inverse_ecdf(t, smooth(F / n, "isotonic"), q) - truth
     # Algorithm 1 returns a cell's upper edge: the sample quantile sits uniformly inside that cell
     return float(np.sqrt(np.mean(errs**2) + 1.0 / (3.0 * grid**2)))
@@ -1258,26 +1258,24 @@ def _hl_cut_variance(n: int, pi: np.ndarray, d2: np.ndarray, depth: int, se_f: f
 
 @lru_cache(maxsize=64)
 def _hl_central_rmse(n: int, epsilon: float, groups: int, depth: int, pi: tuple[float, ...]) -> float:
-    """RMS error of the debiased H: the released sums drawn 4000 times from their law (residuals
-    d ~ N(0, n_g π(1−π)) of a calibrated model, Laplace noise of the sums' variances, E floored as
+    """RMS error of the debiased H: the released sums drawn 4000 times from their law (positives per
+    group Binomial(n_g, π) of a calibrated model, the sums' discrete Laplace noise, E floored as
     :func:`hosmer_lemeshow` does) with a fixed seed — the 1/E nonlinearity at small expected
     counts has no closed form — plus the private cuts' share (:func:`_hl_cut_variance`)."""
     acc = hosmer_lemeshow_accounting(epsilon, depth, "split")
-    var_o = discrete_laplace_variance(float(acc["scale_observed"]))
-    var_e = discrete_laplace_variance(float(acc["scale_expected_steps"])) / HL_STEPS**2
+    scale_e, scale_o = float(acc["scale_expected_steps"]), float(acc["scale_observed"])
+    var_noise = discrete_laplace_variance(scale_o) + discrete_laplace_variance(scale_e) / HL_STEPS**2
     p = np.asarray(pi)
-    size = np.full(groups, n / groups)
+    size = max(round(n / groups), 1)
     e1, e0, d2 = size * p, size * (1 - p), size * p * (1 - p)
     g = np.random.default_rng(20261125)
-    d = g.normal(0.0, np.sqrt(d2), (4000, groups))
+    d = g.binomial(size, p, (4000, groups)) - e1  # O1 − E1 of calibrated data
     true = _hl_statistic(e1, e0, e1 + d, e0 - d, 0.5)
-
-    def lap(var):
-        return g.laplace(0.0, math.sqrt(var / 2), (4000, groups))
-
-    E1n, E0n = e1 + lap(var_e), e0 + lap(var_e)
-    H = _hl_statistic(E1n, E0n, e1 + d + lap(var_o), e0 - d + lap(var_o), 0.5)
-    H = H - (var_o + var_e) * np.sum(1 / np.maximum(np.c_[E1n, E0n], 0.5), axis=1)
+    ne = _dlap_sim(g, scale_e, (4000, 2, groups)) / HL_STEPS
+    no = _dlap_sim(g, scale_o, (4000, 2, groups))
+    E1n, E0n = e1 + ne[:, 0], e0 + ne[:, 1]
+    H = _hl_statistic(E1n, E0n, e1 + d + no[:, 0], e0 - d + no[:, 1], 0.5)
+    H = H - var_noise * np.sum(1 / np.maximum(np.c_[E1n, E0n], 0.5), axis=1)
     _, se_f = _central_curve(n, float(acc["epsilon_quantile"]), 1 << depth)
     return math.sqrt(float(np.mean((H - true) ** 2)) + _hl_cut_variance(n, p, d2, depth, se_f))
 

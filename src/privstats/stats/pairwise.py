@@ -1582,9 +1582,8 @@ def collision_probability(
         )
         est = (value, var, "ustat-pairs", proto.params, float(P), None, {**info, **_backend_info([be], P)[1]})
     else:
-        _check_structured(d, "domain_size", oracle if oracle != "auto" else "grr")
+        _check_structured(d, "domain_size", oracle)  # before the choice: it scores O(d) histograms
         orc = _pick_kernel_oracle(oracle, n, epsilon, K.CollisionOperator(d))
-        _check_structured(d, "domain_size", orc)
         proto, value, var, _ = _run_quantized(K.CollisionOperator(d), xs, epsilon, orc, rng)
         est = (value, var, "ustat-quantized", {"domain_size": d, "oracle": orc}, 1.0, proto.bits_per_user, {})
     value, var, protocol, params, msgs, bits, details = est
