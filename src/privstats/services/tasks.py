@@ -130,6 +130,7 @@ class Task:
     hpke_keys: dict = field(default_factory=dict)
     max_request_bytes: int = 16 << 20
     extra: dict = field(default_factory=dict)
+    dap: dict = field(default_factory=dict)  # DAP-09 deployment (privstats.services.dap.task)
     version: int = TASK_FORMAT_VERSION
 
     # ---- views ----------------------------------------------------------------------------------------

@@ -1,0 +1,553 @@
+"""DAP-09 messages (draft-ietf-ppm-dap-09, TLS presentation language) and their binary encodings.
+
+Each message is a frozen dataclass with ``encode() -> bytes`` and ``decode(data) -> message``;
+``decode`` refuses trailing bytes, truncation and out-of-range enums with :class:`DecodeError`
+(a ``ValueError``), which the servers answer with an ``invalidMessage`` problem document.  Only the
+``time_interval`` query type is implemented; VDAF payloads (public shares, input shares, prep
+shares, prep messages, aggregate shares) stay opaque byte strings here.
+
+>>> md = ReportMetadata(bytes(16), 1_700_000_000)
+>>> ReportMetadata.decode(md.encode()) == md
+True
+>>> Interval.decode(Interval(3600, 7200).encode())
+Interval(start=3600, duration=7200)
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+__all__ = [
+    "AGGREGATE_SHARE",
+    "AGGREGATE_SHARE_REQ",
+    "AGG_JOB_INIT_REQ",
+    "AGG_JOB_RESP",
+    "COLLECTION",
+    "COLLECT_REQ",
+    "HPKE_CONFIG_LIST",
+    "REPORT",
+    "TIME_INTERVAL",
+    "AggregateShareAad",
+    "AggregateShareReq",
+    "AggregationJobInitReq",
+    "AggregationJobResp",
+    "Collection",
+    "CollectionReq",
+    "DecodeError",
+    "HpkeCiphertext",
+    "HpkeConfig",
+    "InputShareAad",
+    "Interval",
+    "PingPong",
+    "PlaintextInputShare",
+    "PrepareInit",
+    "PrepareResp",
+    "Report",
+    "ReportMetadata",
+    "ReportShare",
+    "Role",
+    "batch_selector",
+    "decode_hpke_config_list",
+    "encode_hpke_config_list",
+]
+
+DAP_VERSION = "dap-09"
+HPKE_CONFIG_LIST = "application/dap-hpke-config-list"
+REPORT = "application/dap-report"
+AGG_JOB_INIT_REQ = "application/dap-aggregation-job-init-req"
+AGG_JOB_RESP = "application/dap-aggregation-job-resp"
+AGGREGATE_SHARE_REQ = "application/dap-aggregate-share-req"
+AGGREGATE_SHARE = "application/dap-aggregate-share"
+COLLECT_REQ = "application/dap-collect-req"
+COLLECTION = "application/dap-collection"
+
+TIME_INTERVAL = 1  # QueryType; fixed_size (2) is not implemented
+
+
+class Role:
+    """DAP roles (the byte that enters HPKE info strings)."""
+
+    COLLECTOR, CLIENT, LEADER, HELPER = 0, 1, 2, 3
+
+
+class DecodeError(ValueError):
+    """A DAP message that does not parse (truncated, trailing bytes, bad enum, bad length)."""
+
+
+class Reader:
+    """Cursor over a byte string; every read checks the remaining length."""
+
+    def __init__(self, data: bytes):
+        self.data, self.pos = memoryview(bytes(data)), 0
+
+    def take(self, n: int) -> bytes:
+        if n < 0 or self.pos + n > len(self.data):
+            raise DecodeError(f"message truncated at byte {self.pos} (needs {n} more)")
+        out = bytes(self.data[self.pos : self.pos + n])
+        self.pos += n
+        return out
+
+    def u8(self) -> int:
+        return self.take(1)[0]
+
+    def u16(self) -> int:
+        return int(struct.unpack(">H", self.take(2))[0])
+
+    def u32(self) -> int:
+        return int(struct.unpack(">I", self.take(4))[0])
+
+    def u64(self) -> int:
+        return int(struct.unpack(">Q", self.take(8))[0])
+
+    def opaque16(self) -> bytes:
+        return self.take(self.u16())
+
+    def opaque32(self) -> bytes:
+        return self.take(self.u32())
+
+    def sub32(self) -> Reader:
+        """A reader over a 32-bit-length-prefixed vector (of structures)."""
+        return Reader(self.opaque32())
+
+    def sub16(self) -> Reader:
+        return Reader(self.opaque16())
+
+    @property
+    def done(self) -> bool:
+        return self.pos == len(self.data)
+
+    def end(self) -> None:
+        if not self.done:
+            raise DecodeError(f"{len(self.data) - self.pos} trailing bytes")
+
+
+def u8(v: int) -> bytes:
+    return struct.pack(">B", v)
+
+
+def u16(v: int) -> bytes:
+    return struct.pack(">H", v)
+
+
+def u32(v: int) -> bytes:
+    return struct.pack(">I", v)
+
+
+def u64(v: int) -> bytes:
+    return struct.pack(">Q", v)
+
+
+def opaque16(b: bytes) -> bytes:
+    if len(b) >= 1 << 16:
+        raise ValueError("opaque<0..2^16-1> value too long")
+    return u16(len(b)) + bytes(b)
+
+
+def opaque32(b: bytes) -> bytes:
+    if len(b) >= 1 << 32:
+        raise ValueError("opaque<0..2^32-1> value too long")
+    return u32(len(b)) + bytes(b)
+
+
+def _whole(cls, data: bytes):
+    r = Reader(data)
+    out = cls.read(r)
+    r.end()
+    return out
+
+
+@dataclass(frozen=True)
+class Interval:
+    """``[start, start + duration)`` in seconds since the epoch."""
+
+    start: int
+    duration: int
+
+    def encode(self) -> bytes:
+        return u64(self.start) + u64(self.duration)
+
+    @classmethod
+    def read(cls, r: Reader) -> Interval:
+        return cls(r.u64(), r.u64())
+
+    @classmethod
+    def decode(cls, data: bytes) -> Interval:
+        return _whole(cls, data)
+
+
+@dataclass(frozen=True)
+class HpkeConfig:
+    """An aggregator's (or the collector's) HPKE public key and its algorithm ids."""
+
+    id: int
+    kem_id: int
+    kdf_id: int
+    aead_id: int
+    public_key: bytes
+
+    def encode(self) -> bytes:
+        return (
+            u8(self.id) + u16(self.kem_id) + u16(self.kdf_id) + u16(self.aead_id) + opaque16(self.public_key)
+        )
+
+    @classmethod
+    def read(cls, r: Reader) -> HpkeConfig:
+        return cls(r.u8(), r.u16(), r.u16(), r.u16(), r.opaque16())
+
+    @classmethod
+    def decode(cls, data: bytes) -> HpkeConfig:
+        return _whole(cls, data)
+
+
+def encode_hpke_config_list(configs: list[HpkeConfig]) -> bytes:
+    """``HpkeConfig configs<1..2^16-1>`` — the body of ``GET /hpke_config``."""
+    return opaque16(b"".join(c.encode() for c in configs))
+
+
+def decode_hpke_config_list(data: bytes) -> list[HpkeConfig]:
+    r = Reader(data)
+    sub = r.sub16()
+    r.end()
+    out = []
+    while not sub.done:
+        out.append(HpkeConfig.read(sub))
+    if not out:
+        raise DecodeError("empty HpkeConfigList")
+    return out
+
+
+@dataclass(frozen=True)
+class HpkeCiphertext:
+    config_id: int
+    enc: bytes
+    payload: bytes
+
+    def encode(self) -> bytes:
+        return u8(self.config_id) + opaque16(self.enc) + opaque32(self.payload)
+
+    @classmethod
+    def read(cls, r: Reader) -> HpkeCiphertext:
+        return cls(r.u8(), r.opaque16(), r.opaque32())
+
+    @classmethod
+    def decode(cls, data: bytes) -> HpkeCiphertext:
+        return _whole(cls, data)
+
+
+@dataclass(frozen=True)
+class ReportMetadata:
+    report_id: bytes
+    time: int
+
+    def encode(self) -> bytes:
+        return bytes(self.report_id) + u64(self.time)
+
+    @classmethod
+    def read(cls, r: Reader) -> ReportMetadata:
+        return cls(r.take(16), r.u64())
+
+    @classmethod
+    def decode(cls, data: bytes) -> ReportMetadata:
+        return _whole(cls, data)
+
+
+@dataclass(frozen=True)
+class Report:
+    """A client's upload (``PUT /tasks/{task-id}/reports``)."""
+
+    metadata: ReportMetadata
+    public_share: bytes
+    leader_share: HpkeCiphertext
+    helper_share: HpkeCiphertext
+
+    def encode(self) -> bytes:
+        return (
+            self.metadata.encode()
+            + opaque32(self.public_share)
+            + self.leader_share.encode()
+            + self.helper_share.encode()
+        )
+
+    @classmethod
+    def read(cls, r: Reader) -> Report:
+        return cls(ReportMetadata.read(r), r.opaque32(), HpkeCiphertext.read(r), HpkeCiphertext.read(r))
+
+    @classmethod
+    def decode(cls, data: bytes) -> Report:
+        return _whole(cls, data)
+
+
+@dataclass(frozen=True)
+class PlaintextInputShare:
+    """What an input share ciphertext opens to: extensions (raw encoded list) and the VDAF payload."""
+
+    extensions: bytes
+    payload: bytes
+
+    def encode(self) -> bytes:
+        return opaque16(self.extensions) + opaque32(self.payload)
+
+    @classmethod
+    def read(cls, r: Reader) -> PlaintextInputShare:
+        return cls(r.opaque16(), r.opaque32())
+
+    @classmethod
+    def decode(cls, data: bytes) -> PlaintextInputShare:
+        return _whole(cls, data)
+
+
+@dataclass(frozen=True)
+class InputShareAad:
+    task_id: bytes
+    metadata: ReportMetadata
+    public_share: bytes
+
+    def encode(self) -> bytes:
+        return bytes(self.task_id) + self.metadata.encode() + opaque32(self.public_share)
+
+
+def input_share_info(server_role: int) -> bytes:
+    """HPKE info of an input share: ``"dap-09 input share" || client || server_role``."""
+    return f"{DAP_VERSION} input share".encode() + bytes([Role.CLIENT, server_role])
+
+
+def aggregate_share_info(server_role: int) -> bytes:
+    """HPKE info of an aggregate share: ``"dap-09 aggregate share" || server_role || collector``."""
+    return f"{DAP_VERSION} aggregate share".encode() + bytes([server_role, Role.COLLECTOR])
+
+
+def batch_selector(interval: Interval) -> bytes:
+    """A time-interval ``BatchSelector`` (also the encoding of a time-interval ``Query``)."""
+    return u8(TIME_INTERVAL) + interval.encode()
+
+
+def read_batch_selector(r: Reader) -> Interval:
+    qt = r.u8()
+    if qt != TIME_INTERVAL:
+        raise DecodeError(f"query type {qt} is not time_interval (1)")
+    return Interval.read(r)
+
+
+@dataclass(frozen=True)
+class AggregateShareAad:
+    task_id: bytes
+    agg_param: bytes
+    interval: Interval
+
+    def encode(self) -> bytes:
+        return bytes(self.task_id) + opaque32(self.agg_param) + batch_selector(self.interval)
+
+
+@dataclass(frozen=True)
+class PingPong:
+    """VDAF ping-pong message: type 0 initialize (prep_share), 1 continue (prep_msg, prep_share),
+    2 finish (prep_msg)."""
+
+    kind: int
+    prep_msg: bytes = b""
+    prep_share: bytes = b""
+
+    INITIALIZE, CONTINUE, FINISH = 0, 1, 2
+
+    def encode(self) -> bytes:
+        if self.kind == self.INITIALIZE:
+            return u8(0) + opaque32(self.prep_share)
+        if self.kind == self.CONTINUE:
+            return u8(1) + opaque32(self.prep_msg) + opaque32(self.prep_share)
+        return u8(2) + opaque32(self.prep_msg)
+
+    @classmethod
+    def decode(cls, data: bytes) -> PingPong:
+        r = Reader(data)
+        kind = r.u8()
+        if kind == cls.INITIALIZE:
+            out = cls(kind, prep_share=r.opaque32())
+        elif kind == cls.CONTINUE:
+            out = cls(kind, prep_msg=r.opaque32(), prep_share=r.opaque32())
+        elif kind == cls.FINISH:
+            out = cls(kind, prep_msg=r.opaque32())
+        else:
+            raise DecodeError(f"ping-pong message type {kind} unknown")
+        r.end()
+        return out
+
+
+@dataclass(frozen=True)
+class ReportShare:
+    metadata: ReportMetadata
+    public_share: bytes
+    encrypted_input_share: HpkeCiphertext
+
+    def encode(self) -> bytes:
+        return self.metadata.encode() + opaque32(self.public_share) + self.encrypted_input_share.encode()
+
+    @classmethod
+    def read(cls, r: Reader) -> ReportShare:
+        return cls(ReportMetadata.read(r), r.opaque32(), HpkeCiphertext.read(r))
+
+
+@dataclass(frozen=True)
+class PrepareInit:
+    report_share: ReportShare
+    payload: bytes  # an encoded PingPong (initialize) message
+
+    def encode(self) -> bytes:
+        return self.report_share.encode() + opaque32(self.payload)
+
+    @classmethod
+    def read(cls, r: Reader) -> PrepareInit:
+        return cls(ReportShare.read(r), r.opaque32())
+
+
+@dataclass(frozen=True)
+class AggregationJobInitReq:
+    """Leader → helper, ``PUT /tasks/{task-id}/aggregation_jobs/{job-id}`` (time-interval tasks)."""
+
+    agg_param: bytes
+    prepare_inits: tuple[PrepareInit, ...]
+
+    def encode(self) -> bytes:
+        inits = b"".join(p.encode() for p in self.prepare_inits)
+        return opaque32(self.agg_param) + u8(TIME_INTERVAL) + opaque32(inits)
+
+    @classmethod
+    def decode(cls, data: bytes) -> AggregationJobInitReq:
+        r = Reader(data)
+        agg_param = r.opaque32()
+        qt = r.u8()
+        if qt != TIME_INTERVAL:
+            raise DecodeError(f"partial batch selector type {qt} is not time_interval (1)")
+        sub = r.sub32()
+        r.end()
+        inits = []
+        while not sub.done:
+            inits.append(PrepareInit.read(sub))
+        if not inits:
+            raise DecodeError("an aggregation job needs at least one report")
+        return cls(agg_param, tuple(inits))
+
+
+@dataclass(frozen=True)
+class PrepareResp:
+    """Per report: state 0 continue (payload: PingPong), 1 finished, 2 reject (``error``)."""
+
+    report_id: bytes
+    state: int
+    payload: bytes = b""
+    error: int = 0
+
+    CONTINUE, FINISHED, REJECT = 0, 1, 2
+
+    def encode(self) -> bytes:
+        head = bytes(self.report_id) + u8(self.state)
+        if self.state == self.CONTINUE:
+            return head + opaque32(self.payload)
+        if self.state == self.REJECT:
+            return head + u8(self.error)
+        return head
+
+    @classmethod
+    def read(cls, r: Reader) -> PrepareResp:
+        rid, state = r.take(16), r.u8()
+        if state == cls.CONTINUE:
+            return cls(rid, state, payload=r.opaque32())
+        if state == cls.FINISHED:
+            return cls(rid, state)
+        if state == cls.REJECT:
+            return cls(rid, state, error=r.u8())
+        raise DecodeError(f"prepare response state {state} unknown")
+
+
+class PrepareError:
+    """``PrepareError`` codes of DAP-09."""
+
+    BATCH_COLLECTED, REPORT_REPLAYED, REPORT_DROPPED, HPKE_UNKNOWN_CONFIG_ID = 0, 1, 2, 3
+    HPKE_DECRYPT_ERROR, VDAF_PREP_ERROR, BATCH_SATURATED, TASK_EXPIRED = 4, 5, 6, 7
+    INVALID_MESSAGE, REPORT_TOO_EARLY = 8, 9
+
+
+@dataclass(frozen=True)
+class AggregationJobResp:
+    prepare_resps: tuple[PrepareResp, ...]
+
+    def encode(self) -> bytes:
+        return opaque32(b"".join(p.encode() for p in self.prepare_resps))
+
+    @classmethod
+    def decode(cls, data: bytes) -> AggregationJobResp:
+        r = Reader(data)
+        sub = r.sub32()
+        r.end()
+        out = []
+        while not sub.done:
+            out.append(PrepareResp.read(sub))
+        return cls(tuple(out))
+
+
+@dataclass(frozen=True)
+class CollectionReq:
+    """Collector → leader, ``PUT /tasks/{task-id}/collection_jobs/{job-id}``."""
+
+    interval: Interval
+    agg_param: bytes = b""
+
+    def encode(self) -> bytes:
+        return batch_selector(self.interval) + opaque32(self.agg_param)
+
+    @classmethod
+    def decode(cls, data: bytes) -> CollectionReq:
+        r = Reader(data)
+        out = cls(read_batch_selector(r), r.opaque32())
+        r.end()
+        return out
+
+
+@dataclass(frozen=True)
+class Collection:
+    """Leader → collector: ``report_count`` here is *noisy* (see :mod:`privstats.services.dap.dp`)."""
+
+    report_count: int
+    interval: Interval
+    leader_share: HpkeCiphertext
+    helper_share: HpkeCiphertext
+
+    def encode(self) -> bytes:
+        return (
+            u8(TIME_INTERVAL)
+            + u64(self.report_count)
+            + self.interval.encode()
+            + self.leader_share.encode()
+            + self.helper_share.encode()
+        )
+
+    @classmethod
+    def decode(cls, data: bytes) -> Collection:
+        r = Reader(data)
+        if r.u8() != TIME_INTERVAL:
+            raise DecodeError("collection: partial batch selector is not time_interval")
+        out = cls(r.u64(), Interval.read(r), HpkeCiphertext.read(r), HpkeCiphertext.read(r))
+        r.end()
+        return out
+
+
+@dataclass(frozen=True)
+class AggregateShareReq:
+    """Leader → helper, ``POST /tasks/{task-id}/aggregate_shares``."""
+
+    interval: Interval
+    agg_param: bytes
+    report_count: int
+    checksum: bytes
+
+    def encode(self) -> bytes:
+        return (
+            batch_selector(self.interval) + opaque32(self.agg_param) + u64(self.report_count) + self.checksum
+        )
+
+    @classmethod
+    def decode(cls, data: bytes) -> AggregateShareReq:
+        r = Reader(data)
+        out = cls(read_batch_selector(r), r.opaque32(), r.u64(), r.take(32))
+        r.end()
+        return out

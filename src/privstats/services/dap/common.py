@@ -1,0 +1,164 @@
+"""What the DAP leader and helper apps share: problem documents, auth, the HPKE config endpoint,
+and the role's keys and VDAF.
+
+Problem documents (RFC 9457, ``application/problem+json``) carry ``type``
+``urn:ietf:params:ppm:dap:error:<name>`` for DAP's registered errors (privstats' own, such as an
+exhausted privacy budget, use ``https://privstats.dev/errors/<name>``), ``title``, ``status``,
+``detail`` and ``taskid`` (unpadded base64url) — ``@divviup/dap`` reads ``taskid`` and the type's
+last segment (``outdatedConfig`` makes it refetch keys and retry once).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from privstats.services.dap.codec import HPKE_CONFIG_LIST, HpkeConfig, encode_hpke_config_list
+from privstats.services.dap.task import DapTask, b64, unb64
+from privstats.services.security import check_bearer
+from privstats.services.tasks import RoleSecrets, Task
+
+__all__ = ["DapProblem", "RoleContext", "dap_app", "job_id_from_path"]
+
+DAP_ERRORS = {
+    "invalidMessage",
+    "unrecognizedTask",
+    "unrecognizedAggregationJob",
+    "outdatedConfig",
+    "reportRejected",
+    "reportTooEarly",
+    "batchInvalid",
+    "invalidBatchSize",
+    "batchQueriedTooManyTimes",
+    "batchMismatch",
+    "unauthorizedRequest",
+    "missingTaskID",
+    "stepMismatch",
+    "batchOverlap",
+}
+
+
+class DapProblem(Exception):
+    """An error answered as a problem document (``status``, DAP error ``name``, ``detail``)."""
+
+    def __init__(self, status: int, name: str, detail: str):
+        super().__init__(f"{status} {name}: {detail}")
+        self.status, self.name, self.detail = int(status), name, detail
+
+    def document(self, task_id: bytes | None) -> dict:
+        urn = (
+            f"urn:ietf:params:ppm:dap:error:{self.name}"
+            if self.name in DAP_ERRORS
+            else f"https://privstats.dev/errors/{self.name}"
+        )
+        doc: dict[str, Any] = {"type": urn, "title": self.name, "status": self.status, "detail": self.detail}
+        if task_id is not None:
+            doc["taskid"] = b64(task_id)
+        return doc
+
+
+def job_id_from_path(text: str, what: str = "job id") -> bytes:
+    """A 16-byte id from its unpadded base64url path segment (400 invalidMessage otherwise)."""
+    try:
+        raw = unb64(text, what)
+    except ValueError:
+        raw = b""
+    if len(raw) != 16 or b64(raw) != text:
+        raise DapProblem(400, "invalidMessage", f"{what} must be 16 bytes in unpadded base64url")
+    return raw
+
+
+@dataclass
+class RoleContext:
+    """One aggregator's view of its task: the DAP config, secrets, VDAF and storage."""
+
+    role: str  # "leader" | "helper"
+    dap: DapTask
+    secrets: RoleSecrets
+    vdaf: Any
+    store: Any  # DapStore
+    storage: Any  # foundation Storage (budget ledger)
+
+    @property
+    def config(self) -> HpkeConfig:
+        return self.dap.hpke_configs[self.role]
+
+    @property
+    def private_key(self) -> bytes:
+        return self.secrets.private_key_bytes
+
+    @property
+    def verify_key(self) -> bytes:
+        key = bytes.fromhex(self.secrets.token("verify"))
+        return key[: int(self.vdaf.VERIFY_KEY_SIZE)]
+
+    @property
+    def modulus(self) -> int:
+        return int(self.vdaf.field.MODULUS)
+
+    def check_auth(self, headers: Any, kind: str) -> None:
+        """Bearer ``kind`` token (``Authorization: Bearer`` or DAP's ``DAP-Auth-Token``)."""
+        auth = headers.get("authorization")
+        if auth is None and headers.get("dap-auth-token"):
+            auth = "Bearer " + headers.get("dap-auth-token")
+        if check_bearer(auth, self.secrets.token_hashes.get(kind)) != 200:
+            raise DapProblem(
+                401 if auth is None else 403, "unauthorizedRequest", f"a valid {kind} token is required"
+            )
+
+    def check_task(self, task_id_text: str) -> None:
+        if task_id_text != self.dap.task_id_b64:
+            raise DapProblem(404, "unrecognizedTask", "this aggregator does not serve that task")
+
+
+def build_context(role: str, task: Task, secrets: RoleSecrets, storage: Any) -> RoleContext:
+    from privstats.services.dap.store import DapStore
+
+    dap = DapTask.from_task(task)
+    if secrets.role != role:
+        raise ValueError(f"secrets: these are the {secrets.role} secrets, not the {role}'s")
+    vdaf = dap.vdaf()
+    store = DapStore(storage, dap.task_id, role, int(vdaf.field.MODULUS))
+    storage.ensure_budget(task.id_bytes, task.budget_value)
+    return RoleContext(role, dap, secrets, vdaf, store, storage)
+
+
+def request_hash(body: bytes) -> bytes:
+    return hashlib.sha256(body).digest()
+
+
+def dap_app(ctx: RoleContext, lifespan: Any = None):
+    """A FastAPI app with ``/healthz``, ``GET /hpke_config`` and the problem-document handler."""
+    from fastapi import Request
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import JSONResponse, Response
+
+    from privstats.services.app import role_app
+
+    app, _ = role_app(f"dap-{ctx.role}", ctx.dap.task_id_b64, ctx, lifespan=lifespan)
+
+    @app.exception_handler(DapProblem)
+    async def _problem(_request: Request, exc: DapProblem):
+        return JSONResponse(
+            exc.document(ctx.dap.task_id), status_code=exc.status, media_type="application/problem+json"
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_request: Request, exc: RequestValidationError):
+        doc = DapProblem(400, "invalidMessage", "malformed request").document(ctx.dap.task_id)
+        return JSONResponse(doc, status_code=400, media_type="application/problem+json")
+
+    @app.get("/hpke_config")
+    def hpke_config(request: Request):
+        task_id = request.query_params.get("task_id")
+        if not task_id:
+            raise DapProblem(400, "missingTaskID", "GET /hpke_config needs ?task_id=")
+        ctx.check_task(task_id)
+        return Response(
+            encode_hpke_config_list([ctx.config]),
+            media_type=HPKE_CONFIG_LIST,
+            headers={"Cache-Control": "max-age=86400", "Access-Control-Allow-Origin": "*"},
+        )
+
+    return app

@@ -1,0 +1,233 @@
+"""The DAP-09 helper: ``GET /hpke_config``, ``PUT /tasks/{task-id}/aggregation_jobs/{job-id}`` and
+``POST /tasks/{task-id}/aggregate_shares`` (both with the leader's ``forward`` token).
+
+What it refuses, as DAP-09 says (each report on its own, ``PrepareResp`` reject with the code):
+a report id it has prepared in any earlier job (``report_replayed`` — a leader cannot get a report
+prepared twice by renaming the job), a time in a collected interval (``batch_collected``), too far
+in the future (``report_too_early``) or past the expiry age (``report_dropped``), an unknown HPKE
+config (``hpke_unknown_config_id``), a share that does not open under its report's metadata and
+public share (``hpke_decrypt_error``), a malformed share or leader message (``invalid_message``), and
+a failed Prio3 check — crafted prep shares, tampered joint-randomness parts (``vdaf_prep_error``).
+A job id reused with a different request is a 409; the same request again gets the stored answer.
+
+The job's outcome (reports seen, bucket sums, the response) commits in one transaction before the
+201, so a helper killed at any point either never counted the job or answers its retry from the
+database.  Aggregate shares: the exact count and checksum must match the helper's own
+(``batchMismatch``), the batch must hold at least ``min_batch`` reports, an interval is released
+once (``batchQueriedTooManyTimes`` / ``batchOverlap``), the helper spends its own budget and adds its
+own noise, and a retried request gets the stored sealed share.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from privstats.services.dap.codec import (
+    AGG_JOB_RESP,
+    AGGREGATE_SHARE,
+    AggregateShareReq,
+    AggregationJobInitReq,
+    AggregationJobResp,
+    DecodeError,
+    InputShareAad,
+    PingPong,
+    PlaintextInputShare,
+    PrepareError,
+    PrepareInit,
+    PrepareResp,
+    Role,
+    input_share_info,
+)
+from privstats.services.dap.common import (
+    DapProblem,
+    RoleContext,
+    build_context,
+    dap_app,
+    job_id_from_path,
+    request_hash,
+)
+from privstats.services.dap.hpke import HPKEOpenError, open_
+from privstats.services.dap.store import report_checksum
+
+__all__ = ["create_helper_app", "handle_aggregate_share", "handle_job"]
+
+
+def _reject(rid: bytes, code: int) -> PrepareResp:
+    return PrepareResp(rid, PrepareResp.REJECT, error=code)
+
+
+def _prepare_one(ctx: RoleContext, init: PrepareInit, now: int) -> tuple[PrepareResp, Any]:
+    """The helper's answer for one report and its output share (None if rejected)."""
+    vdaf, dap = ctx.vdaf, ctx.dap
+    rs = init.report_share
+    rid, t = rs.metadata.report_id, rs.metadata.time
+    if t > now + dap.tolerable_clock_skew:
+        return _reject(rid, PrepareError.REPORT_TOO_EARLY), None
+    if t < now - dap.report_expiry_age:
+        return _reject(rid, PrepareError.REPORT_DROPPED), None
+    if rs.encrypted_input_share.config_id != ctx.config.id:
+        return _reject(rid, PrepareError.HPKE_UNKNOWN_CONFIG_ID), None
+    aad = InputShareAad(dap.task_id, rs.metadata, rs.public_share).encode()
+    try:
+        plain = open_(
+            ctx.private_key, ctx.config, rs.encrypted_input_share, input_share_info(Role.HELPER), aad
+        )
+    except HPKEOpenError:
+        return _reject(rid, PrepareError.HPKE_DECRYPT_ERROR), None
+    try:
+        pis = PlaintextInputShare.decode(plain)
+        if pis.extensions:
+            raise DecodeError("extensions are not supported")
+        public = vdaf.decode_public_share(rs.public_share)
+        share = vdaf.decode_input_share(1, pis.payload)
+        msg = PingPong.decode(init.payload)
+        if msg.kind != PingPong.INITIALIZE:
+            raise DecodeError("the leader's first message must be initialize")
+    except Exception:
+        return _reject(rid, PrepareError.INVALID_MESSAGE), None
+    try:
+        state, helper_share = vdaf.prep_init(ctx.verify_key, 1, None, rid, public, share)
+        leader_share = vdaf.decode_prep_share(state, msg.prep_share)
+        prep_msg = vdaf.prep_shares_to_prep(None, [leader_share, helper_share])
+        out = vdaf.prep_next(state, prep_msg)
+    except Exception:
+        return _reject(rid, PrepareError.VDAF_PREP_ERROR), None
+    payload = PingPong(PingPong.FINISH, prep_msg=vdaf.encode_prep_msg(prep_msg)).encode()
+    return PrepareResp(rid, PrepareResp.CONTINUE, payload=payload), out
+
+
+def _additions(ctx: RoleContext, accepted: list[tuple[bytes, int, Any]]) -> dict[int, tuple]:
+    tp, out = ctx.dap.time_precision, {}
+    groups: dict[int, list] = {}
+    for rid, t, share in accepted:
+        groups.setdefault(t - t % tp, []).append((rid, share))
+    for bucket, items in groups.items():
+        agg = list(ctx.vdaf.aggregate(None, [s for _, s in items]))
+        out[bucket] = (agg, len(items), report_checksum([rid for rid, _ in items]))
+
+    return out
+
+
+def handle_job(ctx: RoleContext, job_id: bytes, body: bytes, now: int | None = None) -> bytes:
+    """Answer an ``AggregationJobInitReq`` (encoded ``AggregationJobResp``), committing first."""
+    store = ctx.store
+    digest = request_hash(body)
+    with store.st.read() as conn:
+        prior = store.helper_job(conn, job_id)
+    if prior is not None:
+        if prior[0] != digest:
+            raise DapProblem(409, "invalidMessage", "this aggregation job id names another request")
+        return prior[1]
+    try:
+        req = AggregationJobInitReq.decode(body)
+    except DecodeError as exc:
+        raise DapProblem(400, "invalidMessage", f"aggregation job: {exc}") from None
+    if req.agg_param:
+        raise DapProblem(400, "invalidMessage", "Prio3 takes an empty aggregation parameter")
+    rids = [p.report_share.metadata.report_id for p in req.prepare_inits]
+    if len(set(rids)) != len(rids):
+        raise DapProblem(400, "invalidMessage", "a report id appears twice in the job")
+    now = int(time.time()) if now is None else now
+    for _attempt in range(3):
+        with store.st.read() as conn:
+            replayed = set(store.seen_jobs(conn, rids))
+            collected = {
+                p.report_share.metadata.time
+                for p in req.prepare_inits
+                if store.is_collected(conn, p.report_share.metadata.time)
+            }
+        resps, accepted = [], []
+        for p in req.prepare_inits:
+            rid, t = p.report_share.metadata.report_id, p.report_share.metadata.time
+            if rid in replayed:
+                resps.append(_reject(rid, PrepareError.REPORT_REPLAYED))
+            elif t in collected:
+                resps.append(_reject(rid, PrepareError.BATCH_COLLECTED))
+            else:
+                resp, out = _prepare_one(ctx, p, now)
+                resps.append(resp)
+                if out is not None:
+                    accepted.append((rid, t, out))
+        response = AggregationJobResp(tuple(resps)).encode()
+        with store.st.transaction() as conn:
+            store.lock(conn, exclusive=True)
+            prior = store.helper_job(conn, job_id)
+            if prior is not None:  # a concurrent retry of the same job committed first
+                if prior[0] != digest:
+                    raise DapProblem(409, "invalidMessage", "this aggregation job id names another request")
+                return prior[1]
+            ids = [rid for rid, _, _ in accepted]
+            if store.seen_jobs(conn, ids) or any(store.is_collected(conn, t) for _, t, _ in accepted):
+                continue  # another job or a collection got there meanwhile: decide again
+            store.commit_helper_job(conn, job_id, digest, response, ids, _additions(ctx, accepted))
+            return response
+    raise DapProblem(503, "busy", "concurrent jobs kept changing the reports' status; retry")
+
+
+def handle_aggregate_share(ctx: RoleContext, body: bytes) -> bytes:
+    """Answer an ``AggregateShareReq`` (encoded ``AggregateShare``), idempotently."""
+    from privstats.services.dap.collect_jobs import check_interval, release_share
+
+    try:
+        req = AggregateShareReq.decode(body)
+    except DecodeError as exc:
+        raise DapProblem(400, "invalidMessage", f"aggregate share request: {exc}") from None
+    if req.agg_param:
+        raise DapProblem(400, "invalidMessage", "Prio3 takes an empty aggregation parameter")
+    iv = req.interval
+    check_interval(ctx, iv)
+    store, digest = ctx.store, request_hash(body)
+    with store.st.transaction() as conn:
+        store.lock(conn, exclusive=True)
+        prior = store.get_agg_share(conn, iv.start)
+        if prior is not None:
+            if prior[0] == iv.duration and prior[1] == digest:
+                return prior[2]
+            raise DapProblem(400, "batchQueriedTooManyTimes", "this batch has been released")
+        same, other = store.overlaps_collected(conn, iv.start, iv.duration)
+        if same or other:
+            raise DapProblem(400, "batchOverlap", "the interval overlaps a released batch")
+        spec = ctx.dap.spec
+        _, n, checksum = store.batch(conn, iv.start, iv.duration, spec.n_parts * spec.n_cells)
+        if n != req.report_count or checksum != req.checksum:
+            raise DapProblem(
+                400, "batchMismatch", "the leader's report count or checksum differs from the helper's"
+            )
+        ct, _, _, _ = release_share(ctx, conn, iv, f"dap aggregate share {iv.start}+{iv.duration}")
+        store.mark_collected(conn, iv.start, iv.duration)
+        response = ct.encode()
+        store.put_agg_share(conn, iv.start, iv.duration, digest, response)
+        return response
+
+
+def create_helper_app(task, secrets, storage, **_options: Any):
+    """The helper's FastAPI app."""
+    from fastapi import Request
+    from fastapi.responses import Response
+    from starlette.concurrency import run_in_threadpool
+
+    from privstats.services.app import read_body
+
+    ctx = build_context("helper", task, secrets, storage)
+    app = dap_app(ctx)
+    limit = int(task.max_request_bytes) * 4
+
+    @app.put("/tasks/{task_id}/aggregation_jobs/{job}")
+    async def aggregation_job(task_id: str, job: str, request: Request):
+        ctx.check_task(task_id)
+        ctx.check_auth(request.headers, "forward")
+        job_id = job_id_from_path(job, "aggregation job id")
+        body = await read_body(request, limit)
+        out = await run_in_threadpool(handle_job, ctx, job_id, body)
+        return Response(out, status_code=201, media_type=AGG_JOB_RESP)
+
+    @app.post("/tasks/{task_id}/aggregate_shares")
+    async def aggregate_share(task_id: str, request: Request):
+        ctx.check_task(task_id)
+        ctx.check_auth(request.headers, "forward")
+        body = await read_body(request, limit)
+        out = await run_in_threadpool(handle_aggregate_share, ctx, body)
+        return Response(out, status_code=200, media_type=AGGREGATE_SHARE)
+
+    return app

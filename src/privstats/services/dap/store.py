@@ -1,0 +1,503 @@
+"""Durable state of the DAP aggregators (SQLAlchemy Core on the foundation's SQLite/PostgreSQL engine).
+
+Tables (``privstats_dap_`` prefix, created on open beside the foundation schema):
+
+* ``reports`` (leader) — one row per accepted report, primary key ``(task_id, report_id)``: the
+  insert-or-ignore on that key is upload replay protection.  Holds the report time, public share,
+  the leader's *decrypted* input share and the helper's still-sealed ciphertext, and ``state``
+  ``start`` → ``job`` (assigned to an aggregation job) → ``done`` | ``failed``.
+* ``jobs`` — aggregation jobs.  Leader: ``active`` jobs carry a lease (``lease_until``) so a
+  restarted (or second) leader picks up jobs whose holder died; ``done`` once its outcome is
+  committed.  Helper: the request's SHA-256 and the response it sent, so a retried job is answered
+  from the database and counted once.
+* ``seen`` (helper) — every report id the helper has prepared, with its job: a report id seen under
+  another job is refused as ``report_replayed``.
+* ``buckets`` — per role and time bucket (a multiple of ``time_precision``): the aggregate share
+  (field vector), report count and checksum (XOR of SHA-256 of report ids), updated in the same
+  transaction as the job whose reports it folds — so state and reports never disagree after a crash.
+* ``collected`` — the batch intervals whose aggregate share a role has released; no report whose
+  time falls in one is accepted or aggregated afterwards (the cut of a collection).
+* ``collections`` (leader) — collection jobs: interval, state, the leader's sealed noisy share, the
+  noisy report count and the final encoded ``Collection``.
+* ``agg_shares`` (helper) — the sealed answer to each ``AggregateShareReq``, so a retry gets the same
+  noise (noise is drawn once per batch).
+
+Every acknowledgement (upload 201, helper job 201, aggregate share 200) is sent after its
+transaction committed.  On PostgreSQL an upload holds a shared advisory lock and a collection's
+cut the exclusive one, so no upload can commit into an interval after it was cut.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Connection,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    and_,
+    func,
+    select,
+    update,
+)
+
+from privstats.services.storage import Storage
+
+__all__ = ["DapStore", "decode_vec", "encode_vec", "report_checksum"]
+
+meta = MetaData()
+_T = "privstats_dap_"
+
+reports = Table(
+    _T + "reports",
+    meta,
+    Column("task_id", LargeBinary(32), primary_key=True),
+    Column("report_id", LargeBinary(16), primary_key=True),
+    Column("time", BigInteger, nullable=False),
+    Column("public_share", LargeBinary, nullable=False),
+    Column("leader_share", LargeBinary, nullable=False),
+    Column("helper_ct", LargeBinary, nullable=False),
+    Column("state", String(8), nullable=False, index=True),
+    Column("job_id", LargeBinary(16), nullable=True, index=True),
+)
+jobs = Table(
+    _T + "jobs",
+    meta,
+    Column("task_id", LargeBinary(32), primary_key=True),
+    Column("role", String(8), primary_key=True),
+    Column("job_id", LargeBinary(16), primary_key=True),
+    Column("state", String(8), nullable=False),
+    Column("lease_until", BigInteger, nullable=False, default=0),
+    Column("request_hash", LargeBinary(32), nullable=True),
+    Column("response", LargeBinary, nullable=True),
+)
+seen = Table(
+    _T + "seen",
+    meta,
+    Column("task_id", LargeBinary(32), primary_key=True),
+    Column("report_id", LargeBinary(16), primary_key=True),
+    Column("job_id", LargeBinary(16), nullable=False),
+)
+buckets = Table(
+    _T + "buckets",
+    meta,
+    Column("task_id", LargeBinary(32), primary_key=True),
+    Column("role", String(8), primary_key=True),
+    Column("start", BigInteger, primary_key=True),
+    Column("agg_share", LargeBinary, nullable=False),
+    Column("report_count", BigInteger, nullable=False),
+    Column("checksum", LargeBinary(32), nullable=False),
+)
+collected = Table(
+    _T + "collected",
+    meta,
+    Column("task_id", LargeBinary(32), primary_key=True),
+    Column("role", String(8), primary_key=True),
+    Column("start", BigInteger, primary_key=True),
+    Column("duration", BigInteger, nullable=False),
+)
+collections = Table(
+    _T + "collections",
+    meta,
+    Column("task_id", LargeBinary(32), primary_key=True),
+    Column("job_id", LargeBinary(16), primary_key=True),
+    Column("start", BigInteger, nullable=False),
+    Column("duration", BigInteger, nullable=False),
+    Column("state", String(8), nullable=False),  # start | released | finished | failed | deleted
+    Column("leader_ct", LargeBinary, nullable=True),
+    Column("report_count", BigInteger, nullable=True),  # noisy
+    Column("result", LargeBinary, nullable=True),
+    Column("error", String(64), nullable=True),
+)
+agg_shares = Table(
+    _T + "agg_shares",
+    meta,
+    Column("task_id", LargeBinary(32), primary_key=True),
+    Column("start", BigInteger, primary_key=True),
+    Column("duration", BigInteger, nullable=False),
+    Column("request_hash", LargeBinary(32), nullable=False),
+    Column("response", LargeBinary, nullable=False),
+)
+
+_LOCK_KEY = 827364777
+
+
+def report_checksum(report_ids: Iterable[bytes]) -> bytes:
+    """DAP's batch checksum: XOR of SHA-256 of each report id (32 bytes)."""
+    acc = 0
+    for rid in report_ids:
+        acc ^= int.from_bytes(hashlib.sha256(rid).digest(), "big")
+    return acc.to_bytes(32, "big")
+
+
+def _xor(a: bytes, b: bytes) -> bytes:
+    return (int.from_bytes(a, "big") ^ int.from_bytes(b, "big")).to_bytes(32, "big")
+
+
+def _width(modulus: int) -> int:
+    return (int(modulus).bit_length() + 7) // 8
+
+
+def encode_vec(values: Iterable[int], modulus: int) -> bytes:
+    """Field elements as fixed-width little-endian integers (VDAF-08's field encoding)."""
+    w = _width(modulus)
+    return b"".join(int(v).to_bytes(w, "little") for v in values)
+
+
+def decode_vec(data: bytes, modulus: int) -> list[int]:
+    """Inverse of :func:`encode_vec`; ValueError on a bad length or an element ≥ modulus."""
+    w = _width(modulus)
+    if len(data) % w:
+        raise ValueError(f"field vector of {len(data)} bytes is not a multiple of {w}")
+    out = [int.from_bytes(data[i : i + w], "little") for i in range(0, len(data), w)]
+    if any(v >= modulus for v in out):
+        raise ValueError("field vector element out of range")
+    return out
+
+
+def add_vec(a: list[int], b: list[int], modulus: int) -> list[int]:
+    if len(a) != len(b):
+        raise ValueError(f"aggregate shares of different lengths ({len(a)} vs {len(b)})")
+    return [(x + y) % modulus for x, y in zip(a, b, strict=True)]
+
+
+class DapStore:
+    """The DAP tables over a foundation :class:`~privstats.services.storage.Storage`."""
+
+    def __init__(self, storage: Storage, task_id: bytes, role: str, modulus: int):
+        self.st, self.task_id, self.role, self.modulus = storage, bytes(task_id), role, int(modulus)
+        with storage.transaction() as conn:
+            if not storage.is_sqlite:
+                conn.exec_driver_sql("SELECT pg_advisory_xact_lock(827364502)")
+            meta.create_all(conn)
+
+    # ---- shared -----------------------------------------------------------------------------------
+    def lock(self, conn: Connection, exclusive: bool) -> None:
+        """Upload (shared) vs cut (exclusive) lock on PostgreSQL; SQLite writers are serial anyway."""
+        if not self.st.is_sqlite:
+            fn = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
+            conn.exec_driver_sql(f"SELECT {fn}({_LOCK_KEY})")
+
+    def is_collected(self, conn: Connection, t: int) -> bool:
+        """Does time ``t`` fall in an interval this role has released?"""
+        c = collected.c
+        q = select(func.count()).where(
+            and_(c.task_id == self.task_id, c.role == self.role, c.start <= t, c.start + c.duration > t)
+        )
+        return bool(conn.execute(q).scalar())
+
+    def overlaps_collected(self, conn: Connection, start: int, duration: int) -> tuple[bool, bool]:
+        """``(same interval already collected, overlaps another collected interval)``."""
+        c = collected.c
+        rows = conn.execute(
+            select(c.start, c.duration).where(and_(c.task_id == self.task_id, c.role == self.role))
+        ).all()
+        same = any(s == start and d == duration for s, d in rows)
+        other = any(s < start + duration and start < s + d and (s, d) != (start, duration) for s, d in rows)
+        return same, other
+
+    def mark_collected(self, conn: Connection, start: int, duration: int) -> None:
+        ins = self.st._insert()(collected).values(
+            task_id=self.task_id, role=self.role, start=start, duration=duration
+        )
+        conn.execute(ins.on_conflict_do_nothing(index_elements=["task_id", "role", "start"]))
+
+    def add_to_buckets(self, conn: Connection, additions: dict[int, tuple[list[int], int, bytes]]) -> None:
+        """Fold ``{bucket start: (agg share, count, checksum)}`` into the buckets (inside ``conn``)."""
+        b = buckets.c
+        for start, (share, count, checksum) in sorted(additions.items()):
+            where = and_(b.task_id == self.task_id, b.role == self.role, b.start == start)
+            q = select(b.agg_share, b.report_count, b.checksum).where(where)
+            if not self.st.is_sqlite:
+                q = q.with_for_update()
+            row = conn.execute(q).first()
+            if row is None:
+                conn.execute(
+                    buckets.insert().values(
+                        task_id=self.task_id,
+                        role=self.role,
+                        start=start,
+                        agg_share=encode_vec(share, self.modulus),
+                        report_count=count,
+                        checksum=checksum,
+                    )
+                )
+            else:
+                merged = add_vec(decode_vec(row[0], self.modulus), list(share), self.modulus)
+                conn.execute(
+                    update(buckets)
+                    .where(where)
+                    .values(
+                        agg_share=encode_vec(merged, self.modulus),
+                        report_count=row[1] + count,
+                        checksum=_xor(row[2], checksum),
+                    )
+                )
+
+    def batch(self, conn: Connection, start: int, duration: int, length: int) -> tuple[list[int], int, bytes]:
+        """The merged ``(agg share, report count, checksum)`` of the buckets in ``[start, start+duration)``."""
+        b = buckets.c
+        rows = conn.execute(
+            select(b.agg_share, b.report_count, b.checksum).where(
+                and_(
+                    b.task_id == self.task_id,
+                    b.role == self.role,
+                    b.start >= start,
+                    b.start < start + duration,
+                )
+            )
+        ).all()
+        share, count, checksum = [0] * length, 0, bytes(32)
+        for enc, n, cs in rows:
+            share = add_vec(share, decode_vec(enc, self.modulus), self.modulus)
+            count, checksum = count + int(n), _xor(checksum, cs)
+        return share, count, checksum
+
+    # ---- leader: reports and jobs ---------------------------------------------------------------------
+    def put_report(
+        self, rid: bytes, t: int, public_share: bytes, leader_share: bytes, helper_ct: bytes
+    ) -> str:
+        """Insert a report; ``"new"``, ``"replay"`` (known id: ignored) or ``"collected"`` (refused)."""
+        with self.st.transaction() as conn:
+            self.lock(conn, exclusive=False)
+            if self.is_collected(conn, t):
+                return "collected"
+            stmt = self.st._insert()(reports).values(
+                task_id=self.task_id,
+                report_id=rid,
+                time=t,
+                public_share=public_share,
+                leader_share=leader_share,
+                helper_ct=helper_ct,
+                state="start",
+            )
+            res = conn.execute(stmt.on_conflict_do_nothing(index_elements=["task_id", "report_id"]))
+            return "new" if res.rowcount == 1 else "replay"
+
+    def create_jobs(self, max_size: int, max_jobs: int = 8) -> int:
+        """Group unassigned reports into new aggregation jobs (random 16-byte ids); returns how many."""
+        import os
+
+        r = reports.c
+        made = 0
+        with self.st.transaction() as conn:
+            rows = conn.execute(
+                select(r.report_id)
+                .where(and_(r.task_id == self.task_id, r.state == "start"))
+                .order_by(r.time, r.report_id)
+                .limit(max_size * max_jobs)
+            ).all()
+            ids = [row[0] for row in rows]
+            for i in range(0, len(ids), max_size):
+                job_id = os.urandom(16)
+                conn.execute(
+                    jobs.insert().values(
+                        task_id=self.task_id, role=self.role, job_id=job_id, state="active", lease_until=0
+                    )
+                )
+                conn.execute(
+                    update(reports)
+                    .where(and_(r.task_id == self.task_id, r.report_id.in_(ids[i : i + max_size])))
+                    .values(state="job", job_id=job_id)
+                )
+                made += 1
+        return made
+
+    def acquire_job(self, lease_seconds: int) -> bytes | None:
+        """An active job whose lease has expired, now leased to the caller (None if there is none)."""
+        j = jobs.c
+        now = int(time.time())
+        with self.st.transaction() as conn:
+            q = (
+                select(j.job_id)
+                .where(
+                    and_(
+                        j.task_id == self.task_id,
+                        j.role == self.role,
+                        j.state == "active",
+                        j.lease_until < now,
+                    )
+                )
+                .limit(1)
+            )
+            if not self.st.is_sqlite:
+                q = q.with_for_update(skip_locked=True)
+            row = conn.execute(q).first()
+            if row is None:
+                return None
+            conn.execute(
+                update(jobs)
+                .where(and_(j.task_id == self.task_id, j.role == self.role, j.job_id == row[0]))
+                .values(lease_until=now + lease_seconds)
+            )
+            return bytes(row[0])
+
+    def job_reports(self, job_id: bytes) -> list[Any]:
+        r = reports.c
+        with self.st.read() as conn:
+            return conn.execute(
+                select(r.report_id, r.time, r.public_share, r.leader_share, r.helper_ct)
+                .where(and_(r.task_id == self.task_id, r.job_id == job_id))
+                .order_by(r.report_id)
+            ).all()
+
+    def finish_job(
+        self, job_id: bytes, done: list[bytes], failed: list[bytes], additions: dict[int, tuple]
+    ) -> None:
+        """Commit a job's outcome: report states, bucket sums and the job's state, atomically."""
+        r, j = reports.c, jobs.c
+        with self.st.transaction() as conn:
+            state = conn.execute(
+                select(j.state).where(
+                    and_(j.task_id == self.task_id, j.role == self.role, j.job_id == job_id)
+                )
+            ).scalar()
+            if state != "active":
+                return  # another holder finished it
+            for ids, st in ((done, "done"), (failed, "failed")):
+                for k in range(0, len(ids), 500):
+                    conn.execute(
+                        update(reports)
+                        .where(and_(r.task_id == self.task_id, r.report_id.in_(ids[k : k + 500])))
+                        .values(state=st)
+                    )
+            self.add_to_buckets(conn, additions)
+            conn.execute(
+                update(jobs)
+                .where(and_(j.task_id == self.task_id, j.role == self.role, j.job_id == job_id))
+                .values(state="done")
+            )
+
+    def pending_in(self, start: int, duration: int) -> int:
+        """Reports in ``[start, start+duration)`` not yet aggregated (state start or job)."""
+        r = reports.c
+        with self.st.read() as conn:
+            return int(
+                conn.execute(
+                    select(func.count()).where(
+                        and_(
+                            r.task_id == self.task_id,
+                            r.state.in_(("start", "job")),
+                            r.time >= start,
+                            r.time < start + duration,
+                        )
+                    )
+                ).scalar()
+                or 0
+            )
+
+    def report_states(self) -> dict[str, int]:
+        r = reports.c
+        with self.st.read() as conn:
+            rows = conn.execute(
+                select(r.state, func.count()).where(r.task_id == self.task_id).group_by(r.state)
+            ).all()
+        return {str(s): int(n) for s, n in rows}
+
+    # ---- helper: jobs ---------------------------------------------------------------------------------
+    def helper_job(self, conn: Connection, job_id: bytes) -> tuple[bytes, bytes] | None:
+        j = jobs.c
+        row = conn.execute(
+            select(j.request_hash, j.response).where(
+                and_(j.task_id == self.task_id, j.role == self.role, j.job_id == job_id)
+            )
+        ).first()
+        return None if row is None else (bytes(row[0]), bytes(row[1]))
+
+    def seen_jobs(self, conn: Connection, rids: list[bytes]) -> dict[bytes, bytes]:
+        """``{report id: job id}`` for the ids among ``rids`` the helper has already prepared."""
+        s = seen.c
+        out: dict[bytes, bytes] = {}
+        for k in range(0, len(rids), 500):
+            rows = conn.execute(
+                select(s.report_id, s.job_id).where(
+                    and_(s.task_id == self.task_id, s.report_id.in_(rids[k : k + 500]))
+                )
+            ).all()
+            out.update({bytes(a): bytes(b) for a, b in rows})
+        return out
+
+    def commit_helper_job(
+        self, conn: Connection, job_id: bytes, request_hash: bytes, response: bytes, rids: list[bytes],
+        additions: dict[int, tuple],
+    ) -> None:  # fmt: skip
+        if rids:
+            conn.execute(
+                seen.insert(), [{"task_id": self.task_id, "report_id": r, "job_id": job_id} for r in rids]
+            )
+        self.add_to_buckets(conn, additions)
+        conn.execute(
+            jobs.insert().values(
+                task_id=self.task_id,
+                role=self.role,
+                job_id=job_id,
+                state="done",
+                lease_until=0,
+                request_hash=request_hash,
+                response=response,
+            )
+        )
+
+    # ---- collections (leader) and aggregate shares (helper) -------------------------------------------
+    def get_collection(self, conn: Connection | None, job_id: bytes) -> dict | None:
+        c = collections.c
+        q = select(collections).where(and_(c.task_id == self.task_id, c.job_id == job_id))
+        if conn is None:
+            with self.st.read() as cn:
+                row = cn.execute(q).mappings().first()
+        else:
+            row = conn.execute(q).mappings().first()
+        return None if row is None else dict(row)
+
+    def insert_collection(self, conn: Connection, job_id: bytes, start: int, duration: int) -> None:
+        conn.execute(
+            collections.insert().values(
+                task_id=self.task_id, job_id=job_id, start=start, duration=duration, state="start"
+            )
+        )
+
+    def update_collection(self, conn: Connection | None, job_id: bytes, **values: Any) -> None:
+        c = collections.c
+        stmt = update(collections).where(and_(c.task_id == self.task_id, c.job_id == job_id)).values(**values)
+        if conn is None:
+            with self.st.transaction() as cn:
+                cn.execute(stmt)
+        else:
+            conn.execute(stmt)
+
+    def open_collections(self) -> list[bytes]:
+        c = collections.c
+        with self.st.read() as conn:
+            rows = conn.execute(
+                select(c.job_id).where(and_(c.task_id == self.task_id, c.state.in_(("start", "released"))))
+            ).all()
+        return [bytes(r[0]) for r in rows]
+
+    def get_agg_share(self, conn: Connection, start: int) -> tuple[int, bytes, bytes] | None:
+        a = agg_shares.c
+        row = conn.execute(
+            select(a.duration, a.request_hash, a.response).where(
+                and_(a.task_id == self.task_id, a.start == start)
+            )
+        ).first()
+        return None if row is None else (int(row[0]), bytes(row[1]), bytes(row[2]))
+
+    def put_agg_share(
+        self, conn: Connection, start: int, duration: int, request_hash: bytes, response: bytes
+    ) -> None:
+        conn.execute(
+            agg_shares.insert().values(
+                task_id=self.task_id,
+                start=start,
+                duration=duration,
+                request_hash=request_hash,
+                response=response,
+            )
+        )
