@@ -260,6 +260,9 @@ def build_parser() -> argparse.ArgumentParser:
         add_help=False,
     )
     _add_service_parsers(sub)
+    from privstats.services.dap.cli import add_parser as _add_dap_parser  # DAP-09 deployment
+
+    _add_dap_parser(sub)
     return parser
 
 
@@ -1040,6 +1043,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if args.command in SERVICE_COMMANDS:
             return _service_command(args)
+        if args.command == "dap":
+            from privstats.services.dap.cli import run as _run_dap
+
+            return _run_dap(args)
     except CLIError as exc:
         print(f"privstats {command}: error: {exc}", file=sys.stderr)
         return 2

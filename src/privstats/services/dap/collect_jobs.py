@@ -21,6 +21,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from fastapi import Request
+
 from privstats.services.dap.codec import (
     AGGREGATE_SHARE_REQ,
     COLLECTION,
@@ -157,7 +159,6 @@ def _helper_share(ctx: RoleContext, client: Any, iv: Interval, n: int, checksum:
 
 
 def register_collection_routes(app: Any, ctx: RoleContext, driver: Any, limit: int) -> None:
-    from fastapi import Request
     from fastapi.responses import Response
     from starlette.concurrency import run_in_threadpool
 

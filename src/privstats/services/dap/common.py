@@ -14,6 +14,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from fastapi import Request
+
 from privstats.services.dap.codec import HPKE_CONFIG_LIST, HpkeConfig, encode_hpke_config_list
 from privstats.services.dap.task import DapTask, b64, unb64
 from privstats.services.security import check_bearer
@@ -130,7 +132,6 @@ def request_hash(body: bytes) -> bytes:
 
 def dap_app(ctx: RoleContext, lifespan: Any = None):
     """A FastAPI app with ``/healthz``, ``GET /hpke_config`` and the problem-document handler."""
-    from fastapi import Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse, Response
 

@@ -23,6 +23,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from fastapi import Request
+
 from privstats.services.dap.codec import (
     AGG_JOB_RESP,
     AGGREGATE_SHARE,
@@ -203,7 +205,6 @@ def handle_aggregate_share(ctx: RoleContext, body: bytes) -> bytes:
 
 def create_helper_app(task, secrets, storage, **_options: Any):
     """The helper's FastAPI app."""
-    from fastapi import Request
     from fastapi.responses import Response
     from starlette.concurrency import run_in_threadpool
 

@@ -20,6 +20,8 @@ import threading
 import time
 from typing import Any
 
+from fastapi import Request
+
 from privstats.services.dap.codec import (
     AGG_JOB_INIT_REQ,
     REPORT,
@@ -223,7 +225,6 @@ def _leader_finish(vdaf: Any, state: Any, pr: PrepareResp) -> Any:
 
 def create_leader_app(task, secrets, storage, *, drive: bool = True, **options: Any):
     """The leader's FastAPI app (``drive=False``: no background driver, for tests that step it)."""
-    from fastapi import Request
     from fastapi.responses import Response
     from starlette.concurrency import run_in_threadpool
 

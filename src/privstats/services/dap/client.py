@@ -1,0 +1,168 @@
+"""privstats' own DAP-09 client and collector (what ``@divviup/dap`` does, in Python).
+
+* :class:`DapClient` — per value: a fresh report id, Prio3Histogram sharding of the value's grid cell
+  (OS CSPRNG), both input shares sealed with HPKE to the aggregators' configs (bound to the task id,
+  report metadata and public share), one ``PUT /tasks/{id}/reports`` per report.
+* :func:`collect` — ``PUT`` a collection job for an interval, poll it, open both noisy shares with
+  the collector's key and return the task's statistic (see :mod:`privstats.services.dap.dp`).
+
+Example (needs running servers)::
+
+    from privstats.services.dap.client import DapClient, collect
+    DapClient("task.json").upload(values)
+    ecdf = collect("task.json")
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from privstats.services.dap.codec import (
+    COLLECT_REQ,
+    REPORT,
+    AggregateShareAad,
+    Collection,
+    CollectionReq,
+    InputShareAad,
+    Interval,
+    PlaintextInputShare,
+    Report,
+    ReportMetadata,
+    Role,
+    aggregate_share_info,
+    input_share_info,
+)
+from privstats.services.dap.hpke import open_, seal
+from privstats.services.dap.task import DapTask, b64
+from privstats.services.tasks import RoleSecrets, Task, load_secrets, load_task
+
+__all__ = ["DapClient", "DapError", "collect"]
+
+
+class DapError(RuntimeError):
+    """A DAP server refused a request (its problem document's type and detail in the message)."""
+
+
+def _problem(r: Any, what: str) -> DapError:
+    try:
+        doc = r.json()
+        return DapError(f"{what}: {r.status_code} {doc.get('type')}: {doc.get('detail')}")
+    except ValueError:
+        return DapError(f"{what}: {r.status_code} {r.text[:200]}")
+
+
+class DapClient:
+    """Uploads values of a DAP task (``task.json`` path or :class:`Task`)."""
+
+    def __init__(self, task: str | Path | Task, *, http: Any = None):
+        import httpx
+
+        self.task = load_task(task)
+        self.dap = DapTask.from_task(self.task)
+        self.spec = self.dap.spec
+        self.vdaf = self.dap.vdaf()
+        self.http = http or httpx.Client(timeout=60.0)
+
+    def report(self, cell: int, t: int) -> Report:
+        """One sealed report of grid cell ``cell`` at time ``t`` (already rounded)."""
+        vdaf, dap = self.vdaf, self.dap
+        rid = os.urandom(16)
+        public, shares = vdaf.shard(int(cell), rid, os.urandom(vdaf.RAND_SIZE))
+        public_b = vdaf.encode_public_share(public)
+        md = ReportMetadata(rid, int(t))
+        aad = InputShareAad(dap.task_id, md, public_b).encode()
+        cts = [
+            seal(
+                dap.hpke_configs[role],
+                input_share_info(code),
+                aad,
+                PlaintextInputShare(b"", vdaf.encode_input_share(shares[i])).encode(),
+            )
+            for i, (role, code) in enumerate((("leader", Role.LEADER), ("helper", Role.HELPER)))
+        ]
+        return Report(md, public_b, cts[0], cts[1])
+
+    def upload(self, values, labels=None, *, timestamp: float | None = None) -> int:
+        """Upload one report per value; returns how many the leader accepted (201)."""
+        cells = self.spec.cells(values, labels)[:, 0]
+        tp = self.dap.time_precision
+        now = time.time() if timestamp is None else float(timestamp)
+        t = int(now // tp) * tp
+        url = f"{self.dap.url('leader')}/tasks/{self.dap.task_id_b64}/reports"
+        sent = 0
+        for cell in np.asarray(cells).tolist():
+            r = self.http.put(url, content=self.report(cell, t).encode(), headers={"Content-Type": REPORT})
+            if r.status_code != 201:
+                raise _problem(r, "upload")
+            sent += 1
+        return sent
+
+
+def collect(
+    task: str | Path | Task,
+    secrets: str | Path | RoleSecrets | None = None,
+    *,
+    interval: Interval | None = None,
+    job_id: bytes | None = None,
+    timeout: float = 600.0,
+    http: Any = None,
+    **open_kwargs: Any,
+):
+    """Collect a batch: the task's statistic (e.g. a PrivateECDF), computed from the noisy shares.
+
+    ``interval`` defaults to everything up to the end of the current time bucket (which cuts the
+    batch: later uploads into it are refused).  ``secrets``: the analyst's secrets (its path, or
+    ``task.analyst.json`` beside a task path).
+    """
+    import httpx
+
+    t = load_task(task)
+    if secrets is None:
+        if isinstance(task, Task):
+            raise ValueError("secrets: pass the analyst's secrets when task is a Task object")
+        secrets = load_secrets(task, "analyst")
+    elif not isinstance(secrets, RoleSecrets):
+        secrets = load_secrets(task if not isinstance(task, Task) else ".", "analyst", secrets)
+    dap = DapTask.from_task(t)
+    tp = dap.time_precision
+    if interval is None:
+        interval = Interval(0, (int(time.time()) // tp + 1) * tp)
+    job_id = job_id or os.urandom(16)
+    client = http or httpx.Client(timeout=60.0)
+    url = f"{dap.url('leader')}/tasks/{dap.task_id_b64}/collection_jobs/{b64(job_id)}"
+    headers = {"Authorization": f"Bearer {secrets.token('collect')}", "Content-Type": COLLECT_REQ}
+    r = client.put(url, content=CollectionReq(interval).encode(), headers=headers)
+    if r.status_code not in (200, 201):
+        raise _problem(r, "collect")
+    deadline = time.monotonic() + timeout
+    while True:
+        r = client.post(url, headers=headers)
+        if r.status_code == 200:
+            break
+        if r.status_code != 202:
+            raise _problem(r, "collect")
+        if time.monotonic() > deadline:
+            raise DapError(f"collect: the collection job did not finish within {timeout} s")
+        time.sleep(0.2)
+    return open_collection(dap, secrets, Collection.decode(r.content), interval, **open_kwargs)
+
+
+def open_collection(dap: DapTask, secrets: RoleSecrets, col: Collection, interval: Interval, **kwargs: Any):
+    """Decrypt both noisy shares of a ``Collection`` and post-process them into the statistic."""
+    from privstats.services.dap.dp import open_noisy
+    from privstats.services.dap.store import decode_vec
+
+    vdaf = dap.vdaf()
+    modulus = int(vdaf.field.MODULUS)
+    cfg = dap.hpke_configs["collector"]
+    aad = AggregateShareAad(dap.task_id, b"", interval).encode()
+    shares = [
+        decode_vec(open_(secrets.private_key_bytes, cfg, ct, aggregate_share_info(role), aad), modulus)
+        for ct, role in ((col.leader_share, Role.LEADER), (col.helper_share, Role.HELPER))
+    ]
+    return open_noisy(dap.spec, shares[0], shares[1], modulus, col.report_count, **kwargs)
