@@ -73,8 +73,10 @@ def _serve(args: argparse.Namespace) -> int:
     url = urlsplit(task.dap.get(args.role, "") if isinstance(task.dap, dict) else "")
     host = args.host or url.hostname or "127.0.0.1"
     port = args.port if args.port is not None else (url.port or 80)
-    db = args.db or os.environ.get("PRIVSTATS_DB") or default_db_url(
-        "dap-" + args.role, task.task_id, os.path.dirname(os.path.abspath(args.task))
+    db = (
+        args.db
+        or os.environ.get("PRIVSTATS_DB")
+        or default_db_url("dap-" + args.role, task.task_id, os.path.dirname(os.path.abspath(args.task)))
     )
     storage = Storage(db)
     if args.role == "leader":

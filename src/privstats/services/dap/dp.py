@@ -71,11 +71,15 @@ def noisy_share(spec, agg_share: list[int], modulus: int, party: int, rng: RNGLi
     return out
 
 
-def noisy_count(n: int, epsilon: float) -> int:
-    """``max(0, n + Z)``, Z ~ discrete Laplace(1/ε) from the OS CSPRNG (exact sampler)."""
+def noisy_count(n: int, epsilon: float, rng: RNGLike = None) -> int:
+    """``max(0, n + Z)``, Z ~ discrete Laplace(1/ε), exact sampler (OS CSPRNG when ``rng`` is None).
+
+    >>> noisy_count(1000, 1.0) >= 0
+    True
+    """
     from privstats.privacy.samplers import discrete_laplace
 
-    z = int(np.asarray(discrete_laplace(1.0 / float(epsilon), size=1)).ravel()[0])
+    z = int(np.asarray(discrete_laplace(1.0 / float(epsilon), size=1, rng=rng)).ravel()[0])
     return max(0, int(n) + z)
 
 
