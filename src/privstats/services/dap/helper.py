@@ -183,8 +183,8 @@ def handle_aggregate_share(ctx: RoleContext, body: bytes) -> bytes:
     with store.st.transaction() as conn:
         store.lock(conn, exclusive=True)
         prior = store.get_agg_share(conn, iv.start)
-        if prior is not None:
-            if prior[0] == iv.duration and prior[1] == digest:
+        if prior is not None and prior[0] == iv.duration:
+            if prior[1] == digest:
                 return prior[2]
             raise DapProblem(400, "batchQueriedTooManyTimes", "this batch has been released")
         same, other = store.overlaps_collected(conn, iv.start, iv.duration)
