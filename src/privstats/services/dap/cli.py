@@ -49,6 +49,9 @@ def add_parser(subparsers: Any) -> None:
     serve.add_argument("--port", type=int, default=None)
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     serve.add_argument("--job-size", type=int, default=256, help="reports per aggregation job (leader)")
+    serve.add_argument(
+        "--lease-seconds", type=int, default=30, help="an unfinished job is retried after this (leader)"
+    )
     up = sub.add_parser("upload", help="upload values (one report each)")
     up.add_argument("--task", required=True)
     up.add_argument("--values", required=True, help="text file, one number per line")
@@ -82,7 +85,9 @@ def _serve(args: argparse.Namespace) -> int:
     if args.role == "leader":
         from privstats.services.dap.leader import create_leader_app
 
-        app = create_leader_app(task, secrets, storage, job_size=args.job_size)
+        app = create_leader_app(
+            task, secrets, storage, job_size=args.job_size, lease_seconds=args.lease_seconds
+        )
     else:
         from privstats.services.dap.helper import create_helper_app
 
