@@ -18,9 +18,9 @@ import pytest
 
 pytest.importorskip("fastapi")
 
-from inproc import make_pair  # noqa: E402
+from inproc import make_pair
 
-from privstats.services.dap.codec import (  # noqa: E402
+from privstats.services.dap.codec import (
     AGG_JOB_INIT_REQ,
     AggregateShareReq,
     AggregationJobInitReq,
@@ -37,9 +37,9 @@ from privstats.services.dap.codec import (  # noqa: E402
     Role,
     input_share_info,
 )
-from privstats.services.dap.hpke import open_  # noqa: E402
-from privstats.services.dap.store import report_checksum  # noqa: E402
-from privstats.services.dap.task import b64  # noqa: E402
+from privstats.services.dap.hpke import open_
+from privstats.services.dap.store import report_checksum
+from privstats.services.dap.task import b64
 
 
 @pytest.fixture

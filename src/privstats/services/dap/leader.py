@@ -172,7 +172,7 @@ class Driver:
                     done.append(pr.report_id)
                     outs.setdefault(states[pr.report_id][1], []).append((pr.report_id, out))
         tp = ctx.dap.time_precision
-        additions = {}
+        additions: dict[int, tuple] = {}
         for t, items in outs.items():
             bucket = t - t % tp
             agg = vdaf.aggregate(None, [o for _, o in items])

@@ -342,11 +342,13 @@ class DapStore:
     def job_reports(self, job_id: bytes) -> list[Any]:
         r = reports.c
         with self.st.read() as conn:
-            return conn.execute(
-                select(r.report_id, r.time, r.public_share, r.leader_share, r.helper_ct)
-                .where(and_(r.task_id == self.task_id, r.job_id == job_id))
-                .order_by(r.report_id)
-            ).all()
+            return list(
+                conn.execute(
+                    select(r.report_id, r.time, r.public_share, r.leader_share, r.helper_ct)
+                    .where(and_(r.task_id == self.task_id, r.job_id == job_id))
+                    .order_by(r.report_id)
+                ).all()
+            )
 
     def finish_job(
         self, job_id: bytes, done: list[bytes], failed: list[bytes], additions: dict[int, tuple]
