@@ -334,6 +334,10 @@ class Client:
 
     def submit(self, values: Any, rng: RNGLike = None, *, labels: Any = None) -> int:
         """:meth:`encode` then :meth:`upload`; returns the number acknowledged."""
+        if getattr(self.task, "dap", None):  # DAP-09 task: one Prio3 report per value, to the leader
+            from privstats.services.dap.client import DapClient
+
+            return DapClient(self.task, http=self._client()).upload(values, labels)
         return self.upload(self.encode(values, rng, labels=labels))
 
     # ---- analyst role ---------------------------------------------------------------------------------
@@ -343,6 +347,10 @@ class Client:
         Raises :class:`~privstats.privacy.ledger.BudgetExceededError` when the budget is spent, and
         :class:`ServiceError` (code ``batch_too_small``) below the minimum batch.
         """
+        if getattr(self.task, "dap", None):  # DAP-09 task: the statistic itself (e.g. a PrivateECDF)
+            from privstats.services.dap.client import collect_for_client
+
+            return collect_for_client(self.task, self.task_path, collection_id, self._client(), **query)
         cid = collection_id or uuid.uuid4().hex
         url = f"{self._base(self.task.collect_role())}/tasks/{self.task.task_id}/collect"
         try:

@@ -9,7 +9,7 @@ from dap_support import make_dap_task, node_upload
 
 
 def test_node_and_python_clients_share_a_batch(tmp_path, node_modules, dap_servers):
-    from privstats.services.dap.client import DapClient, collect
+    from privstats.client import Client
     from privstats.services.dap.task import DapTask
     from privstats.services.tasks import load_task
 
@@ -21,8 +21,10 @@ def test_node_and_python_clients_share_a_batch(tmp_path, node_modules, dap_serve
     x_node = rng.beta(2.0, 5.0, size=150)
     x_py = rng.beta(2.0, 5.0, size=150)
     assert node_upload(node_modules, task_path, spec.cells(x_node)[:, 0].tolist(), tmp_path) == 150
-    assert DapClient(task_path).upload(x_py) == 150
-    res = collect(task_path, timeout=300)
+    with Client(None, task_path) as c:  # privstats' own client: DAP reports to the same leader
+        assert c.submit(x_py) == 150
+    with Client(None, task_path) as c:  # the analyst: Client.collect() returns the statistic itself
+        res = c.collect()
     x = np.concatenate([x_node, x_py])
     exact = np.array([np.mean(x <= t) for t in spec.thresholds])
     raw, se = res.raw, res.stderr

@@ -166,3 +166,16 @@ def open_collection(dap: DapTask, secrets: RoleSecrets, col: Collection, interva
         for ct, role in ((col.leader_share, Role.LEADER), (col.helper_share, Role.HELPER))
     ]
     return open_noisy(dap.spec, shares[0], shares[1], modulus, col.report_count, **kwargs)
+
+
+def collect_for_client(task: Task, task_path: Path | None, collection_id: str | None, http: Any, **kw: Any):
+    """What ``privstats.client.Client.collect()`` does for a DAP task: the statistic itself.
+
+    A ``collection_id`` names the collection job (its SHA-256 prefix), so a retry is idempotent.
+    """
+    import hashlib
+
+    if task_path is None:
+        raise ValueError("task: give Client the task.json path (the analyst's key file sits beside it)")
+    job = None if collection_id is None else hashlib.sha256(str(collection_id).encode()).digest()[:16]
+    return collect(task_path, job_id=job, http=http, **kw)
