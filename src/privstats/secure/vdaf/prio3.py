@@ -34,7 +34,7 @@ USAGE_PROVE_RANDOMNESS, USAGE_QUERY_RANDOMNESS, USAGE_JOINT_RAND_SEED, USAGE_JOI
 
 InputShare = tuple[Any, Any, "bytes | None"]
 PublicShare = "list[bytes] | None"
-PrepState = tuple[list[int], "bytes | None"]
+PrepState = tuple[Any, "bytes | None"]  # out share: list[int] or its encoding
 PrepShare = tuple[list[int], "bytes | None"]
 
 
@@ -194,8 +194,8 @@ class Prio3:
             raise VdafError("proof verifier check failed")
         return self.joint_rand_seed(parts) if self.uses_joint_rand else None
 
-    def prep_next(self, prep_state: PrepState, prep_msg: bytes | None) -> list[int]:
-        """The output share; raises VdafError if the joint randomness seed disagrees."""
+    def prep_next(self, prep_state: PrepState, prep_msg: bytes | None) -> Any:
+        """The output share (as held in the state); raises VdafError if the joint randomness seed disagrees."""
         out_share, corrected = prep_state
         if prep_msg != corrected:
             raise VdafError("joint randomness check failed")
@@ -203,14 +203,61 @@ class Prio3:
 
     # -- aggregation and unsharding ----------------------------------------------------------------
     def aggregate(self, agg_param: None, out_shares: Any) -> list[int]:
-        """Sum of output shares (a list of field ints of length OUTPUT_LEN)."""
+        """Sum of output shares (a list of field ints of length OUTPUT_LEN).
+
+        Entries may be ``list[int]`` or encoded output shares (``bytes``, as in the states returned by
+        :meth:`prep_init_batch`); encoded ones are summed in numpy.
+        """
         p, n = self.field.MODULUS, self.flp.OUTPUT_LEN
+        shares = list(out_shares)
+        encoded = [s for s in shares if isinstance(s, (bytes, bytearray))]
         acc = [0] * n
-        for share in out_shares:
+        if encoded:
+            from privstats.secure.vdaf.batch import aggregate_encoded
+
+            width = n * self.field.ENCODED_SIZE
+            if any(len(s) != width for s in encoded):
+                raise ValueError(f"encoded out_shares entries must be {width} bytes")
+            acc = aggregate_encoded(self, [bytes(s) for s in encoded])
+        for share in shares:
+            if isinstance(share, (bytes, bytearray)):
+                continue
             if len(share) != n:
                 raise ValueError(f"out_shares entries must have length {n}")
-            acc = [a + int(x) for a, x in zip(acc, share, strict=False)]
+            acc = [a + int(x) for a, x in zip(acc, share, strict=True)]
         return [a % p for a in acc]
+
+    def prep_init_batch(
+        self,
+        verify_key: bytes,
+        agg_id: int,
+        agg_param: None,
+        nonces: list[bytes],
+        public_shares: list[bytes],
+        input_shares: list[bytes],
+    ) -> list[Any]:
+        """:meth:`prep_init` for many reports from their encodings (see :mod:`.batch`).
+
+        Returns per report ``(prep_state, encoded_prep_share)`` or the report's VdafError.
+        """
+        from privstats.secure.vdaf.batch import prep_init_batch
+
+        return prep_init_batch(self, verify_key, agg_id, agg_param, nonces, public_shares, input_shares)
+
+    def encode_prep_state(self, prep_state: PrepState) -> bytes:
+        """Joint randomness seed (if any) then the encoded output share, e.g. to persist a state."""
+        out, seed = prep_state
+        raw = bytes(out) if isinstance(out, (bytes, bytearray)) else self.encode_agg_share(out)
+        return (seed or b"") + raw
+
+    def decode_prep_state(self, data: bytes) -> PrepState:
+        """Inverse of :meth:`encode_prep_state` (the output share comes back encoded, as bytes)."""
+        seed_len = SEED_SIZE if self.uses_joint_rand else 0
+        width = self.flp.OUTPUT_LEN * self.field.ENCODED_SIZE
+        if len(data) != seed_len + width:
+            raise VdafError(f"prep state must be {seed_len + width} bytes, got {len(data)}")
+        self.field.decode_vec(data[seed_len:])
+        return data[seed_len:], (data[:seed_len] if seed_len else None)
 
     def unshard(self, agg_param: None, agg_shares: list[list[int]], num_measurements: int) -> Any:
         """Aggregate result (circuit decode of the sum of aggregate shares)."""
