@@ -134,12 +134,26 @@ class Prio3:
         if leader_blind is not None:
             parts.insert(0, self.joint_rand_part(0, leader_blind, self.field.encode_vec(leader_meas), nonce))
             joint_rand = self.joint_rands(self.joint_rand_seed(parts))
-        proof = self.flp.prove(meas, self.prove_rands(rest[-1]), joint_rand)
+        proof = self._prove(meas, self.prove_rands(rest[-1]), joint_rand)
         for j, hs in enumerate(helper):
             proof = _vec_sub(proof, self.helper_proofs_share(j + 1, hs[1]), p)
         shares: list[InputShare] = [(leader_meas, proof, leader_blind)]
         shares += [(hs[0], hs[1], hs[2] if jr else None) for hs in helper]
         return (parts if jr else None), shares
+
+    def _prove(self, meas: list[int], prove_rand: list[int], joint_rand: list[int]) -> list[int]:
+        """FLP proof; a one-hot histogram uses the closed form of :mod:`.client` (same result)."""
+        if isinstance(self.valid, Histogram) and sum(meas) == 1 and all(x in (0, 1) for x in meas):
+            from privstats.secure.vdaf.client import histogram_proof
+
+            return histogram_proof(self.valid, meas.index(1), prove_rand, joint_rand)
+        return self.flp.prove(meas, prove_rand, joint_rand)
+
+    def shard_encoded(self, measurement: Any, nonce: bytes, rand: bytes) -> tuple[bytes, list[bytes]]:
+        """:meth:`shard` returning the encoded public share and input shares (fast for histograms)."""
+        from privstats.secure.vdaf.client import shard_encoded
+
+        return shard_encoded(self, measurement, nonce, rand)
 
     # -- preparation -------------------------------------------------------------------------------
     def prep_init(
