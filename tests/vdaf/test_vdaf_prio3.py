@@ -220,12 +220,14 @@ def test_batch_preparation_matches_prep_init(vdaf: Prio3) -> None:
         nonce = _bytes(rng, 16)
         public, shares = vdaf.shard(m, nonce, _bytes(rng, vdaf.RAND_SIZE))
         rows.append((nonce, public, shares))
+    per_agg = []
     for j in range(2):
         encoded = [vdaf.encode_input_share(s[j]) for _, _, s in rows]
         encoded[2] = encoded[2][:-1]  # one malformed report
         res = vdaf.prep_init_batch(
             KEY, j, None, [n for n, _, _ in rows], [vdaf.encode_public_share(p) for _, p, _ in rows], encoded
         )
+        per_agg.append(res)
         assert isinstance(res[2], VdafError)
         for i, (nonce, public, shares) in enumerate(rows):
             if i == 2:
@@ -234,6 +236,19 @@ def test_batch_preparation_matches_prep_init(vdaf: Prio3) -> None:
             assert res[i][1] == vdaf.encode_prep_share(share)
             assert res[i][0][1] == state[1]
             assert vdaf.aggregate(None, [res[i][0][0]]) == vdaf.aggregate(None, [state[0]])
+    ok = [i for i in range(5) if i != 2]
+    pairs = [[per_agg[0][i][1], per_agg[1][i][1]] for i in ok]
+    pairs[1] = [pairs[1][0], pairs[1][1][:-1]]  # malformed prep share
+    flipped = bytearray(pairs[3][1])
+    flipped[0] ^= 1  # altered verifier share
+    pairs[3][1] = bytes(flipped)
+    msgs = vdaf.prep_shares_to_prep_batch(None, pairs)
+    assert isinstance(msgs[1], VdafError) and isinstance(msgs[3], VdafError)
+    for row in (0, 2):
+        i = ok[row]
+        shares = [vdaf.decode_prep_share(None, per_agg[j][i][1]) for j in range(2)]
+        assert msgs[row] == vdaf.prep_shares_to_prep(None, shares)
+        assert vdaf.prep_next(per_agg[0][i][0], msgs[row]) == per_agg[0][i][0][0]
 
 
 def test_batch_rejects_an_invalid_histogram() -> None:
@@ -248,6 +263,8 @@ def test_batch_rejects_an_invalid_histogram() -> None:
     ]
     with pytest.raises(VdafError):
         vdaf.prep_shares_to_prep(None, [vdaf.decode_prep_share(state, ps) for state, ps in preps])
+    [msg] = vdaf.prep_shares_to_prep_batch(None, [[ps for _, ps in preps]])
+    assert isinstance(msg, VdafError)
 
 
 @pytest.mark.parametrize(

@@ -306,3 +306,46 @@ def aggregate_encoded(vdaf: Prio3, out_shares: list[bytes]) -> list[int]:
         arr = np.frombuffer(b"".join(chunk), dtype="<u2").reshape(len(chunk), n_out, limbs.NLIMB)
         total += arr.sum(axis=0, dtype=np.int64)
     return limbs.to_ints(limbs.reduce_cols(total))
+
+
+def prep_shares_to_prep_batch(vdaf: Prio3, agg_param: None, prep_shares: list[list[bytes]]) -> list[Any]:
+    """``prep_shares_to_prep`` for many reports from their *encoded* prep shares.
+
+    Returns per report the prep message (the joint randomness seed, or None) or the VdafError that
+    report raised (malformed share or failed proof check).
+    """
+    if not _fast_path(vdaf):
+        return [_combine_single(vdaf, shares) for shares in prep_shares]
+    c = _consts(vdaf)
+    n_ver = vdaf.flp.VERIFIER_LEN
+    width = n_ver * 16 + SEED_SIZE
+    results: list[Any] = [None] * len(prep_shares)
+    ok_idx = []
+    for i, shares in enumerate(prep_shares):
+        if len(shares) != vdaf.SHARES or any(len(s) != width for s in shares):
+            results[i] = VdafError("prep share has the wrong length")
+        elif not all(limbs.all_in_range(s[: n_ver * 16]) for s in shares):
+            results[i] = VdafError("Field128 element out of range (>= modulus)")
+        else:
+            ok_idx.append(i)
+    if not ok_idx:
+        return results
+    raw = b"".join(s[: n_ver * 16] for i in ok_idx for s in prep_shares[i])
+    ver = np.frombuffer(raw, dtype="<u2").reshape(len(ok_idx), vdaf.SHARES, n_ver, limbs.NLIMB)
+    total = limbs.reduce_cols(ver.sum(axis=1, dtype=np.int64))  # (n, n_ver, 8)
+    x = total[:, 1 : 1 + 2 * c.chunk].reshape(len(ok_idx), c.chunk, 2, limbs.NLIMB)
+    gadget = limbs.reduce_cols(limbs.mul(x[:, :, 0], x[:, :, 1]).sum(axis=1))
+    accept = ~np.any(total[:, 0], axis=-1) & np.all(gadget == total[:, -1], axis=-1)
+    for row, i in enumerate(ok_idx):
+        if not accept[row]:
+            results[i] = VdafError("proof verifier check failed")
+        else:
+            results[i] = vdaf.joint_rand_seed([s[n_ver * 16 :] for s in prep_shares[i]])
+    return results
+
+
+def _combine_single(vdaf: Prio3, shares: list[bytes]) -> Any:
+    try:
+        return vdaf.prep_shares_to_prep(None, [vdaf.decode_prep_share(None, s) for s in shares])
+    except VdafError as exc:
+        return exc

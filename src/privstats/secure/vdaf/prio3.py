@@ -258,6 +258,15 @@ class Prio3:
 
         return prep_init_batch(self, verify_key, agg_id, agg_param, nonces, public_shares, input_shares)
 
+    def prep_shares_to_prep_batch(self, agg_param: None, prep_shares: list[list[bytes]]) -> list[Any]:
+        """:meth:`prep_shares_to_prep` for many reports from encoded prep shares (see :mod:`.batch`).
+
+        Returns per report the prep message or the report's VdafError.
+        """
+        from privstats.secure.vdaf.batch import prep_shares_to_prep_batch
+
+        return prep_shares_to_prep_batch(self, agg_param, prep_shares)
+
     def encode_prep_state(self, prep_state: PrepState) -> bytes:
         """Joint randomness seed (if any) then the encoded output share, e.g. to persist a state."""
         out, seed = prep_state
