@@ -34,7 +34,7 @@ USAGE_PROVE_RANDOMNESS, USAGE_QUERY_RANDOMNESS, USAGE_JOINT_RAND_SEED, USAGE_JOI
 
 InputShare = tuple[Any, Any, "bytes | None"]
 PublicShare = "list[bytes] | None"
-PrepState = tuple[list[int], "bytes | None"]
+PrepState = tuple[Any, "bytes | None"]  # out share: list[int] or its encoding
 PrepShare = tuple[list[int], "bytes | None"]
 
 
@@ -134,12 +134,26 @@ class Prio3:
         if leader_blind is not None:
             parts.insert(0, self.joint_rand_part(0, leader_blind, self.field.encode_vec(leader_meas), nonce))
             joint_rand = self.joint_rands(self.joint_rand_seed(parts))
-        proof = self.flp.prove(meas, self.prove_rands(rest[-1]), joint_rand)
+        proof = self._prove(meas, self.prove_rands(rest[-1]), joint_rand)
         for j, hs in enumerate(helper):
             proof = _vec_sub(proof, self.helper_proofs_share(j + 1, hs[1]), p)
         shares: list[InputShare] = [(leader_meas, proof, leader_blind)]
         shares += [(hs[0], hs[1], hs[2] if jr else None) for hs in helper]
         return (parts if jr else None), shares
+
+    def _prove(self, meas: list[int], prove_rand: list[int], joint_rand: list[int]) -> list[int]:
+        """FLP proof; a one-hot histogram uses the closed form of :mod:`.client` (same result)."""
+        if isinstance(self.valid, Histogram) and sum(meas) == 1 and all(x in (0, 1) for x in meas):
+            from privstats.secure.vdaf.client import histogram_proof
+
+            return histogram_proof(self.valid, meas.index(1), prove_rand, joint_rand)
+        return self.flp.prove(meas, prove_rand, joint_rand)
+
+    def shard_encoded(self, measurement: Any, nonce: bytes, rand: bytes) -> tuple[bytes, list[bytes]]:
+        """:meth:`shard` returning the encoded public share and input shares (fast for histograms)."""
+        from privstats.secure.vdaf.client import shard_encoded
+
+        return shard_encoded(self, measurement, nonce, rand)
 
     # -- preparation -------------------------------------------------------------------------------
     def prep_init(
@@ -194,8 +208,8 @@ class Prio3:
             raise VdafError("proof verifier check failed")
         return self.joint_rand_seed(parts) if self.uses_joint_rand else None
 
-    def prep_next(self, prep_state: PrepState, prep_msg: bytes | None) -> list[int]:
-        """The output share; raises VdafError if the joint randomness seed disagrees."""
+    def prep_next(self, prep_state: PrepState, prep_msg: bytes | None) -> Any:
+        """The output share (as held in the state); raises VdafError if the joint randomness seed disagrees."""
         out_share, corrected = prep_state
         if prep_msg != corrected:
             raise VdafError("joint randomness check failed")
@@ -203,14 +217,70 @@ class Prio3:
 
     # -- aggregation and unsharding ----------------------------------------------------------------
     def aggregate(self, agg_param: None, out_shares: Any) -> list[int]:
-        """Sum of output shares (a list of field ints of length OUTPUT_LEN)."""
+        """Sum of output shares (a list of field ints of length OUTPUT_LEN).
+
+        Entries may be ``list[int]`` or encoded output shares (``bytes``, as in the states returned by
+        :meth:`prep_init_batch`); encoded ones are summed in numpy.
+        """
         p, n = self.field.MODULUS, self.flp.OUTPUT_LEN
+        shares = list(out_shares)
+        encoded = [s for s in shares if isinstance(s, (bytes, bytearray))]
         acc = [0] * n
-        for share in out_shares:
+        if encoded:
+            from privstats.secure.vdaf.batch import aggregate_encoded
+
+            width = n * self.field.ENCODED_SIZE
+            if any(len(s) != width for s in encoded):
+                raise ValueError(f"encoded out_shares entries must be {width} bytes")
+            acc = aggregate_encoded(self, [bytes(s) for s in encoded])
+        for share in shares:
+            if isinstance(share, (bytes, bytearray)):
+                continue
             if len(share) != n:
                 raise ValueError(f"out_shares entries must have length {n}")
-            acc = [a + int(x) for a, x in zip(acc, share, strict=False)]
+            acc = [a + int(x) for a, x in zip(acc, share, strict=True)]
         return [a % p for a in acc]
+
+    def prep_init_batch(
+        self,
+        verify_key: bytes,
+        agg_id: int,
+        agg_param: None,
+        nonces: list[bytes],
+        public_shares: list[bytes],
+        input_shares: list[bytes],
+    ) -> list[Any]:
+        """:meth:`prep_init` for many reports from their encodings (see :mod:`.batch`).
+
+        Returns per report ``(prep_state, encoded_prep_share)`` or the report's VdafError.
+        """
+        from privstats.secure.vdaf.batch import prep_init_batch
+
+        return prep_init_batch(self, verify_key, agg_id, agg_param, nonces, public_shares, input_shares)
+
+    def prep_shares_to_prep_batch(self, agg_param: None, prep_shares: list[list[bytes]]) -> list[Any]:
+        """:meth:`prep_shares_to_prep` for many reports from encoded prep shares (see :mod:`.batch`).
+
+        Returns per report the prep message or the report's VdafError.
+        """
+        from privstats.secure.vdaf.batch import prep_shares_to_prep_batch
+
+        return prep_shares_to_prep_batch(self, agg_param, prep_shares)
+
+    def encode_prep_state(self, prep_state: PrepState) -> bytes:
+        """Joint randomness seed (if any) then the encoded output share, e.g. to persist a state."""
+        out, seed = prep_state
+        raw = bytes(out) if isinstance(out, (bytes, bytearray)) else self.encode_agg_share(out)
+        return (seed or b"") + raw
+
+    def decode_prep_state(self, data: bytes) -> PrepState:
+        """Inverse of :meth:`encode_prep_state` (the output share comes back encoded, as bytes)."""
+        seed_len = SEED_SIZE if self.uses_joint_rand else 0
+        width = self.flp.OUTPUT_LEN * self.field.ENCODED_SIZE
+        if len(data) != seed_len + width:
+            raise VdafError(f"prep state must be {seed_len + width} bytes, got {len(data)}")
+        self.field.decode_vec(data[seed_len:])
+        return data[seed_len:], (data[:seed_len] if seed_len else None)
 
     def unshard(self, agg_param: None, agg_shares: list[list[int]], num_measurements: int) -> Any:
         """Aggregate result (circuit decode of the sum of aggregate shares)."""

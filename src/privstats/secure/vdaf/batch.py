@@ -1,0 +1,351 @@
+"""Batch preparation for Prio3 over many reports: same bytes as :meth:`Prio3.prep_init`, much faster.
+
+For the ParallelSum(Mul) circuits (Prio3SumVec, Prio3Histogram) the verifier share is computed in
+closed form. With A_k = L_k(t) r^((k-1)c), the wire polynomials at the query point t are
+
+    x_2j   = L_0 s_2j   + r^(j+1) * sum_k A_k m[k, j]
+    x_2j+1 = L_0 s_2j+1 + sum_k L_k m[k, j] - (1/SHARES) sum_k L_k
+
+(k = 1..M gadget calls, j < chunk_length, L the Lagrange basis over the P-th roots of unity), so the
+measurement share enters only through two matrix-vector products per report. These run as float64
+matrix products on 16-bit limbs (:mod:`privstats.secure.vdaf.limbs`), with the measurement share
+never converted to Python ints. The circuit output is v = sum_k G(alpha^k) = <g, S> with the constant
+S_c = sum_k alpha^(k c) (times u, plus u^2 (sum m - 1/SHARES), for the histogram). Other circuits
+(Count, Sum) fall back to the per-report algorithm.
+
+Example:
+    >>> import os
+    >>> from privstats.secure.vdaf import Prio3Histogram
+    >>> vdaf = Prio3Histogram(8, 3)
+    >>> key, nonce = bytes(16), bytes(range(16))
+    >>> public, shares = vdaf.shard(5, nonce, bytes(vdaf.RAND_SIZE))
+    >>> enc = vdaf.encode_input_share(shares[1])
+    >>> [(state, share)] = prep_init_batch(vdaf, key, 1, None, [nonce], [vdaf.encode_public_share(public)], [enc])
+    >>> single = vdaf.prep_init(key, 1, None, nonce, public, shares[1])
+    >>> share == vdaf.encode_prep_share(single[1])
+    True
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from privstats.secure.vdaf import limbs
+from privstats.secure.vdaf.circuits import Histogram, SumVec
+from privstats.secure.vdaf.errors import VdafError
+from privstats.secure.vdaf.field import batch_inv
+from privstats.secure.vdaf.xof import SEED_SIZE, XofTurboShake128
+
+if TYPE_CHECKING:
+    from privstats.secure.vdaf.prio3 import Prio3
+
+__all__ = ["aggregate_encoded", "prep_init_batch"]
+
+PrepResult = "tuple[PrepState, bytes] | VdafError"
+
+
+@dataclass
+class _Consts:
+    """Per-instance constants of the closed-form verifier."""
+
+    calls: int
+    chunk: int
+    size: int
+    alpha_pows: list[int]
+    s_weights: list[int]
+    size_inv: int
+    shares_inv: int
+
+
+def _consts(vdaf: Prio3) -> _Consts:
+    cached = getattr(vdaf, "_batch_consts", None)
+    if cached is not None:
+        return cached
+    valid: Any = vdaf.valid
+    field, p = vdaf.field, vdaf.field.MODULUS
+    calls, chunk = valid.GADGET_CALLS[0], valid.chunk_length
+    size = 1 << calls.bit_length()  # next power of two >= calls + 1
+    alpha = field.root(size)
+    alpha_pows = [pow(alpha, k, p) for k in range(size)]
+    n_coef = 2 * (size - 1) + 1
+    s_weights = [sum(alpha_pows[(k * c) % size] for k in range(1, calls + 1)) % p for c in range(n_coef)]
+    consts = _Consts(
+        calls, chunk, size, alpha_pows, s_weights, pow(size, p - 2, p), pow(vdaf.SHARES, p - 2, p)
+    )
+    vdaf._batch_consts = consts  # type: ignore[attr-defined]
+    return consts
+
+
+def _fast_path(vdaf: Prio3) -> bool:
+    return isinstance(vdaf.valid, (Histogram, SumVec)) and vdaf.PROOFS == 1
+
+
+def prep_init_batch(
+    vdaf: Prio3,
+    verify_key: bytes,
+    agg_id: int,
+    agg_param: None,
+    nonces: list[bytes],
+    public_shares: list[bytes],
+    input_shares: list[bytes],
+) -> list[Any]:
+    """``prep_init`` for many reports given their *encoded* public and input shares.
+
+    Returns, per report, ``(prep_state, encoded_prep_share)`` or the :class:`VdafError` that report
+    raised (a malformed share rejects only its own report). ``prep_state``'s output share is the encoded
+    output share (bytes); :meth:`Prio3.prep_next`, :meth:`Prio3.aggregate` and
+    :meth:`Prio3.encode_prep_state` accept it.
+    """
+    if not (len(nonces) == len(public_shares) == len(input_shares)):
+        raise ValueError("nonces, public_shares and input_shares must have the same length")
+    vdaf._check_bytes("verify_key", verify_key, vdaf.VERIFY_KEY_SIZE)
+    if not _fast_path(vdaf):
+        return [
+            _single(vdaf, verify_key, agg_id, n, ps, ins)
+            for n, ps, ins in zip(nonces, public_shares, input_shares, strict=True)
+        ]
+    results: list[Any] = [None] * len(nonces)
+    todo = []
+    for i, (nonce, ps, ins) in enumerate(zip(nonces, public_shares, input_shares, strict=True)):
+        try:
+            todo.append((i, *_unpack(vdaf, verify_key, agg_id, nonce, ps, ins)))
+        except VdafError as exc:
+            results[i] = exc
+    for start in range(0, len(todo), 256):
+        for i, res in _closed_form(vdaf, todo[start : start + 256]):
+            results[i] = res
+    return results
+
+
+def _single(vdaf: Prio3, key: bytes, agg_id: int, nonce: bytes, ps: bytes, ins: bytes) -> Any:
+    try:
+        public = vdaf.decode_public_share(ps)
+        (out, seed), share = vdaf.prep_init(
+            key, agg_id, None, nonce, public, vdaf.decode_input_share(agg_id, ins)
+        )
+        return (vdaf.encode_agg_share(out), seed), vdaf.encode_prep_share(share)
+    except VdafError as exc:
+        return exc
+
+
+def _unpack(vdaf: Prio3, key: bytes, agg_id: int, nonce: bytes, ps: bytes, ins: bytes) -> tuple[Any, ...]:
+    """Decode one report: measurement/proof share bytes, joint randomness and query randomness."""
+    vdaf._check_bytes("nonce", nonce, vdaf.NONCE_SIZE)
+    parts = vdaf.decode_public_share(ps)
+    size = vdaf.field.ENCODED_SIZE
+    n_meas, n_proof = vdaf.flp.MEAS_LEN, vdaf.flp.PROOF_LEN
+    if agg_id == 0:
+        if len(ins) != (n_meas + n_proof) * size + SEED_SIZE:
+            raise VdafError("leader input share has the wrong length")
+        meas_raw, proof_raw = ins[: n_meas * size], ins[n_meas * size : (n_meas + n_proof) * size]
+        if not limbs.all_in_range(ins[: (n_meas + n_proof) * size]):
+            raise VdafError("Field128 element out of range (>= modulus)")
+    else:
+        if len(ins) != 3 * SEED_SIZE:
+            raise VdafError("helper input share has the wrong length")
+        meas_raw = _expand_raw(vdaf, ins[:SEED_SIZE], 1, bytes([agg_id]), n_meas)
+        proof_raw = _expand_raw(
+            vdaf, ins[SEED_SIZE : 2 * SEED_SIZE], 2, bytes([vdaf.PROOFS, agg_id]), n_proof
+        )
+    blind = ins[-SEED_SIZE:]
+    part = vdaf.joint_rand_part(agg_id, blind, meas_raw, nonce)
+    assert parts is not None
+    parts = list(parts)
+    parts[agg_id] = part
+    corrected = vdaf.joint_rand_seed(parts)
+    joint_rand = vdaf.joint_rands(corrected)
+    (t,) = vdaf.query_rands(key, nonce)
+    return meas_raw, proof_raw, part, corrected, joint_rand, t
+
+
+def _expand_raw(vdaf: Prio3, seed: bytes, usage: int, binder: bytes, length: int) -> bytes:
+    """Encoded XOF expansion of ``length`` elements (rejection sampling only when needed)."""
+    xof = XofTurboShake128(seed, vdaf._dst[usage], binder)
+    raw = xof.next(length * vdaf.field.ENCODED_SIZE)
+    if limbs.all_in_range(raw):
+        return raw
+    return XofTurboShake128(seed, vdaf._dst[usage], binder).next_vec_bytes(vdaf.field, length)[1]
+
+
+def _lagranges(vdaf: Prio3, ts: list[int]) -> list[list[int] | None]:
+    """L_0..L_M at each t over the P-th roots of unity (None for a degenerate t), one inversion in all."""
+    c = _consts(vdaf)
+    p = vdaf.field.MODULUS
+    pts = c.alpha_pows[: c.calls + 1]
+    ok = [pow(t, c.size, p) != 1 for t in ts]
+    denoms = [(t - a) % p for t, good in zip(ts, ok, strict=True) if good for a in pts]
+    invs = batch_inv(denoms, p) if denoms else []
+    out: list[list[int] | None] = []
+    pos = 0
+    for t, good in zip(ts, ok, strict=True):
+        if not good:
+            out.append(None)
+            continue
+        scale = (pow(t, c.size, p) - 1) * c.size_inv % p
+        row = invs[pos : pos + len(pts)]
+        pos += len(pts)
+        out.append([scale * a % p * i % p for a, i in zip(pts, row, strict=True)])
+    return out
+
+
+def _report_scalars(vdaf: Prio3, lag: list[int], r: int) -> tuple[list[int], list[int], list[int], list[int]]:
+    """Weights (A_k, L_k) for the products, r^(j+1), and the scalars (L_0, sum_k L_k / SHARES)."""
+    c = _consts(vdaf)
+    p = vdaf.field.MODULUS
+    r_pows = [r]
+    for _ in range(c.chunk - 1):
+        r_pows.append(r_pows[-1] * r % p)
+    r_chunk = r_pows[-1]
+    weights, step = [], 1
+    for k in range(1, c.calls + 1):
+        weights += [lag[k] * step % p, lag[k]]
+        step = step * r_chunk % p
+    return weights, r_pows, [lag[0]], [sum(lag[1:]) * c.shares_inv % p]
+
+
+def _gadget_terms(vdaf: Prio3, proof_raw: bytes, t: int) -> tuple[int, int]:
+    """<g, S> and g(t) for the gadget polynomial g of a proof share (lazy reductions)."""
+    c = _consts(vdaf)
+    p = vdaf.field.MODULUS
+    g = vdaf.field.decode_vec_unchecked(proof_raw[2 * c.chunk * 16 :])
+    dot = sum(map(operator.mul, g, c.s_weights)) % p
+    # g(t) = sum_i T^i * (sum_l g[16 i + l] t^l) with T = t^16: one reduction per block of 16.
+    t_pows = [1, t]
+    for _ in range(14):
+        t_pows.append(t_pows[-1] * t % p)
+    big_t = t_pows[-1] * t % p
+    acc = 0
+    for start in range(((len(g) - 1) // 16) * 16, -1, -16):
+        acc = (acc * big_t + sum(map(operator.mul, g[start : start + 16], t_pows))) % p
+    return dot, acc
+
+
+def _closed_form(vdaf: Prio3, todo: list[tuple[Any, ...]]) -> list[tuple[int, Any]]:
+    """Prep results for a chunk of decoded reports (see the module docstring)."""
+    c = _consts(vdaf)
+    p = vdaf.field.MODULUS
+    valid: Any = vdaf.valid
+    n_meas, padded = vdaf.flp.MEAS_LEN, c.calls * c.chunk
+    lags = _lagranges(vdaf, [row[6] for row in todo])
+    out: list[tuple[int, Any]] = []
+    good = []
+    for row, lag in zip(todo, lags, strict=True):
+        if lag is None:
+            out.append((row[0], VdafError("degenerate query point (t^P == 1)")))
+        else:
+            good.append((row, lag))
+    if not good:
+        return out
+    n = len(good)
+    meas = np.zeros((n, padded, limbs.NLIMB), dtype=np.uint16)
+    meas[:, :n_meas] = np.frombuffer(b"".join(r[1] for r, _ in good), dtype="<u2").reshape(
+        n, n_meas, limbs.NLIMB
+    )
+    seeds = np.frombuffer(b"".join(r[2][: 2 * c.chunk * 16] for r, _ in good), dtype="<u2")
+    seeds = seeds.reshape(n, c.chunk, 2, limbs.NLIMB).astype(np.int64)
+    scal = [_report_scalars(vdaf, lag, r[5][0]) for r, lag in good]
+    weights = limbs.from_ints([w for s in scal for w in s[0]]).reshape(n, c.calls, 2, limbs.NLIMB)
+    r_pows = limbs.from_ints([w for s in scal for w in s[1]]).reshape(n, c.chunk, limbs.NLIMB)
+    lag0 = limbs.from_ints([s[2][0] for s in scal]).reshape(n, 1, limbs.NLIMB)
+    corr = limbs.from_ints([s[3][0] for s in scal]).reshape(n, 1, limbs.NLIMB)
+    prods = limbs.matvec(meas.reshape(n, c.calls, c.chunk, limbs.NLIMB), weights)  # (n, chunk, 2, 8)
+    x_even = limbs.add(limbs.mul(r_pows, prods[:, :, 0]), limbs.mul(lag0, seeds[:, :, 0]))
+    x_odd = limbs.sub(limbs.add(prods[:, :, 1], limbs.mul(lag0, seeds[:, :, 1])), corr)
+    x_bytes = limbs.encode(np.stack([x_even, x_odd], axis=2))
+    stride = 2 * c.chunk * 16
+    if isinstance(valid, Histogram):
+        meas_sum = limbs.to_ints(limbs.reduce_cols(meas.sum(axis=1, dtype=np.int64)))
+    out_raw = _truncate(vdaf, meas[:, :n_meas])
+    for idx, (row, _lag) in enumerate(good):
+        dot, y = _gadget_terms(vdaf, row[2], row[6])
+        if isinstance(valid, Histogram):
+            u = row[5][1]
+            v = (u * dot + u * u % p * (meas_sum[idx] - c.shares_inv)) % p
+        else:
+            v = dot
+        share = (
+            v.to_bytes(16, "little") + x_bytes[idx * stride : (idx + 1) * stride] + y.to_bytes(16, "little")
+        )
+        state = (out_raw[idx], row[4])
+        out.append((row[0], (state, share + row[3])))
+    return out
+
+
+def _truncate(vdaf: Prio3, meas: np.ndarray) -> list[bytes]:
+    """Encoded output shares: the measurement share (Histogram) or bit-decoded (SumVec)."""
+    valid: Any = vdaf.valid
+    n = meas.shape[0]
+    if isinstance(valid, SumVec):
+        bits = valid.bits
+        grouped = meas.astype(np.int64).reshape(n, valid.length, bits, limbs.NLIMB)
+        cols = np.zeros((n, valid.length, limbs.NLIMB + 5), dtype=np.int64)
+        for b in range(bits):
+            q, rem = divmod(b, 16)
+            cols[..., q : q + limbs.NLIMB] += grouped[:, :, b] << rem
+        meas = limbs.reduce_cols(cols)
+    raw = limbs.encode(meas)
+    step = len(raw) // n
+    return [raw[i * step : (i + 1) * step] for i in range(n)]
+
+
+def aggregate_encoded(vdaf: Prio3, out_shares: list[bytes]) -> list[int]:
+    """Sum of encoded output shares (Field128 in numpy limbs; Field64 via Python ints)."""
+    n_out = vdaf.flp.OUTPUT_LEN
+    if vdaf.field.ENCODED_SIZE != 16:
+        acc = [0] * n_out
+        for raw in out_shares:
+            acc = [a + x for a, x in zip(acc, vdaf.field.decode_vec(raw), strict=True)]
+        return [a % vdaf.field.MODULUS for a in acc]
+    total = np.zeros((n_out, limbs.NLIMB), dtype=np.int64)
+    for start in range(0, len(out_shares), 4096):
+        chunk = out_shares[start : start + 4096]
+        arr = np.frombuffer(b"".join(chunk), dtype="<u2").reshape(len(chunk), n_out, limbs.NLIMB)
+        total += arr.sum(axis=0, dtype=np.int64)
+    return limbs.to_ints(limbs.reduce_cols(total))
+
+
+def prep_shares_to_prep_batch(vdaf: Prio3, agg_param: None, prep_shares: list[list[bytes]]) -> list[Any]:
+    """``prep_shares_to_prep`` for many reports from their *encoded* prep shares.
+
+    Returns per report the prep message (the joint randomness seed, or None) or the VdafError that
+    report raised (malformed share or failed proof check).
+    """
+    if not _fast_path(vdaf):
+        return [_combine_single(vdaf, shares) for shares in prep_shares]
+    c = _consts(vdaf)
+    n_ver = vdaf.flp.VERIFIER_LEN
+    width = n_ver * 16 + SEED_SIZE
+    results: list[Any] = [None] * len(prep_shares)
+    ok_idx = []
+    for i, shares in enumerate(prep_shares):
+        if len(shares) != vdaf.SHARES or any(len(s) != width for s in shares):
+            results[i] = VdafError("prep share has the wrong length")
+        elif not all(limbs.all_in_range(s[: n_ver * 16]) for s in shares):
+            results[i] = VdafError("Field128 element out of range (>= modulus)")
+        else:
+            ok_idx.append(i)
+    if not ok_idx:
+        return results
+    raw = b"".join(s[: n_ver * 16] for i in ok_idx for s in prep_shares[i])
+    ver = np.frombuffer(raw, dtype="<u2").reshape(len(ok_idx), vdaf.SHARES, n_ver, limbs.NLIMB)
+    total = limbs.reduce_cols(ver.sum(axis=1, dtype=np.int64))  # (n, n_ver, 8)
+    x = total[:, 1 : 1 + 2 * c.chunk].reshape(len(ok_idx), c.chunk, 2, limbs.NLIMB)
+    gadget = limbs.reduce_cols(limbs.mul(x[:, :, 0], x[:, :, 1]).sum(axis=1))
+    accept = ~np.any(total[:, 0], axis=-1) & np.all(gadget == total[:, -1], axis=-1)
+    for row, i in enumerate(ok_idx):
+        if not accept[row]:
+            results[i] = VdafError("proof verifier check failed")
+        else:
+            results[i] = vdaf.joint_rand_seed([s[n_ver * 16 :] for s in prep_shares[i]])
+    return results
+
+
+def _combine_single(vdaf: Prio3, shares: list[bytes]) -> Any:
+    try:
+        return vdaf.prep_shares_to_prep(None, [vdaf.decode_prep_share(None, s) for s in shares])
+    except VdafError as exc:
+        return exc
