@@ -72,8 +72,7 @@ class DapClient:
         """One sealed report of grid cell ``cell`` at time ``t`` (already rounded)."""
         vdaf, dap = self.vdaf, self.dap
         rid = os.urandom(16)
-        public, shares = vdaf.shard(int(cell), rid, os.urandom(vdaf.RAND_SIZE))
-        public_b = vdaf.encode_public_share(public)
+        public_b, shares = vdaf.shard_encoded(int(cell), rid, os.urandom(vdaf.RAND_SIZE))
         md = ReportMetadata(rid, int(t))
         aad = InputShareAad(dap.task_id, md, public_b).encode()
         cts = [
@@ -81,7 +80,7 @@ class DapClient:
                 dap.hpke_configs[role],
                 input_share_info(code),
                 aad,
-                PlaintextInputShare(b"", vdaf.encode_input_share(shares[i])).encode(),
+                PlaintextInputShare(b"", shares[i]).encode(),
             )
             for i, (role, code) in enumerate((("leader", Role.LEADER), ("helper", Role.HELPER)))
         ]

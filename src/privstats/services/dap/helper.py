@@ -59,44 +59,81 @@ def _reject(rid: bytes, code: int) -> PrepareResp:
     return PrepareResp(rid, PrepareResp.REJECT, error=code)
 
 
-def _prepare_one(ctx: RoleContext, init: PrepareInit, now: int) -> tuple[PrepareResp, Any]:
-    """The helper's answer for one report and its output share (None if rejected)."""
-    vdaf, dap = ctx.vdaf, ctx.dap
+def _open_one(ctx: RoleContext, init: PrepareInit, now: int) -> PrepareResp | tuple[bytes, bytes, bytes]:
+    """Checks and HPKE opening of one report: a rejection, or ``(public share, input share, leader
+    prep share)`` (all encoded) for preparation."""
+    dap = ctx.dap
     rs = init.report_share
     rid, t = rs.metadata.report_id, rs.metadata.time
     if t > now + dap.tolerable_clock_skew:
-        return _reject(rid, PrepareError.REPORT_TOO_EARLY), None
+        return _reject(rid, PrepareError.REPORT_TOO_EARLY)
     if t < now - dap.report_expiry_age:
-        return _reject(rid, PrepareError.REPORT_DROPPED), None
+        return _reject(rid, PrepareError.REPORT_DROPPED)
     if rs.encrypted_input_share.config_id != ctx.config.id:
-        return _reject(rid, PrepareError.HPKE_UNKNOWN_CONFIG_ID), None
+        return _reject(rid, PrepareError.HPKE_UNKNOWN_CONFIG_ID)
     aad = InputShareAad(dap.task_id, rs.metadata, rs.public_share).encode()
     try:
         plain = open_(
             ctx.private_key, ctx.config, rs.encrypted_input_share, input_share_info(Role.HELPER), aad
         )
     except HPKEOpenError:
-        return _reject(rid, PrepareError.HPKE_DECRYPT_ERROR), None
+        return _reject(rid, PrepareError.HPKE_DECRYPT_ERROR)
     try:
         pis = PlaintextInputShare.decode(plain)
-        if pis.extensions:
-            raise DecodeError("extensions are not supported")
-        public = vdaf.decode_public_share(rs.public_share)
-        share = vdaf.decode_input_share(1, pis.payload)
         msg = PingPong.decode(init.payload)
-        if msg.kind != PingPong.INITIALIZE:
-            raise DecodeError("the leader's first message must be initialize")
-    except Exception:
-        return _reject(rid, PrepareError.INVALID_MESSAGE), None
-    try:
-        state, helper_share = vdaf.prep_init(ctx.verify_key, 1, None, rid, public, share)
-        leader_share = vdaf.decode_prep_share(state, msg.prep_share)
-        prep_msg = vdaf.prep_shares_to_prep(None, [leader_share, helper_share])
-        out = vdaf.prep_next(state, prep_msg)
-    except Exception:
-        return _reject(rid, PrepareError.VDAF_PREP_ERROR), None
-    payload = PingPong(PingPong.FINISH, prep_msg=vdaf.encode_prep_msg(prep_msg)).encode()
-    return PrepareResp(rid, PrepareResp.CONTINUE, payload=payload), out
+    except DecodeError:
+        return _reject(rid, PrepareError.INVALID_MESSAGE)
+    if pis.extensions or msg.kind != PingPong.INITIALIZE:
+        return _reject(rid, PrepareError.INVALID_MESSAGE)
+    return rs.public_share, pis.payload, msg.prep_share
+
+
+def _prepare(ctx: RoleContext, inits: list[PrepareInit], now: int) -> tuple[list[PrepareResp], list]:
+    """The helper's answers for ``inits`` (in order) and the accepted ``(rid, time, out share)``.
+
+    Preparation runs batched (``prep_init_batch``, ``prep_shares_to_prep_batch``): same bytes as the
+    per-report algorithm.  Any VDAF error — a malformed share, a crafted verifier share, a tampered
+    joint-randomness part — rejects that report with ``vdaf_prep_error``.
+    """
+    from privstats.secure.vdaf.batch import prep_init_batch, prep_shares_to_prep_batch
+
+    vdaf = ctx.vdaf
+    resps: list[PrepareResp | None] = [None] * len(inits)
+    todo: list[tuple[int, bytes, bytes, bytes]] = []
+    for k, init in enumerate(inits):
+        opened = _open_one(ctx, init, now)
+        if isinstance(opened, PrepareResp):
+            resps[k] = opened
+        else:
+            todo.append((k, *opened))
+    rids = [init.report_share.metadata.report_id for init in inits]
+    inited = prep_init_batch(
+        vdaf, ctx.verify_key, 1, None, [rids[k] for k, *_ in todo], [ps for _, ps, _, _ in todo],
+        [ins for _, _, ins, _ in todo],
+    )  # fmt: skip
+    ok = [
+        (k, res, lps)
+        for (k, _, _, lps), res in zip(todo, inited, strict=True)
+        if not isinstance(res, Exception)
+    ]
+    for (k, *_), res in zip(todo, inited, strict=True):
+        if isinstance(res, Exception):
+            resps[k] = _reject(rids[k], PrepareError.VDAF_PREP_ERROR)
+    msgs = prep_shares_to_prep_batch(vdaf, None, [[lps, res[1]] for _, res, lps in ok])
+    accepted = []
+    for (k, (state, _), _), msg in zip(ok, msgs, strict=True):
+        try:
+            if isinstance(msg, Exception):
+                raise msg
+            out = vdaf.prep_next(state, msg)
+        except Exception:
+            resps[k] = _reject(rids[k], PrepareError.VDAF_PREP_ERROR)
+            continue
+        payload = PingPong(PingPong.FINISH, prep_msg=vdaf.encode_prep_msg(msg)).encode()
+        resps[k] = PrepareResp(rids[k], PrepareResp.CONTINUE, payload=payload)
+        accepted.append((rids[k], inits[k].report_share.metadata.time, out))
+    assert all(r is not None for r in resps)
+    return [r for r in resps if r is not None], accepted
 
 
 def _additions(ctx: RoleContext, accepted: list[tuple[bytes, int, Any]]) -> dict[int, tuple]:
@@ -139,18 +176,17 @@ def handle_job(ctx: RoleContext, job_id: bytes, body: bytes, now: int | None = N
                 for p in req.prepare_inits
                 if store.is_collected(conn, p.report_share.metadata.time)
             }
-        resps, accepted = [], []
-        for p in req.prepare_inits:
-            rid, t = p.report_share.metadata.report_id, p.report_share.metadata.time
-            if rid in replayed:
-                resps.append(_reject(rid, PrepareError.REPORT_REPLAYED))
-            elif t in collected:
-                resps.append(_reject(rid, PrepareError.BATCH_COLLECTED))
-            else:
-                resp, out = _prepare_one(ctx, p, now)
-                resps.append(resp)
-                if out is not None:
-                    accepted.append((rid, t, out))
+        skip = {
+            p.report_share.metadata.report_id: PrepareError.REPORT_REPLAYED
+            if p.report_share.metadata.report_id in replayed
+            else PrepareError.BATCH_COLLECTED
+            for p in req.prepare_inits
+            if p.report_share.metadata.report_id in replayed or p.report_share.metadata.time in collected
+        }
+        fresh = [p for p in req.prepare_inits if p.report_share.metadata.report_id not in skip]
+        done, accepted = _prepare(ctx, fresh, now)
+        by_id = {r.report_id: r for r in done}
+        resps = [by_id.get(rid) or _reject(rid, skip[rid]) for rid in rids]
         response = AggregationJobResp(tuple(resps)).encode()
         with store.st.transaction() as conn:
             store.lock(conn, exclusive=True)

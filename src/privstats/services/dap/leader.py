@@ -189,22 +189,22 @@ class Driver:
 
 
 def _leader_inits(ctx: RoleContext, rows: list) -> tuple[list[PrepareInit], dict, list[bytes]]:
-    """The leader's prep_init of each report: PrepareInits for the helper, states, failures."""
-    vdaf = ctx.vdaf
+    """The leader's prep_init of each report (batched): PrepareInits for the helper, states, failures."""
+    from privstats.secure.vdaf.batch import prep_init_batch
+
+    rids = [bytes(r[0]) for r in rows]
+    results = prep_init_batch(
+        ctx.vdaf, ctx.verify_key, 0, None, rids, [bytes(r[2]) for r in rows], [bytes(r[3]) for r in rows]
+    )
     inits, states, failed = [], {}, []
-    for rid, t, public_share, leader_share, helper_ct in rows:
-        rid = bytes(rid)
-        try:
-            ps = vdaf.decode_public_share(bytes(public_share))
-            share = vdaf.decode_input_share(0, bytes(leader_share))
-            state, prep_share = vdaf.prep_init(ctx.verify_key, 0, None, rid, ps, share)
-            payload = PingPong(PingPong.INITIALIZE, prep_share=vdaf.encode_prep_share(prep_share)).encode()
-        except Exception:
+    for rid, (_, t, public_share, _, helper_ct), res in zip(rids, rows, results, strict=True):
+        if isinstance(res, Exception):  # a malformed leader share fails this report only
             failed.append(rid)
             continue
-        rs = ReportShare(
-            ReportMetadata(rid, int(t)), bytes(public_share), HpkeCiphertext.decode(bytes(helper_ct))
-        )
+        state, prep_share = res
+        payload = PingPong(PingPong.INITIALIZE, prep_share=prep_share).encode()
+        md = ReportMetadata(rid, int(t))
+        rs = ReportShare(md, bytes(public_share), HpkeCiphertext.decode(bytes(helper_ct)))
         inits.append(PrepareInit(rs, payload))
         states[rid] = (state, int(t))
     return inits, states, failed
