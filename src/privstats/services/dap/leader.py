@@ -50,7 +50,7 @@ __all__ = ["Driver", "create_leader_app", "handle_upload"]
 log = logging.getLogger("privstats.dap.leader")
 
 
-def handle_upload(ctx: RoleContext, body: bytes, now: int | None = None) -> str:
+def handle_upload(ctx: RoleContext, body: bytes, now: int | None = None, committer: Any = None) -> str:
     """Validate, open the leader's share and store one report; ``"new"`` or ``"replay"``.
 
     Raises :class:`DapProblem`: ``invalidMessage`` (does not parse, extensions),
@@ -80,12 +80,64 @@ def handle_upload(ctx: RoleContext, body: bytes, now: int | None = None) -> str:
         raise DapProblem(400, "reportRejected", "the leader's input share does not open") from None
     if share.extensions:
         raise DapProblem(400, "invalidMessage", "report extensions are not supported")
-    outcome = ctx.store.put_report(
-        rep.metadata.report_id, t, rep.public_share, share.payload, rep.helper_share.encode()
-    )
+    item = (rep.metadata.report_id, t, rep.public_share, share.payload, rep.helper_share.encode())
+    outcome = ctx.store.put_report(*item) if committer is None else committer.submit(item)
     if outcome == "collected":
         raise DapProblem(400, "reportRejected", "the report's batch has already been collected")
     return outcome
+
+
+class GroupCommitter:
+    """Stores concurrent uploads in one transaction each round (one fsync for many reports).
+
+    Request threads call :meth:`submit` and block until the transaction holding their report has
+    committed, so an upload is still acknowledged only after its commit.
+    """
+
+    def __init__(self, store: Any, max_batch: int = 256):
+        import queue
+
+        self.store, self.max_batch = store, max_batch
+        self.queue: queue.Queue = queue.Queue()
+        self.thread = threading.Thread(target=self._run, name="dap-group-commit", daemon=True)
+        self.thread.start()
+
+    def submit(self, item: tuple) -> str:
+        from concurrent.futures import Future
+
+        fut: Future = Future()
+        self.queue.put((item, fut))
+        return fut.result(timeout=120)
+
+    def close(self) -> None:
+        self.queue.put(None)
+        self.thread.join(timeout=120)
+
+    def _run(self) -> None:
+        import queue
+
+        while True:
+            first = self.queue.get()
+            if first is None:
+                return
+            batch = [first]
+            while len(batch) < self.max_batch:
+                try:
+                    nxt = self.queue.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is None:
+                    self.queue.put(None)
+                    break
+                batch.append(nxt)
+            try:
+                outcomes = self.store.put_reports([item for item, _ in batch])
+            except Exception as exc:
+                for _, fut in batch:
+                    fut.set_exception(exc)
+                continue
+            for (_, fut), outcome in zip(batch, outcomes, strict=True):
+                fut.set_result(outcome)
 
 
 class Driver:
@@ -241,7 +293,9 @@ def create_leader_app(task, secrets, storage, *, drive: bool = True, **options: 
             yield
         finally:
             driver.stop()
+            committer.close()
 
+    committer = GroupCommitter(ctx.store)
     app = dap_app(ctx, lifespan)
     app.state.driver = driver
     limit = int(task.max_request_bytes)
@@ -253,7 +307,7 @@ def create_leader_app(task, secrets, storage, *, drive: bool = True, **options: 
         if ct is not None and ct.split(";")[0].strip() != REPORT:
             raise DapProblem(415, "invalidMessage", f"Content-Type must be {REPORT}")
         body = await read_body(request, limit)
-        await run_in_threadpool(handle_upload, ctx, body)
+        await run_in_threadpool(handle_upload, ctx, body, None, committer)
         driver.wake.set()
         return Response(status_code=201)
 

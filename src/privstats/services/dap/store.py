@@ -265,21 +265,34 @@ class DapStore:
         self, rid: bytes, t: int, public_share: bytes, leader_share: bytes, helper_ct: bytes
     ) -> str:
         """Insert a report; ``"new"``, ``"replay"`` (known id: ignored) or ``"collected"`` (refused)."""
+        return self.put_reports([(rid, t, public_share, leader_share, helper_ct)])[0]
+
+    def put_reports(self, items: list[tuple[bytes, int, bytes, bytes, bytes]]) -> list[str]:
+        """:meth:`put_report` for many reports in *one* transaction (one commit: group commit)."""
+        c = collected.c
+        out = []
         with self.st.transaction() as conn:
             self.lock(conn, exclusive=False)
-            if self.is_collected(conn, t):
-                return "collected"
-            stmt = self.st._insert()(reports).values(
-                task_id=self.task_id,
-                report_id=rid,
-                time=t,
-                public_share=public_share,
-                leader_share=leader_share,
-                helper_ct=helper_ct,
-                state="start",
-            )
-            res = conn.execute(stmt.on_conflict_do_nothing(index_elements=["task_id", "report_id"]))
-            return "new" if res.rowcount == 1 else "replay"
+            cut = conn.execute(
+                select(c.start, c.duration).where(and_(c.task_id == self.task_id, c.role == self.role))
+            ).all()
+            ins = self.st._insert()
+            for rid, t, public_share, leader_share, helper_ct in items:
+                if any(s <= t < s + d for s, d in cut):
+                    out.append("collected")
+                    continue
+                stmt = ins(reports).values(
+                    task_id=self.task_id,
+                    report_id=rid,
+                    time=t,
+                    public_share=public_share,
+                    leader_share=leader_share,
+                    helper_ct=helper_ct,
+                    state="start",
+                )
+                res = conn.execute(stmt.on_conflict_do_nothing(index_elements=["task_id", "report_id"]))
+                out.append("new" if res.rowcount == 1 else "replay")
+        return out
 
     def create_jobs(self, max_size: int, max_jobs: int = 8) -> int:
         """Group unassigned reports into new aggregation jobs (random 16-byte ids); returns how many."""
