@@ -35,7 +35,7 @@ class Pair:
         self.helper.close()
 
 
-def make_pair(tmp: Path, db: str = "sqlite", *, pg: Any = None, **task_kw: Any) -> Pair:
+def make_pair(tmp: Path, *, pg: Any = None, **task_kw: Any) -> Pair:
     from fastapi.testclient import TestClient
 
     from privstats.services.dap.helper import create_helper_app

@@ -42,9 +42,10 @@ from privstats.services.dap.store import report_checksum
 from privstats.services.dap.task import b64
 
 
-@pytest.fixture
-def pair(tmp_path):
-    p = make_pair(tmp_path, min_batch=3)
+@pytest.fixture(params=["sqlite", "postgresql"])
+def pair(tmp_path, request):
+    pg = request.getfixturevalue("postgres_server")[1] if request.param == "postgresql" else None
+    p = make_pair(tmp_path, pg=pg, min_batch=3)
     yield p
     p.close()
 

@@ -23,9 +23,10 @@ from privstats.services.dap.codec import (
 )
 
 
-@pytest.fixture
-def pair(tmp_path):
-    p = make_pair(tmp_path)
+@pytest.fixture(params=["sqlite", "postgresql"])
+def pair(tmp_path, request):
+    pg = request.getfixturevalue("postgres_server")[1] if request.param == "postgresql" else None
+    p = make_pair(tmp_path, pg=pg)
     yield p
     p.close()
 
