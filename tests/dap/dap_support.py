@@ -97,3 +97,18 @@ def make_dap_task(
     path = tmp / "task.json"
     write_task(task, secrets, path)
     return path, ports
+
+
+def db_counts(db: str, role: str, task_id: bytes) -> tuple[int, dict]:
+    """Exact report count in a role's buckets (and the leader's report states), read from its database."""
+    from privstats.services.dap.store import DapStore
+    from privstats.services.storage import Storage
+
+    st = Storage(db)
+    try:
+        store = DapStore(st, task_id, role, 2**128 - 7 * 2**66 + 1)
+        with st.read() as conn:
+            n = store.batch(conn, 0, 2**62, 64)[1]
+        return n, store.report_states() if role == "leader" else {}
+    finally:
+        st.close()

@@ -7,21 +7,7 @@ import threading
 
 import numpy as np
 import pytest
-from dap_support import make_dap_task
-
-
-def _counts(db: str, role: str, task_id: bytes) -> tuple[int, dict]:
-    from privstats.services.dap.store import DapStore
-    from privstats.services.storage import Storage
-
-    st = Storage(db)
-    try:
-        store = DapStore(st, task_id, role, 2**128 - 7 * 2**66 + 1)
-        with st.read() as conn:
-            n = store.batch(conn, 0, 2**62, 64)[1]
-        return n, store.report_states() if role == "leader" else {}
-    finally:
-        st.close()
+from dap_support import db_counts, make_dap_task
 
 
 def _upload_retrying(client, values, acked: list[int]) -> None:
@@ -84,8 +70,8 @@ def test_kill9_either_server(tmp_path, dap_servers, backend, request):
     res = collect(task_path, timeout=300)
     assert res.probabilities.shape == DapTask.from_task(load_task(task_path)).spec.thresholds.shape
     tid = DapTask.from_task(load_task(task_path)).task_id
-    n_leader, states = _counts(ldb, "leader", tid)
-    n_helper, _ = _counts(hdb, "helper", tid)
+    n_leader, states = db_counts(ldb, "leader", tid)
+    n_helper, _ = db_counts(hdb, "helper", tid)
     # every acknowledged report counted once (resent reports included), on both servers
     assert n_leader == n_helper == states.get("done", 0) == 150
     assert set(states) <= {"done"}
