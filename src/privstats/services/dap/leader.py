@@ -168,8 +168,11 @@ class Driver:
         while not self.stop_event.is_set():
             try:
                 busy = self.step()
-            except Exception:
-                log.exception("driver step failed")
+            except Exception as exc:  # keep driving: the failed work is retried after its lease
+                if isinstance(exc, RuntimeError) or type(exc).__module__.startswith("httpx"):
+                    log.warning("driver step: %s (retried after the job's lease)", exc)
+                else:
+                    log.exception("driver step failed")
                 busy = False
             if not busy:
                 self.wake.wait(self.interval)
