@@ -44,7 +44,8 @@ def make_pair(tmp: Path, *, pg: Any = None, **task_kw: Any) -> Pair:
     from privstats.services.storage import Storage
 
     kw = {"bounds": (0, 1), "grid": 15, "epsilon": 1.0, "min_batch": 5, **task_kw}
-    task, secrets = new_dap_task("ecdf", **kw)
+    statistic = kw.pop("statistic", "ecdf")
+    task, secrets = new_dap_task(statistic, **kw)
     if pg is None:
         ls, hs = Storage(f"sqlite:///{tmp}/leader.db"), Storage(f"sqlite:///{tmp}/helper.db")
     else:
