@@ -10,9 +10,9 @@ import pytest
 
 pytest.importorskip("fastapi")
 
-from inproc import collect, make_pair  # noqa: E402
+from inproc import collect, make_pair
 
-from privstats.services.dap.codec import Collection, Interval  # noqa: E402
+from privstats.services.dap.codec import Collection, Interval
 
 
 def _collect_open(pair, **kw):
