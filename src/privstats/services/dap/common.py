@@ -10,6 +10,7 @@ last segment (``outdatedConfig`` makes it refetch keys and retry once).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 from typing import Any
@@ -89,6 +90,13 @@ class RoleContext:
     @property
     def private_key(self) -> bytes:
         return self.secrets.private_key_bytes
+
+    @functools.cached_property
+    def private_key_obj(self) -> Any:
+        """The X25519 private key object (parsed once; HPKE opens take it or raw bytes)."""
+        from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+        return X25519PrivateKey.from_private_bytes(self.private_key)
 
     @property
     def verify_key(self) -> bytes:

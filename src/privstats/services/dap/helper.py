@@ -171,10 +171,11 @@ def handle_job(ctx: RoleContext, job_id: bytes, body: bytes, now: int | None = N
     for _attempt in range(3):
         with store.st.read() as conn:
             replayed = set(store.seen_jobs(conn, rids))
+            cut = store.collected_intervals(conn)
             collected = {
                 p.report_share.metadata.time
                 for p in req.prepare_inits
-                if store.is_collected(conn, p.report_share.metadata.time)
+                if any(a <= p.report_share.metadata.time < a + b for a, b in cut)
             }
         skip = {
             p.report_share.metadata.report_id: PrepareError.REPORT_REPLAYED
@@ -196,7 +197,8 @@ def handle_job(ctx: RoleContext, job_id: bytes, body: bytes, now: int | None = N
                     raise DapProblem(409, "invalidMessage", "this aggregation job id names another request")
                 return prior[1]
             ids = [rid for rid, _, _ in accepted]
-            if store.seen_jobs(conn, ids) or any(store.is_collected(conn, t) for _, t, _ in accepted):
+            cut = store.collected_intervals(conn)
+            if store.seen_jobs(conn, ids) or any(a <= t < a + b for _, t, _ in accepted for a, b in cut):
                 continue  # another job or a collection got there meanwhile: decide again
             store.commit_helper_job(conn, job_id, digest, response, ids, _additions(ctx, accepted))
             return response

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import struct
+from typing import Any
 
 from privstats.services.dap.codec import HpkeCiphertext, HpkeConfig
 
@@ -102,15 +103,22 @@ def seal(config: HpkeConfig, info: bytes, aad: bytes, plaintext: bytes) -> HpkeC
     return HpkeCiphertext(config.id, enc, AESGCM(key).encrypt(nonce, bytes(plaintext), bytes(aad)))
 
 
-def open_(private_key: bytes, config: HpkeConfig, ct: HpkeCiphertext, info: bytes, aad: bytes) -> bytes:
-    """OpenBase; :class:`HPKEOpenError` if it does not open (the caller checks ``config_id`` first)."""
+def open_(private_key: Any, config: HpkeConfig, ct: HpkeCiphertext, info: bytes, aad: bytes) -> bytes:
+    """OpenBase; :class:`HPKEOpenError` if it does not open (the caller checks ``config_id`` first).
+
+    ``private_key``: raw 32 bytes or an ``X25519PrivateKey`` (parse once, open many).
+    """
     from cryptography.exceptions import InvalidTag
     from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
     _check_suite(config)
     try:
-        sk = X25519PrivateKey.from_private_bytes(private_key)
+        sk = (
+            X25519PrivateKey.from_private_bytes(private_key)
+            if isinstance(private_key, (bytes, bytearray))
+            else private_key
+        )
         dh = sk.exchange(X25519PublicKey.from_public_bytes(ct.enc))
         key, nonce = _key_schedule(_shared_secret(dh, ct.enc, config.public_key), info)
         return AESGCM(key).decrypt(nonce, ct.payload, bytes(aad))

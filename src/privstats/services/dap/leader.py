@@ -74,7 +74,7 @@ def handle_upload(ctx: RoleContext, body: bytes, now: int | None = None, committ
         raise DapProblem(400, "outdatedConfig", "unknown HPKE config id; fetch /hpke_config again")
     aad = InputShareAad(dap.task_id, rep.metadata, rep.public_share).encode()
     try:
-        plain = open_(ctx.private_key, ctx.config, rep.leader_share, input_share_info(Role.LEADER), aad)
+        plain = open_(ctx.private_key_obj, ctx.config, rep.leader_share, input_share_info(Role.LEADER), aad)
         share = PlaintextInputShare.decode(plain)
     except (HPKEOpenError, DecodeError):
         raise DapProblem(400, "reportRejected", "the leader's input share does not open") from None

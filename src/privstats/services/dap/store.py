@@ -185,6 +185,14 @@ class DapStore:
             fn = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
             conn.exec_driver_sql(f"SELECT {fn}({_LOCK_KEY})")
 
+    def collected_intervals(self, conn: Connection) -> list[tuple[int, int]]:
+        """``(start, duration)`` of every interval this role has released (or cut)."""
+        c = collected.c
+        rows = conn.execute(
+            select(c.start, c.duration).where(and_(c.task_id == self.task_id, c.role == self.role))
+        ).all()
+        return [(int(a), int(b)) for a, b in rows]
+
     def is_collected(self, conn: Connection, t: int) -> bool:
         """Does time ``t`` fall in an interval this role has released?"""
         c = collected.c
