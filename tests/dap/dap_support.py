@@ -47,8 +47,12 @@ class DapServer:
     def start(self, timeout: float = 90.0) -> DapServer:
         import httpx
 
-        cmd = [sys.executable, "-m", "privstats", "dap", "serve", self.role, "--task", str(self.task)]
-        cmd += ["--db", self.db, "--host", "127.0.0.1", "--port", str(self.port), *self.extra]
+        sub = (
+            ["serve"] if "--generic" in self.extra else ["dap", "serve"]
+        )  # privstats serve ROLE dispatches too
+        extra = [a for a in self.extra if a != "--generic"]
+        cmd = [sys.executable, "-m", "privstats", *sub, self.role, "--task", str(self.task)]
+        cmd += ["--db", self.db, "--host", "127.0.0.1", "--port", str(self.port), *extra]
         self.fh = open(self.log, "ab")  # noqa: SIM115 - closed in stop()/kill()
         self.proc = subprocess.Popen(cmd, stdout=self.fh, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout

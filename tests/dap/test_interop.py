@@ -15,7 +15,8 @@ def test_node_and_python_clients_share_a_batch(tmp_path, node_modules, dap_serve
 
     task_path, ports = make_dap_task(tmp_path, min_batch=100, grid=63, epsilon=1.0)
     leader = dap_servers("leader", task_path, f"sqlite:///{tmp_path}/leader.db", ports["leader"])
-    dap_servers("helper", task_path, f"sqlite:///{tmp_path}/helper.db", ports["helper"])
+    # the helper through the generic `privstats serve helper` (a task with a dap object runs DAP-09)
+    dap_servers("helper", task_path, f"sqlite:///{tmp_path}/helper.db", ports["helper"], ("--generic",))
     spec = DapTask.from_task(load_task(task_path)).spec
     rng = np.random.default_rng(20260501)
     x_node = rng.beta(2.0, 5.0, size=150)

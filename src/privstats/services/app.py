@@ -103,7 +103,9 @@ def build_app(role: str, task: Task, secrets: RoleSecrets, db: str, **options: A
         )
     if secrets.task_id != task.task_id:
         raise ValueError(f"the {role} secrets belong to task {secrets.task_id}, not {task.task_id}")
-    module, fn = ROLE_FACTORIES[role].split(":")
+    from privstats.services.dap import ROLE_FACTORIES as DAP
+
+    module, fn = (DAP if getattr(task, "dap", None) else ROLE_FACTORIES)[role].split(":")  # DAP-09 task
     factory = getattr(importlib.import_module(module), fn)
     return factory(task, secrets, Storage(db), **options)
 

@@ -16,3 +16,9 @@ histogram into the task's statistic.
 * :mod:`~privstats.services.dap.client` — privstats' own client and collector.
 * :mod:`~privstats.services.dap.cli` — ``privstats dap ...``.
 """
+
+#: ``privstats serve leader|helper`` builds these apps for a task with a ``dap`` object
+ROLE_FACTORIES = {
+    "leader": "privstats.services.dap.leader:create_leader_app",
+    "helper": "privstats.services.dap.helper:create_helper_app",
+}
