@@ -35,6 +35,7 @@ def _upload_retrying(client, values, acked: list[int]) -> None:
                 time.sleep(0.1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_kill9_either_server(tmp_path, dap_servers, backend, request):
     from privstats.services.dap.client import DapClient, collect
