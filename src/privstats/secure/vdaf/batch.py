@@ -28,14 +28,13 @@ Example:
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from privstats.secure.vdaf import limbs
-from privstats.secure.vdaf.circuits import Histogram, SumVec
+from privstats.secure.vdaf.circuits import Histogram, SumVec, check_int
 from privstats.secure.vdaf.errors import VdafError
 from privstats.secure.vdaf.field import batch_inv
 from privstats.secure.vdaf.xof import SEED_SIZE, XofTurboShake128
@@ -59,6 +58,7 @@ class _Consts:
     s_weights: list[int]
     size_inv: int
     shares_inv: int
+    s_limbs: np.ndarray
 
 
 def _consts(vdaf: Prio3) -> _Consts:
@@ -73,8 +73,9 @@ def _consts(vdaf: Prio3) -> _Consts:
     alpha_pows = [pow(alpha, k, p) for k in range(size)]
     n_coef = 2 * (size - 1) + 1
     s_weights = [sum(alpha_pows[(k * c) % size] for k in range(1, calls + 1)) % p for c in range(n_coef)]
+    size_inv, shares_inv = pow(size, p - 2, p), pow(vdaf.SHARES, p - 2, p)
     consts = _Consts(
-        calls, chunk, size, alpha_pows, s_weights, pow(size, p - 2, p), pow(vdaf.SHARES, p - 2, p)
+        calls, chunk, size, alpha_pows, s_weights, size_inv, shares_inv, limbs.from_ints(s_weights)
     )
     vdaf._batch_consts = consts  # type: ignore[attr-defined]
     return consts
@@ -103,6 +104,7 @@ def prep_init_batch(
     if not (len(nonces) == len(public_shares) == len(input_shares)):
         raise ValueError("nonces, public_shares and input_shares must have the same length")
     vdaf._check_bytes("verify_key", verify_key, vdaf.VERIFY_KEY_SIZE)
+    check_int("agg_id", agg_id, 0, vdaf.SHARES - 1)
     if not _fast_path(vdaf):
         return [
             _single(vdaf, verify_key, agg_id, n, ps, ins)
@@ -115,13 +117,15 @@ def prep_init_batch(
             todo.append((i, *_unpack(vdaf, verify_key, agg_id, nonce, ps, ins)))
         except VdafError as exc:
             results[i] = exc
-    for start in range(0, len(todo), 256):
-        for i, res in _closed_form(vdaf, todo[start : start + 256]):
+    for start in range(0, len(todo), 128):
+        for i, res in _closed_form(vdaf, todo[start : start + 128]):
             results[i] = res
     return results
 
 
 def _single(vdaf: Prio3, key: bytes, agg_id: int, nonce: bytes, ps: bytes, ins: bytes) -> Any:
+    if not isinstance(nonce, bytes) or len(nonce) != vdaf.NONCE_SIZE:
+        return VdafError(f"nonce must be {vdaf.NONCE_SIZE} bytes")
     try:
         public = vdaf.decode_public_share(ps)
         (out, seed), share = vdaf.prep_init(
@@ -134,7 +138,8 @@ def _single(vdaf: Prio3, key: bytes, agg_id: int, nonce: bytes, ps: bytes, ins: 
 
 def _unpack(vdaf: Prio3, key: bytes, agg_id: int, nonce: bytes, ps: bytes, ins: bytes) -> tuple[Any, ...]:
     """Decode one report: measurement/proof share bytes, joint randomness and query randomness."""
-    vdaf._check_bytes("nonce", nonce, vdaf.NONCE_SIZE)
+    if not isinstance(nonce, bytes) or len(nonce) != vdaf.NONCE_SIZE:
+        raise VdafError(f"nonce must be {vdaf.NONCE_SIZE} bytes")
     parts = vdaf.decode_public_share(ps)
     size = vdaf.field.ENCODED_SIZE
     n_meas, n_proof = vdaf.flp.MEAS_LEN, vdaf.flp.PROOF_LEN
@@ -207,29 +212,40 @@ def _report_scalars(vdaf: Prio3, lag: list[int], r: int) -> tuple[list[int], lis
     return weights, r_pows, [lag[0]], [sum(lag[1:]) * c.shares_inv % p]
 
 
-def _gadget_terms(vdaf: Prio3, proof_raw: bytes, t: int) -> tuple[int, int]:
-    """<g, S> and g(t) for the gadget polynomial g of a proof share (lazy reductions)."""
+def _gadget_terms(vdaf: Prio3, proofs: list[bytes], ts: list[int]) -> tuple[list[int], np.ndarray]:
+    """Per report <g, S> (as ints) and g(t) (as limbs) for the gadget polynomials g of proof shares."""
     c = _consts(vdaf)
     p = vdaf.field.MODULUS
-    g = vdaf.field.decode_vec_unchecked(proof_raw[2 * c.chunk * 16 :])
-    dot = sum(map(operator.mul, g, c.s_weights)) % p
-    # g(t) = sum_i T^i * (sum_l g[16 i + l] t^l) with T = t^16: one reduction per block of 16.
-    t_pows = [1, t]
-    for _ in range(14):
-        t_pows.append(t_pows[-1] * t % p)
-    big_t = t_pows[-1] * t % p
-    acc = 0
-    for start in range(((len(g) - 1) // 16) * 16, -1, -16):
-        acc = (acc * big_t + sum(map(operator.mul, g[start : start + 16], t_pows))) % p
-    return dot, acc
+    n, n_coef = len(proofs), len(c.s_weights)
+    n_blocks = -(-n_coef // 16)
+    small, big = [], []
+    for t in ts:  # t^0..t^15 and (t^16)^0..(t^16)^(n_blocks - 1)
+        pows = [1, t]
+        for _ in range(14):
+            pows.append(pows[-1] * t % p)
+        t16, acc = pows[-1] * t % p, 1
+        small += pows
+        for _ in range(n_blocks):
+            big.append(acc)
+            acc = acc * t16 % p
+    t_pows = limbs.mul(
+        limbs.from_ints(big).reshape(n, n_blocks, 1, limbs.NLIMB),
+        limbs.from_ints(small).reshape(n, 1, 16, limbs.NLIMB),
+    ).reshape(n, n_blocks * 16, limbs.NLIMB)[:, :n_coef]
+    start = 2 * c.chunk * 16
+    coefs = np.frombuffer(b"".join(pr[start:] for pr in proofs), dtype="<u2").reshape(
+        n, n_coef, 1, limbs.NLIMB
+    )
+    vecs = np.empty((n, n_coef, 2, limbs.NLIMB), dtype=np.int64)
+    vecs[:, :, 0] = c.s_limbs
+    vecs[:, :, 1] = t_pows
+    res = limbs.matvec(coefs, vecs)  # (n, 1, 2, 8)
+    return limbs.to_ints(res[:, 0, 0]), res[:, 0, 1]
 
 
 def _closed_form(vdaf: Prio3, todo: list[tuple[Any, ...]]) -> list[tuple[int, Any]]:
     """Prep results for a chunk of decoded reports (see the module docstring)."""
     c = _consts(vdaf)
-    p = vdaf.field.MODULUS
-    valid: Any = vdaf.valid
-    n_meas, padded = vdaf.flp.MEAS_LEN, c.calls * c.chunk
     lags = _lagranges(vdaf, [row[6] for row in todo])
     out: list[tuple[int, Any]] = []
     good = []
@@ -240,11 +256,9 @@ def _closed_form(vdaf: Prio3, todo: list[tuple[Any, ...]]) -> list[tuple[int, An
             good.append((row, lag))
     if not good:
         return out
-    n = len(good)
-    meas = np.zeros((n, padded, limbs.NLIMB), dtype=np.uint16)
-    meas[:, :n_meas] = np.frombuffer(b"".join(r[1] for r, _ in good), dtype="<u2").reshape(
-        n, n_meas, limbs.NLIMB
-    )
+    n, n_meas = len(good), vdaf.flp.MEAS_LEN
+    meas = np.zeros((n, c.calls * c.chunk, limbs.NLIMB), dtype=np.uint16)
+    meas[:, :n_meas] = np.frombuffer(b"".join(r[1] for r, _ in good), dtype="<u2").reshape(n, n_meas, -1)
     seeds = np.frombuffer(b"".join(r[2][: 2 * c.chunk * 16] for r, _ in good), dtype="<u2")
     seeds = seeds.reshape(n, c.chunk, 2, limbs.NLIMB).astype(np.int64)
     scal = [_report_scalars(vdaf, lag, r[5][0]) for r, lag in good]
@@ -255,39 +269,45 @@ def _closed_form(vdaf: Prio3, todo: list[tuple[Any, ...]]) -> list[tuple[int, An
     prods = limbs.matvec(meas.reshape(n, c.calls, c.chunk, limbs.NLIMB), weights)  # (n, chunk, 2, 8)
     x_even = limbs.add(limbs.mul(r_pows, prods[:, :, 0]), limbs.mul(lag0, seeds[:, :, 0]))
     x_odd = limbs.sub(limbs.add(prods[:, :, 1], limbs.mul(lag0, seeds[:, :, 1])), corr)
-    x_bytes = limbs.encode(np.stack([x_even, x_odd], axis=2))
-    stride = 2 * c.chunk * 16
-    if isinstance(valid, Histogram):
-        meas_sum = limbs.to_ints(limbs.reduce_cols(meas.sum(axis=1, dtype=np.int64)))
-    out_raw = _truncate(vdaf, meas[:, :n_meas])
+    dots, ys = _gadget_terms(vdaf, [r[2] for r, _ in good], [r[6] for r, _ in good])
+    v = limbs.from_ints(_circuit_outputs(vdaf, meas, dots, [r[5] for r, _ in good])).reshape(
+        n, 1, limbs.NLIMB
+    )
+    ver = np.concatenate(
+        [v, np.stack([x_even, x_odd], axis=2).reshape(n, -1, limbs.NLIMB), ys[:, None]], axis=1
+    )
+    ver_raw = limbs.encode(ver)
+    stride = len(ver_raw) // n
+    out_raw = _truncate(vdaf, meas[:, :n_meas], [r[1] for r, _ in good])
     for idx, (row, _lag) in enumerate(good):
-        dot, y = _gadget_terms(vdaf, row[2], row[6])
-        if isinstance(valid, Histogram):
-            u = row[5][1]
-            v = (u * dot + u * u % p * (meas_sum[idx] - c.shares_inv)) % p
-        else:
-            v = dot
-        share = (
-            v.to_bytes(16, "little") + x_bytes[idx * stride : (idx + 1) * stride] + y.to_bytes(16, "little")
-        )
         state = (out_raw[idx], row[4])
-        out.append((row[0], (state, share + row[3])))
+        out.append((row[0], (state, ver_raw[idx * stride : (idx + 1) * stride] + row[3])))
     return out
 
 
-def _truncate(vdaf: Prio3, meas: np.ndarray) -> list[bytes]:
-    """Encoded output shares: the measurement share (Histogram) or bit-decoded (SumVec)."""
+def _circuit_outputs(
+    vdaf: Prio3, meas: np.ndarray, dots: list[int], joint_rands: list[list[int]]
+) -> list[int]:
+    """Share of the circuit output: <g, S> (SumVec) or u <g, S> + u^2 (sum m - 1/SHARES) (Histogram)."""
+    if not isinstance(vdaf.valid, Histogram):
+        return dots
+    p, h = vdaf.field.MODULUS, _consts(vdaf).shares_inv
+    sums = limbs.to_ints(limbs.reduce_cols(meas.sum(axis=1, dtype=np.int64)))
+    return [(u * d + u * u % p * (m - h)) % p for (_r, u), d, m in zip(joint_rands, dots, sums, strict=True)]
+
+
+def _truncate(vdaf: Prio3, meas: np.ndarray, raws: list[bytes]) -> list[bytes]:
+    """Encoded output shares: the measurement share itself (Histogram) or its bits decoded (SumVec)."""
     valid: Any = vdaf.valid
-    n = meas.shape[0]
-    if isinstance(valid, SumVec):
-        bits = valid.bits
-        grouped = meas.astype(np.int64).reshape(n, valid.length, bits, limbs.NLIMB)
-        cols = np.zeros((n, valid.length, limbs.NLIMB + 5), dtype=np.int64)
-        for b in range(bits):
-            q, rem = divmod(b, 16)
-            cols[..., q : q + limbs.NLIMB] += grouped[:, :, b] << rem
-        meas = limbs.reduce_cols(cols)
-    raw = limbs.encode(meas)
+    if not isinstance(valid, SumVec):
+        return raws
+    n, bits = meas.shape[0], valid.bits
+    grouped = meas.astype(np.int64).reshape(n, valid.length, bits, limbs.NLIMB)
+    cols = np.zeros((n, valid.length, limbs.NLIMB + 5), dtype=np.int64)
+    for b in range(bits):
+        q, rem = divmod(b, 16)
+        cols[..., q : q + limbs.NLIMB] += grouped[:, :, b] << rem
+    raw = limbs.encode(limbs.reduce_cols(cols))
     step = len(raw) // n
     return [raw[i * step : (i + 1) * step] for i in range(n)]
 
