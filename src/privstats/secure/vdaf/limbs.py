@@ -94,7 +94,7 @@ def to_ints(limbs: np.ndarray) -> list[int]:
 def _carry(cols: list[np.ndarray]) -> list[np.ndarray]:
     """Propagate signed carries so every column is in [0, 2^16); the last column returned is the sign."""
     shape = np.broadcast_shapes(*(c.shape for c in cols))
-    out = np.empty((len(cols) + 5,) + shape, dtype=np.int64)  # int64 carries need <= 4 more limbs
+    out = np.empty((len(cols) + 5, *shape), dtype=np.int64)  # int64 carries need <= 4 more limbs
     carry = np.right_shift(np.broadcast_to(cols[0], shape), 16)
     np.bitwise_and(cols[0], _MASK, out=out[0])
     for s, col in enumerate(cols[1:], 1):
@@ -153,7 +153,7 @@ def mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Element-wise product mod p (broadcasting over leading axes)."""
     al, bl = _limb_list(a), _limb_list(b)
     shape = np.broadcast_shapes(al[0].shape, bl[0].shape)
-    cols = np.zeros((2 * NLIMB - 1,) + shape, dtype=np.int64)
+    cols = np.zeros((2 * NLIMB - 1, *shape), dtype=np.int64)
     tmp = np.empty(shape, dtype=np.int64)
     for i in range(NLIMB):
         for j in range(NLIMB):
