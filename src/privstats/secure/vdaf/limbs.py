@@ -27,11 +27,13 @@ __all__ = [
     "encode",
     "from_ints",
     "in_range",
+    "matmul_const",
     "matvec",
     "mul",
     "reduce_cols",
     "sub",
     "to_ints",
+    "to_limbs32",
 ]
 
 P = Field128.MODULUS
@@ -193,4 +195,31 @@ def matvec(mat: np.ndarray, vecs: np.ndarray) -> np.ndarray:
         for a in range(NLIMB):
             for b in range(4):
                 cols[..., a + 2 * b] += prod64[:, :, a, :, b]
+    return reduce_cols(cols)
+
+
+def to_limbs32(limbs16: np.ndarray) -> np.ndarray:
+    """float64 32-bit limbs (last axis 4) of canonical 16-bit limbs."""
+    v = limbs16.astype(np.int64)
+    return (v[..., 0::2] + (v[..., 1::2] << 16)).astype(np.float64)
+
+
+def matmul_const(left: np.ndarray, right32: np.ndarray) -> np.ndarray:
+    """out[n, j] = sum_k left[n, k] * right[k, j] mod p for a fixed right matrix.
+
+    ``left`` holds canonical limbs, shape (N, K, 8); ``right32`` is :func:`to_limbs32` of the right
+    matrix, shape (K, J, 4). All reports share one float64 matrix product per block of 32 terms.
+    """
+    n, k, _ = left.shape
+    j = right32.shape[1]
+    lf = np.empty((n, NLIMB, k), dtype=np.float64)
+    lf[...] = left.transpose(0, 2, 1)
+    lf2 = lf.reshape(n * NLIMB, k)
+    cols = np.zeros((n, j, 2 * NLIMB - 1), dtype=np.int64)
+    for k0 in range(0, k, 32):
+        block = right32[k0 : k0 + 32].reshape(-1, j * 4)
+        prod = (lf2[:, k0 : k0 + 32] @ block).reshape(n, NLIMB, j, 4).astype(np.int64)
+        for a in range(NLIMB):
+            for b in range(4):
+                cols[..., a + 2 * b] += prod[:, a, :, b]
     return reduce_cols(cols)
