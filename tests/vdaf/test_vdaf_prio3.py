@@ -331,3 +331,24 @@ def test_ntt_round_trip_and_roots() -> None:
     assert inv_ntt(ntt(vals, root, p), root, p) == vals
     with pytest.raises(ValueError, match="order"):
         Field64.root(3)
+
+
+def test_integer_noise_added_to_aggregate_shares_survives_unsharding() -> None:
+    vdaf = Prio3Histogram(4, 2)
+    rng = np.random.default_rng(11)
+    outs: list[list[Any]] = [[], []]
+    for m in [0, 1, 1, 3]:
+        nonce = _bytes(rng, 16)
+        public, shares = vdaf.shard_encoded(m, nonce, _bytes(rng, vdaf.RAND_SIZE))
+        preps = [vdaf.prep_init_batch(KEY, j, None, [nonce], [public], [shares[j]])[0] for j in range(2)]
+        [msg] = vdaf.prep_shares_to_prep_batch(None, [[ps for _, ps in preps]])
+        for j in range(2):
+            outs[j].append(vdaf.prep_next(preps[j][0], msg))
+    noise = [[-5, 2, 0, -1], [3, -4, 7, 0]]
+    wire = [
+        vdaf.encode_agg_share([a + z for a, z in zip(vdaf.aggregate(None, o), nz, strict=True)])
+        for o, nz in zip(outs, noise, strict=True)
+    ]
+    result = vdaf.unshard(None, [vdaf.decode_agg_share(w) for w in wire], 4)
+    assert [vdaf.field.to_signed(x) for x in result] == [1 - 2, 2 - 2, 0 + 7, 1 - 1]
+    assert Field64.to_signed(Field64.MODULUS - 3) == -3 and Field128.to_signed(5) == 5
