@@ -55,7 +55,7 @@ class _Consts:
     size: int
     s_weights: list[int]
     shares_inv: int
-    s_limbs: np.ndarray
+    s_split: np.ndarray
     idft32: np.ndarray
     shares_inv_limbs: np.ndarray
 
@@ -81,7 +81,7 @@ def _consts(vdaf: Prio3) -> _Consts:
         size,
         s_weights,
         shares_inv,
-        limbs.from_ints(s_weights),
+        limbs.from_ints([*s_weights, 0]).reshape(2, size, limbs.NLIMB).transpose(1, 0, 2),
         limbs.to_limbs32(limbs.from_ints(idft).reshape(size, calls + 1, limbs.NLIMB)),
         limbs.from_ints([shares_inv]),
     )
@@ -192,10 +192,10 @@ def _powers(x: int, count: int, p: int) -> list[int]:
 
 
 def _report_powers(vdaf: Prio3, t: int, r: int) -> tuple[list[int], list[int], list[int]] | None:
-    """t^0..t^(2P-2), r^1..r^c and r^(c (k-1)) for k = 1..M; None if t is a P-th root of unity."""
+    """t^0..t^P, r^1..r^c and r^(c (k-1)) for k = 1..M; None if t is a P-th root of unity."""
     c = _consts(vdaf)
     p = vdaf.field.MODULUS
-    t_pows = _powers(t, len(c.s_weights), p)
+    t_pows = _powers(t, c.size + 1, p)
     if t_pows[c.size] == 1:
         return None
     r_pows = _powers(r, c.chunk + 1, p)[1:]
@@ -222,16 +222,26 @@ def _verifier_parts(vdaf: Prio3, pows: list[tuple[list[int], list[int], list[int
 
 
 def _gadget_terms(vdaf: Prio3, proofs: list[bytes], t_pows: np.ndarray) -> tuple[list[int], np.ndarray]:
-    """Per report <g, S> (as ints) and g(t) (as limbs) for the gadget polynomials g of proof shares."""
+    """Per report <g, S> (as ints) and g(t) (as limbs) for the gadget polynomials g of proof shares.
+
+    g has 2P - 1 coefficients; with g = g_lo + x^P g_hi, g(t) = g_lo(t) + t^P g_hi(t) needs only
+    t^0..t^P. Both halves and both vectors (powers of t, S) go through one batched product.
+    """
     c = _consts(vdaf)
-    n, n_coef = len(proofs), len(c.s_weights)
+    n, size, nl = len(proofs), c.size, limbs.NLIMB
     start = 2 * c.chunk * 16
-    coefs = np.frombuffer(b"".join(pr[start:] for pr in proofs), dtype="<u2")
-    vecs = np.empty((n, n_coef, 2, limbs.NLIMB), dtype=np.int64)
-    vecs[:, :, 0] = c.s_limbs
-    vecs[:, :, 1] = t_pows
-    res = limbs.matvec(coefs.reshape(n, n_coef, 1, limbs.NLIMB), vecs)  # (n, 1, 2, 8)
-    return limbs.to_ints(res[:, 0, 0]), res[:, 0, 1]
+    coefs = np.zeros((n, 2 * size, nl), dtype=np.uint16)
+    coefs[:, : 2 * size - 1] = np.frombuffer(b"".join(pr[start:] for pr in proofs), dtype="<u2").reshape(
+        n, 2 * size - 1, nl
+    )
+    halves = coefs.reshape(n, 2, size, nl).transpose(0, 2, 1, 3)  # (n, P, 2, 8)
+    vecs = np.empty((n, size, 3, nl), dtype=np.int64)
+    vecs[:, :, 0] = t_pows[:, :size]
+    vecs[:, :, 1:] = c.s_split
+    res = limbs.matvec(halves, vecs)  # (n, 2 halves, 3, 8)
+    dots = limbs.add(res[:, 0, 1], res[:, 1, 2])
+    ys = limbs.add(res[:, 0, 0], limbs.mul(t_pows[:, size], res[:, 1, 0]))
+    return limbs.to_ints(dots), ys
 
 
 def _closed_form(vdaf: Prio3, todo: list[tuple[Any, ...]]) -> list[tuple[int, Any]]:
