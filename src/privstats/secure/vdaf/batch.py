@@ -287,7 +287,9 @@ def _circuit_outputs(
     if not isinstance(vdaf.valid, Histogram):
         return dots
     p, h = vdaf.field.MODULUS, _consts(vdaf).shares_inv
-    sums = limbs.to_ints(limbs.reduce_cols(meas.sum(axis=1, dtype=np.int64)))
+    # Limb sums over all entries (< 2^16 * MEAS_LEN, exact in float64) as one product with ones.
+    limb_sums = np.ones(meas.shape[1]) @ meas.astype(np.float64)
+    sums = limbs.to_ints(limbs.reduce_cols(limb_sums.astype(np.int64)))
     return [(u * d + u * u % p * (m - h)) % p for (_r, u), d, m in zip(joint_rands, dots, sums, strict=True)]
 
 

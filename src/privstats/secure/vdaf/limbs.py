@@ -188,14 +188,14 @@ def matvec(mat: np.ndarray, vecs: np.ndarray) -> np.ndarray:
     left2 = left.reshape(n, j * NLIMB, k)
     v64 = vecs.astype(np.int64)
     right = (v64[..., 0::2] + (v64[..., 1::2] << 16)).astype(np.float64).reshape(n, k, v * 4)
-    cols = np.zeros((n, j, v, 2 * NLIMB - 1), dtype=np.int64)
+    cols = np.zeros((2 * NLIMB - 1, n, j, v), dtype=np.int64)  # limb-major: contiguous columns
     for k0 in range(0, k, 32):
         prod = np.matmul(left2[:, :, k0 : k0 + 32], right[:, k0 : k0 + 32]).reshape(n, j, NLIMB, v, 4)
-        prod64 = prod.astype(np.int64)
+        prod64 = prod.astype(np.int64).transpose(2, 4, 0, 1, 3)  # (a, b, n, j, v)
         for a in range(NLIMB):
             for b in range(4):
-                cols[..., a + 2 * b] += prod64[:, :, a, :, b]
-    return reduce_cols(cols)
+                cols[a + 2 * b] += prod64[a, b]
+    return _reduce_list(list(cols))
 
 
 def to_limbs32(limbs16: np.ndarray) -> np.ndarray:
@@ -215,11 +215,11 @@ def matmul_const(left: np.ndarray, right32: np.ndarray) -> np.ndarray:
     lf = np.empty((n, NLIMB, k), dtype=np.float64)
     lf[...] = left.transpose(0, 2, 1)
     lf2 = lf.reshape(n * NLIMB, k)
-    cols = np.zeros((n, j, 2 * NLIMB - 1), dtype=np.int64)
+    cols = np.zeros((2 * NLIMB - 1, n, j), dtype=np.int64)  # limb-major: contiguous columns
     for k0 in range(0, k, 32):
         block = right32[k0 : k0 + 32].reshape(-1, j * 4)
-        prod = (lf2[:, k0 : k0 + 32] @ block).reshape(n, NLIMB, j, 4).astype(np.int64)
+        prod = (lf2[:, k0 : k0 + 32] @ block).reshape(n, NLIMB, j, 4).astype(np.int64).transpose(1, 3, 0, 2)
         for a in range(NLIMB):
             for b in range(4):
-                cols[..., a + 2 * b] += prod[:, a, :, b]
-    return reduce_cols(cols)
+                cols[a + 2 * b] += prod[a, b]
+    return _reduce_list(list(cols))
