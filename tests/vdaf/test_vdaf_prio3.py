@@ -352,3 +352,34 @@ def test_integer_noise_added_to_aggregate_shares_survives_unsharding() -> None:
     result = vdaf.unshard(None, [vdaf.decode_agg_share(w) for w in wire], 4)
     assert [vdaf.field.to_signed(x) for x in result] == [1 - 2, 2 - 2, 0 + 7, 1 - 1]
     assert Field64.to_signed(Field64.MODULUS - 3) == -3 and Field128.to_signed(5) == 5
+
+
+def test_ping_pong_flow_and_rejections() -> None:
+    from privstats.secure.vdaf import pingpong as pp
+
+    for vdaf, ms in [(Prio3Histogram(6, 2), [0, 5, 2]), (Prio3Count(), [1, 0, 1])]:
+        rng = np.random.default_rng(12)
+        nonces = [_bytes(rng, 16) for _ in ms]
+        sharded = [
+            vdaf.shard_encoded(m, n, _bytes(rng, vdaf.RAND_SIZE)) for m, n in zip(ms, nonces, strict=True)
+        ]
+        publics = [pub for pub, _ in sharded]
+        lead = pp.leader_init_batch(vdaf, KEY, nonces, publics, [s[0] for _, s in sharded])
+        pings = [ping for _, ping in lead]
+        assert all(p is not None and p[0] == pp.INITIALIZE for p in pings)
+        pings[1] = pp.encode_message(pp.FINISH, prep_msg=b"")  # wrong message type for report 1
+        helper = pp.helper_init_batch(vdaf, KEY, nonces, publics, [s[1] for _, s in sharded], pings)
+        assert isinstance(helper[1][0], VdafError) and helper[1][1] is None
+        outs: list[list[Any]] = [[], []]
+        for i in (0, 2):
+            pong = helper[i][1]
+            assert pong is not None
+            outs[0].append(pp.leader_continued(vdaf, lead[i][0], pong))
+            outs[1].append(helper[i][0])
+        expected = vdaf.unshard(None, [vdaf.aggregate(None, o) for o in outs], 2)
+        assert expected == ([1, 0, 1, 0, 0, 0] if vdaf.ID == 3 else 2)  # reports 0 and 2
+    kind, fields = pp.decode_message(pp.encode_message(pp.CONTINUE, prep_share=b"ab", prep_msg=b"c"))
+    assert kind == pp.CONTINUE and fields == {"prep_msg": b"c", "prep_share": b"ab"}
+    for bad in [b"", b"\x07", b"\x00\x00\x00\x00\x05ab", b"\x02\x00\x00\x00\x00x"]:
+        with pytest.raises(VdafError):
+            pp.decode_message(bad)

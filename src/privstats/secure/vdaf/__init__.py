@@ -7,7 +7,8 @@ Count, Field128: 2^128 - 7 * 2^66 + 1 for the others), so a noise share can be a
 Throughput: ``Prio3.shard_encoded`` (closed-form histogram proof), ``Prio3.prep_init_batch`` and
 ``Prio3.prep_shares_to_prep_batch`` (numpy limb arithmetic for SumVec and Histogram) give the same
 bytes as the per-report methods; the per-report ``prep_init`` of a 1024-bucket histogram costs a few
-milliseconds, the batch path a few hundred microseconds (benchmarks/bench_dap.py).
+milliseconds, the batch path a few hundred microseconds (benchmarks/bench_dap.py). The ping-pong
+messages of DAP's aggregation jobs (two aggregators, one round) are in :mod:`.pingpong`.
 
 Example:
     >>> from privstats.secure.vdaf import vdaf_from_config
