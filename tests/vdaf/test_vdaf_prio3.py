@@ -383,3 +383,29 @@ def test_ping_pong_flow_and_rejections() -> None:
     for bad in [b"", b"\x07", b"\x00\x00\x00\x00\x05ab", b"\x02\x00\x00\x00\x00x"]:
         with pytest.raises(VdafError):
             pp.decode_message(bad)
+
+
+@pytest.mark.parametrize("vdaf", [Prio3Histogram(20, 6), Prio3SumVec(3, 5, 4)])
+def test_batch_matches_prep_init_on_arbitrary_shares(vdaf: Prio3) -> None:
+    """The closed form is plain linear algebra: it must agree with the draft on garbage shares too."""
+    rng = np.random.default_rng(13)
+    size = vdaf.field.ENCODED_SIZE
+    n_elems = vdaf.flp.MEAS_LEN + vdaf.flp.PROOF_LEN
+    for _ in range(4):
+        nonce = _bytes(rng, 16)
+        raw = bytearray(_bytes(rng, n_elems * size))
+        raw[size - 1 :: size] = bytes([0x7F]) * n_elems  # keep every element below p
+        leader = bytes(raw) + _bytes(rng, 16)
+        public = _bytes(rng, 32)
+        for agg_id, share in [(0, leader), (1, _bytes(rng, 48))]:
+            [(state, prep_share)] = vdaf.prep_init_batch(KEY, agg_id, None, [nonce], [public], [share])
+            ref_state, ref_share = vdaf.prep_init(
+                KEY,
+                agg_id,
+                None,
+                nonce,
+                vdaf.decode_public_share(public),
+                vdaf.decode_input_share(agg_id, share),
+            )
+            assert prep_share == vdaf.encode_prep_share(ref_share)
+            assert state[1] == ref_state[1]
