@@ -331,3 +331,81 @@ def test_ntt_round_trip_and_roots() -> None:
     assert inv_ntt(ntt(vals, root, p), root, p) == vals
     with pytest.raises(ValueError, match="order"):
         Field64.root(3)
+
+
+def test_integer_noise_added_to_aggregate_shares_survives_unsharding() -> None:
+    vdaf = Prio3Histogram(4, 2)
+    rng = np.random.default_rng(11)
+    outs: list[list[Any]] = [[], []]
+    for m in [0, 1, 1, 3]:
+        nonce = _bytes(rng, 16)
+        public, shares = vdaf.shard_encoded(m, nonce, _bytes(rng, vdaf.RAND_SIZE))
+        preps = [vdaf.prep_init_batch(KEY, j, None, [nonce], [public], [shares[j]])[0] for j in range(2)]
+        [msg] = vdaf.prep_shares_to_prep_batch(None, [[ps for _, ps in preps]])
+        for j in range(2):
+            outs[j].append(vdaf.prep_next(preps[j][0], msg))
+    noise = [[-5, 2, 0, -1], [3, -4, 7, 0]]
+    wire = [
+        vdaf.encode_agg_share([a + z for a, z in zip(vdaf.aggregate(None, o), nz, strict=True)])
+        for o, nz in zip(outs, noise, strict=True)
+    ]
+    result = vdaf.unshard(None, [vdaf.decode_agg_share(w) for w in wire], 4)
+    assert [vdaf.field.to_signed(x) for x in result] == [1 - 2, 2 - 2, 0 + 7, 1 - 1]
+    assert Field64.to_signed(Field64.MODULUS - 3) == -3 and Field128.to_signed(5) == 5
+
+
+def test_ping_pong_flow_and_rejections() -> None:
+    from privstats.secure.vdaf import pingpong as pp
+
+    for vdaf, ms in [(Prio3Histogram(6, 2), [0, 5, 2]), (Prio3Count(), [1, 0, 1])]:
+        rng = np.random.default_rng(12)
+        nonces = [_bytes(rng, 16) for _ in ms]
+        sharded = [
+            vdaf.shard_encoded(m, n, _bytes(rng, vdaf.RAND_SIZE)) for m, n in zip(ms, nonces, strict=True)
+        ]
+        publics = [pub for pub, _ in sharded]
+        lead = pp.leader_init_batch(vdaf, KEY, nonces, publics, [s[0] for _, s in sharded])
+        pings = [ping for _, ping in lead]
+        assert all(p is not None and p[0] == pp.INITIALIZE for p in pings)
+        pings[1] = pp.encode_message(pp.FINISH, prep_msg=b"")  # wrong message type for report 1
+        helper = pp.helper_init_batch(vdaf, KEY, nonces, publics, [s[1] for _, s in sharded], pings)
+        assert isinstance(helper[1][0], VdafError) and helper[1][1] is None
+        outs: list[list[Any]] = [[], []]
+        for i in (0, 2):
+            pong = helper[i][1]
+            assert pong is not None
+            outs[0].append(pp.leader_continued(vdaf, lead[i][0], pong))
+            outs[1].append(helper[i][0])
+        expected = vdaf.unshard(None, [vdaf.aggregate(None, o) for o in outs], 2)
+        assert expected == ([1, 0, 1, 0, 0, 0] if vdaf.ID == 3 else 2)  # reports 0 and 2
+    kind, fields = pp.decode_message(pp.encode_message(pp.CONTINUE, prep_share=b"ab", prep_msg=b"c"))
+    assert kind == pp.CONTINUE and fields == {"prep_msg": b"c", "prep_share": b"ab"}
+    for bad in [b"", b"\x07", b"\x00\x00\x00\x00\x05ab", b"\x02\x00\x00\x00\x00x"]:
+        with pytest.raises(VdafError):
+            pp.decode_message(bad)
+
+
+@pytest.mark.parametrize("vdaf", [Prio3Histogram(20, 6), Prio3SumVec(3, 5, 4)])
+def test_batch_matches_prep_init_on_arbitrary_shares(vdaf: Prio3) -> None:
+    """The closed form is plain linear algebra: it must agree with the draft on garbage shares too."""
+    rng = np.random.default_rng(13)
+    size = vdaf.field.ENCODED_SIZE
+    n_elems = vdaf.flp.MEAS_LEN + vdaf.flp.PROOF_LEN
+    for _ in range(4):
+        nonce = _bytes(rng, 16)
+        raw = bytearray(_bytes(rng, n_elems * size))
+        raw[size - 1 :: size] = bytes([0x7F]) * n_elems  # keep every element below p
+        leader = bytes(raw) + _bytes(rng, 16)
+        public = _bytes(rng, 32)
+        for agg_id, share in [(0, leader), (1, _bytes(rng, 48))]:
+            [(state, prep_share)] = vdaf.prep_init_batch(KEY, agg_id, None, [nonce], [public], [share])
+            ref_state, ref_share = vdaf.prep_init(
+                KEY,
+                agg_id,
+                None,
+                nonce,
+                vdaf.decode_public_share(public),
+                vdaf.decode_input_share(agg_id, share),
+            )
+            assert prep_share == vdaf.encode_prep_share(ref_share)
+            assert state[1] == ref_state[1]

@@ -9,8 +9,10 @@ closed form. With A_k = L_k(t) r^((k-1)c), the wire polynomials at the query poi
 (k = 1..M gadget calls, j < chunk_length, L the Lagrange basis over the P-th roots of unity), so the
 measurement share enters only through two matrix-vector products per report. These run as float64
 matrix products on 16-bit limbs (:mod:`privstats.secure.vdaf.limbs`), with the measurement share
-never converted to Python ints. The circuit output is v = sum_k G(alpha^k) = <g, S> with the constant
-S_c = sum_k alpha^(k c) (times u, plus u^2 (sum m - 1/SHARES), for the histogram). Other circuits
+never converted to Python ints. The L_k(t) themselves are one product of the powers of t with the
+constant inverse-DFT matrix, for all reports at once. The circuit output is v = sum_k G(alpha^k) =
+<g, S> with the constant S_c = sum_k alpha^(k c) (times u, plus u^2 (sum m - 1/SHARES), for the
+histogram). Other circuits
 (Count, Sum) fall back to the per-report algorithm.
 
 Example:
@@ -28,24 +30,20 @@ Example:
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from privstats.secure.vdaf import limbs
-from privstats.secure.vdaf.circuits import Histogram, SumVec
+from privstats.secure.vdaf.circuits import Histogram, SumVec, check_int
 from privstats.secure.vdaf.errors import VdafError
-from privstats.secure.vdaf.field import batch_inv
 from privstats.secure.vdaf.xof import SEED_SIZE, XofTurboShake128
 
 if TYPE_CHECKING:
     from privstats.secure.vdaf.prio3 import Prio3
 
 __all__ = ["aggregate_encoded", "prep_init_batch"]
-
-PrepResult = "tuple[PrepState, bytes] | VdafError"
 
 
 @dataclass
@@ -55,10 +53,11 @@ class _Consts:
     calls: int
     chunk: int
     size: int
-    alpha_pows: list[int]
     s_weights: list[int]
-    size_inv: int
     shares_inv: int
+    s_split: np.ndarray
+    idft32: np.ndarray
+    shares_inv_limbs: np.ndarray
 
 
 def _consts(vdaf: Prio3) -> _Consts:
@@ -73,8 +72,18 @@ def _consts(vdaf: Prio3) -> _Consts:
     alpha_pows = [pow(alpha, k, p) for k in range(size)]
     n_coef = 2 * (size - 1) + 1
     s_weights = [sum(alpha_pows[(k * c) % size] for k in range(1, calls + 1)) % p for c in range(n_coef)]
+    size_inv, shares_inv = pow(size, p - 2, p), pow(vdaf.SHARES, p - 2, p)
+    zeta = pow(alpha, p - 2, p)
+    idft = [pow(zeta, k * i, p) * size_inv % p for i in range(size) for k in range(calls + 1)]
     consts = _Consts(
-        calls, chunk, size, alpha_pows, s_weights, pow(size, p - 2, p), pow(vdaf.SHARES, p - 2, p)
+        calls,
+        chunk,
+        size,
+        s_weights,
+        shares_inv,
+        limbs.from_ints([*s_weights, 0]).reshape(2, size, limbs.NLIMB).transpose(1, 0, 2),
+        limbs.to_limbs32(limbs.from_ints(idft).reshape(size, calls + 1, limbs.NLIMB)),
+        limbs.from_ints([shares_inv]),
     )
     vdaf._batch_consts = consts  # type: ignore[attr-defined]
     return consts
@@ -103,6 +112,7 @@ def prep_init_batch(
     if not (len(nonces) == len(public_shares) == len(input_shares)):
         raise ValueError("nonces, public_shares and input_shares must have the same length")
     vdaf._check_bytes("verify_key", verify_key, vdaf.VERIFY_KEY_SIZE)
+    check_int("agg_id", agg_id, 0, vdaf.SHARES - 1)
     if not _fast_path(vdaf):
         return [
             _single(vdaf, verify_key, agg_id, n, ps, ins)
@@ -115,13 +125,15 @@ def prep_init_batch(
             todo.append((i, *_unpack(vdaf, verify_key, agg_id, nonce, ps, ins)))
         except VdafError as exc:
             results[i] = exc
-    for start in range(0, len(todo), 256):
-        for i, res in _closed_form(vdaf, todo[start : start + 256]):
+    for start in range(0, len(todo), 128):
+        for i, res in _closed_form(vdaf, todo[start : start + 128]):
             results[i] = res
     return results
 
 
 def _single(vdaf: Prio3, key: bytes, agg_id: int, nonce: bytes, ps: bytes, ins: bytes) -> Any:
+    if not isinstance(nonce, bytes) or len(nonce) != vdaf.NONCE_SIZE:
+        return VdafError(f"nonce must be {vdaf.NONCE_SIZE} bytes")
     try:
         public = vdaf.decode_public_share(ps)
         (out, seed), share = vdaf.prep_init(
@@ -134,7 +146,8 @@ def _single(vdaf: Prio3, key: bytes, agg_id: int, nonce: bytes, ps: bytes, ins: 
 
 def _unpack(vdaf: Prio3, key: bytes, agg_id: int, nonce: bytes, ps: bytes, ins: bytes) -> tuple[Any, ...]:
     """Decode one report: measurement/proof share bytes, joint randomness and query randomness."""
-    vdaf._check_bytes("nonce", nonce, vdaf.NONCE_SIZE)
+    if not isinstance(nonce, bytes) or len(nonce) != vdaf.NONCE_SIZE:
+        raise VdafError(f"nonce must be {vdaf.NONCE_SIZE} bytes")
     parts = vdaf.decode_public_share(ps)
     size = vdaf.field.ENCODED_SIZE
     n_meas, n_proof = vdaf.flp.MEAS_LEN, vdaf.flp.PROOF_LEN
@@ -171,123 +184,127 @@ def _expand_raw(vdaf: Prio3, seed: bytes, usage: int, binder: bytes, length: int
     return XofTurboShake128(seed, vdaf._dst[usage], binder).next_vec_bytes(vdaf.field, length)[1]
 
 
-def _lagranges(vdaf: Prio3, ts: list[int]) -> list[list[int] | None]:
-    """L_0..L_M at each t over the P-th roots of unity (None for a degenerate t), one inversion in all."""
-    c = _consts(vdaf)
-    p = vdaf.field.MODULUS
-    pts = c.alpha_pows[: c.calls + 1]
-    ok = [pow(t, c.size, p) != 1 for t in ts]
-    denoms = [(t - a) % p for t, good in zip(ts, ok, strict=True) if good for a in pts]
-    invs = batch_inv(denoms, p) if denoms else []
-    out: list[list[int] | None] = []
-    pos = 0
-    for t, good in zip(ts, ok, strict=True):
-        if not good:
-            out.append(None)
-            continue
-        scale = (pow(t, c.size, p) - 1) * c.size_inv % p
-        row = invs[pos : pos + len(pts)]
-        pos += len(pts)
-        out.append([scale * a % p * i % p for a, i in zip(pts, row, strict=True)])
+def _powers(x: int, count: int, p: int) -> list[int]:
+    out = [1] * count
+    for i in range(1, count):
+        out[i] = out[i - 1] * x % p
     return out
 
 
-def _report_scalars(vdaf: Prio3, lag: list[int], r: int) -> tuple[list[int], list[int], list[int], list[int]]:
-    """Weights (A_k, L_k) for the products, r^(j+1), and the scalars (L_0, sum_k L_k / SHARES)."""
+def _report_powers(vdaf: Prio3, t: int, r: int) -> tuple[list[int], list[int], list[int]] | None:
+    """t^0..t^P, r^1..r^c and r^(c (k-1)) for k = 1..M; None if t is a P-th root of unity."""
     c = _consts(vdaf)
     p = vdaf.field.MODULUS
-    r_pows = [r]
-    for _ in range(c.chunk - 1):
-        r_pows.append(r_pows[-1] * r % p)
-    r_chunk = r_pows[-1]
-    weights, step = [], 1
-    for k in range(1, c.calls + 1):
-        weights += [lag[k] * step % p, lag[k]]
-        step = step * r_chunk % p
-    return weights, r_pows, [lag[0]], [sum(lag[1:]) * c.shares_inv % p]
+    t_pows = _powers(t, c.size + 1, p)
+    if t_pows[c.size] == 1:
+        return None
+    r_pows = _powers(r, c.chunk + 1, p)[1:]
+    return t_pows, r_pows, _powers(r_pows[-1], c.calls, p)
 
 
-def _gadget_terms(vdaf: Prio3, proof_raw: bytes, t: int) -> tuple[int, int]:
-    """<g, S> and g(t) for the gadget polynomial g of a proof share (lazy reductions)."""
+def _verifier_parts(vdaf: Prio3, pows: list[tuple[list[int], list[int], list[int]]]) -> dict[str, np.ndarray]:
+    """Limb arrays of the per-report weights: Lagrange values L_k(t) come from one product of the
+    powers of t with the constant inverse-DFT matrix (L_k(t) = sum_c t^c alpha^(-k c) / P)."""
     c = _consts(vdaf)
-    p = vdaf.field.MODULUS
-    g = vdaf.field.decode_vec_unchecked(proof_raw[2 * c.chunk * 16 :])
-    dot = sum(map(operator.mul, g, c.s_weights)) % p
-    # g(t) = sum_i T^i * (sum_l g[16 i + l] t^l) with T = t^16: one reduction per block of 16.
-    t_pows = [1, t]
-    for _ in range(14):
-        t_pows.append(t_pows[-1] * t % p)
-    big_t = t_pows[-1] * t % p
-    acc = 0
-    for start in range(((len(g) - 1) // 16) * 16, -1, -16):
-        acc = (acc * big_t + sum(map(operator.mul, g[start : start + 16], t_pows))) % p
-    return dot, acc
+    n = len(pows)
+    t_pows = limbs.from_ints([x for tp, _, _ in pows for x in tp]).reshape(n, -1, limbs.NLIMB)
+    lag = limbs.matmul_const(t_pows[:, : c.size], c.idft32)  # (n, M + 1, 8)
+    r_step = limbs.from_ints([x for _, _, rs in pows for x in rs]).reshape(n, c.calls, limbs.NLIMB)
+    weights = np.stack([limbs.mul(lag[:, 1:], r_step), lag[:, 1:]], axis=2)  # (n, M, 2, 8)
+    lag_sum = limbs.reduce_cols(lag[:, 1:].sum(axis=1))
+    return {
+        "t_pows": t_pows,
+        "weights": weights,
+        "r_pows": limbs.from_ints([x for _, rp, _ in pows for x in rp]).reshape(n, c.chunk, limbs.NLIMB),
+        "lag0": lag[:, :1],
+        "corr": limbs.mul(lag_sum, c.shares_inv_limbs).reshape(n, 1, limbs.NLIMB),
+    }
+
+
+def _gadget_terms(vdaf: Prio3, proofs: list[bytes], t_pows: np.ndarray) -> tuple[list[int], np.ndarray]:
+    """Per report <g, S> (as ints) and g(t) (as limbs) for the gadget polynomials g of proof shares.
+
+    g has 2P - 1 coefficients; with g = g_lo + x^P g_hi, g(t) = g_lo(t) + t^P g_hi(t) needs only
+    t^0..t^P. Both halves and both vectors (powers of t, S) go through one batched product.
+    """
+    c = _consts(vdaf)
+    n, size, nl = len(proofs), c.size, limbs.NLIMB
+    start = 2 * c.chunk * 16
+    coefs = np.zeros((n, 2 * size, nl), dtype=np.uint16)
+    coefs[:, : 2 * size - 1] = np.frombuffer(b"".join(pr[start:] for pr in proofs), dtype="<u2").reshape(
+        n, 2 * size - 1, nl
+    )
+    halves = coefs.reshape(n, 2, size, nl).transpose(0, 2, 1, 3)  # (n, P, 2, 8)
+    vecs = np.empty((n, size, 3, nl), dtype=np.int64)
+    vecs[:, :, 0] = t_pows[:, :size]
+    vecs[:, :, 1:] = c.s_split
+    res = limbs.matvec(halves, vecs)  # (n, 2 halves, 3, 8)
+    dots = limbs.add(res[:, 0, 1], res[:, 1, 2])
+    ys = limbs.add(res[:, 0, 0], limbs.mul(t_pows[:, size], res[:, 1, 0]))
+    return limbs.to_ints(dots), ys
 
 
 def _closed_form(vdaf: Prio3, todo: list[tuple[Any, ...]]) -> list[tuple[int, Any]]:
     """Prep results for a chunk of decoded reports (see the module docstring)."""
     c = _consts(vdaf)
-    p = vdaf.field.MODULUS
-    valid: Any = vdaf.valid
-    n_meas, padded = vdaf.flp.MEAS_LEN, c.calls * c.chunk
-    lags = _lagranges(vdaf, [row[6] for row in todo])
     out: list[tuple[int, Any]] = []
-    good = []
-    for row, lag in zip(todo, lags, strict=True):
-        if lag is None:
+    good, pows = [], []
+    for row in todo:
+        pw = _report_powers(vdaf, row[6], row[5][0])
+        if pw is None:
             out.append((row[0], VdafError("degenerate query point (t^P == 1)")))
         else:
-            good.append((row, lag))
+            good.append(row)
+            pows.append(pw)
     if not good:
         return out
-    n = len(good)
-    meas = np.zeros((n, padded, limbs.NLIMB), dtype=np.uint16)
-    meas[:, :n_meas] = np.frombuffer(b"".join(r[1] for r, _ in good), dtype="<u2").reshape(
-        n, n_meas, limbs.NLIMB
-    )
-    seeds = np.frombuffer(b"".join(r[2][: 2 * c.chunk * 16] for r, _ in good), dtype="<u2")
-    seeds = seeds.reshape(n, c.chunk, 2, limbs.NLIMB).astype(np.int64)
-    scal = [_report_scalars(vdaf, lag, r[5][0]) for r, lag in good]
-    weights = limbs.from_ints([w for s in scal for w in s[0]]).reshape(n, c.calls, 2, limbs.NLIMB)
-    r_pows = limbs.from_ints([w for s in scal for w in s[1]]).reshape(n, c.chunk, limbs.NLIMB)
-    lag0 = limbs.from_ints([s[2][0] for s in scal]).reshape(n, 1, limbs.NLIMB)
-    corr = limbs.from_ints([s[3][0] for s in scal]).reshape(n, 1, limbs.NLIMB)
-    prods = limbs.matvec(meas.reshape(n, c.calls, c.chunk, limbs.NLIMB), weights)  # (n, chunk, 2, 8)
-    x_even = limbs.add(limbs.mul(r_pows, prods[:, :, 0]), limbs.mul(lag0, seeds[:, :, 0]))
-    x_odd = limbs.sub(limbs.add(prods[:, :, 1], limbs.mul(lag0, seeds[:, :, 1])), corr)
-    x_bytes = limbs.encode(np.stack([x_even, x_odd], axis=2))
-    stride = 2 * c.chunk * 16
-    if isinstance(valid, Histogram):
-        meas_sum = limbs.to_ints(limbs.reduce_cols(meas.sum(axis=1, dtype=np.int64)))
-    out_raw = _truncate(vdaf, meas[:, :n_meas])
-    for idx, (row, _lag) in enumerate(good):
-        dot, y = _gadget_terms(vdaf, row[2], row[6])
-        if isinstance(valid, Histogram):
-            u = row[5][1]
-            v = (u * dot + u * u % p * (meas_sum[idx] - c.shares_inv)) % p
-        else:
-            v = dot
-        share = (
-            v.to_bytes(16, "little") + x_bytes[idx * stride : (idx + 1) * stride] + y.to_bytes(16, "little")
-        )
+    n, n_meas, nl = len(good), vdaf.flp.MEAS_LEN, limbs.NLIMB
+    meas = np.zeros((n, c.calls * c.chunk, nl), dtype=np.uint16)
+    meas[:, :n_meas] = np.frombuffer(b"".join(r[1] for r in good), dtype="<u2").reshape(n, n_meas, nl)
+    seeds = np.frombuffer(b"".join(r[2][: 2 * c.chunk * 16] for r in good), dtype="<u2")
+    seeds = seeds.reshape(n, c.chunk, 2, nl).astype(np.int64)
+    parts = _verifier_parts(vdaf, pows)
+    prods = limbs.matvec(meas.reshape(n, c.calls, c.chunk, nl), parts["weights"])  # (n, chunk, 2, 8)
+    lag0 = parts["lag0"]
+    x_even = limbs.add(limbs.mul(parts["r_pows"], prods[:, :, 0]), limbs.mul(lag0, seeds[:, :, 0]))
+    x_odd = limbs.sub(limbs.add(prods[:, :, 1], limbs.mul(lag0, seeds[:, :, 1])), parts["corr"])
+    dots, ys = _gadget_terms(vdaf, [r[2] for r in good], parts["t_pows"])
+    v = limbs.from_ints(_circuit_outputs(vdaf, meas, dots, [r[5] for r in good])).reshape(n, 1, nl)
+    ver = np.concatenate([v, np.stack([x_even, x_odd], axis=2).reshape(n, -1, nl), ys[:, None]], axis=1)
+    ver_raw = limbs.encode(ver)
+    stride = len(ver_raw) // n
+    out_raw = _truncate(vdaf, meas[:, :n_meas], [r[1] for r in good])
+    for idx, row in enumerate(good):
         state = (out_raw[idx], row[4])
-        out.append((row[0], (state, share + row[3])))
+        out.append((row[0], (state, ver_raw[idx * stride : (idx + 1) * stride] + row[3])))
     return out
 
 
-def _truncate(vdaf: Prio3, meas: np.ndarray) -> list[bytes]:
-    """Encoded output shares: the measurement share (Histogram) or bit-decoded (SumVec)."""
+def _circuit_outputs(
+    vdaf: Prio3, meas: np.ndarray, dots: list[int], joint_rands: list[list[int]]
+) -> list[int]:
+    """Share of the circuit output: <g, S> (SumVec) or u <g, S> + u^2 (sum m - 1/SHARES) (Histogram)."""
+    if not isinstance(vdaf.valid, Histogram):
+        return dots
+    p, h = vdaf.field.MODULUS, _consts(vdaf).shares_inv
+    # Limb sums over all entries (< 2^16 * MEAS_LEN, exact in float64) as one product with ones.
+    limb_sums = np.ones(meas.shape[1]) @ meas.astype(np.float64)
+    sums = limbs.to_ints(limbs.reduce_cols(limb_sums.astype(np.int64)))
+    return [(u * d + u * u % p * (m - h)) % p for (_r, u), d, m in zip(joint_rands, dots, sums, strict=True)]
+
+
+def _truncate(vdaf: Prio3, meas: np.ndarray, raws: list[bytes]) -> list[bytes]:
+    """Encoded output shares: the measurement share itself (Histogram) or its bits decoded (SumVec)."""
     valid: Any = vdaf.valid
-    n = meas.shape[0]
-    if isinstance(valid, SumVec):
-        bits = valid.bits
-        grouped = meas.astype(np.int64).reshape(n, valid.length, bits, limbs.NLIMB)
-        cols = np.zeros((n, valid.length, limbs.NLIMB + 5), dtype=np.int64)
-        for b in range(bits):
-            q, rem = divmod(b, 16)
-            cols[..., q : q + limbs.NLIMB] += grouped[:, :, b] << rem
-        meas = limbs.reduce_cols(cols)
-    raw = limbs.encode(meas)
+    if not isinstance(valid, SumVec):
+        return raws
+    n, bits = meas.shape[0], valid.bits
+    grouped = meas.astype(np.int64).reshape(n, valid.length, bits, limbs.NLIMB)
+    cols = np.zeros((n, valid.length, limbs.NLIMB + 5), dtype=np.int64)
+    for b in range(bits):
+        q, rem = divmod(b, 16)
+        cols[..., q : q + limbs.NLIMB] += grouped[:, :, b] << rem
+    raw = limbs.encode(limbs.reduce_cols(cols))
     step = len(raw) // n
     return [raw[i * step : (i + 1) * step] for i in range(n)]
 

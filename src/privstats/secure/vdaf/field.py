@@ -63,6 +63,17 @@ class Field:
         return out
 
     @classmethod
+    def to_signed(cls, x: int) -> int:
+        """Representative of x in (-p/2, p/2], e.g. for a noisy count that may be negative.
+
+        Example:
+            >>> Field64.to_signed(Field64.MODULUS - 3)
+            -3
+        """
+        x %= cls.MODULUS
+        return x - cls.MODULUS if x > cls.MODULUS // 2 else x
+
+    @classmethod
     def inv(cls, x: int) -> int:
         """Multiplicative inverse (x != 0)."""
         return pow(x, cls.MODULUS - 2, cls.MODULUS)

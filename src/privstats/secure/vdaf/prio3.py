@@ -283,7 +283,11 @@ class Prio3:
         return data[seed_len:], (data[:seed_len] if seed_len else None)
 
     def unshard(self, agg_param: None, agg_shares: list[list[int]], num_measurements: int) -> Any:
-        """Aggregate result (circuit decode of the sum of aggregate shares)."""
+        """Aggregate result (circuit decode of the sum of aggregate shares).
+
+        Counts come back as field elements in [0, p); if the aggregate shares carry additive noise,
+        map each with ``self.field.to_signed`` to recover negative values.
+        """
         return self.valid.decode(self.aggregate(None, agg_shares), num_measurements)
 
     # -- encodings ---------------------------------------------------------------------------------
@@ -350,7 +354,8 @@ class Prio3:
         return data if expect else None
 
     def encode_agg_share(self, agg_share: list[int]) -> bytes:
-        """Little-endian field elements."""
+        """Little-endian field elements; entries are reduced mod ``field.MODULUS`` first, so an aggregate
+        share plus an integer noise share (any sign) can be passed as is."""
         return self.field.encode_vec([int(x) % self.field.MODULUS for x in agg_share])
 
     def decode_agg_share(self, data: bytes) -> list[int]:

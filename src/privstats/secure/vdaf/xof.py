@@ -26,12 +26,18 @@ def format_dst(algo_class: int, algo: int, usage: int) -> bytes:
     return bytes([VERSION, algo_class]) + algo.to_bytes(4, "big") + usage.to_bytes(2, "big")
 
 
+_TURBOSHAKE: Any = None
+
+
 def _turboshake() -> Any:
-    try:
-        from Crypto.Hash import TurboSHAKE128
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("VDAF needs pycryptodome>=3.20 (pip install 'privstats[serve]')") from exc
-    return TurboSHAKE128
+    global _TURBOSHAKE
+    if _TURBOSHAKE is None:
+        try:
+            from Crypto.Hash import TurboSHAKE128
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError("VDAF needs pycryptodome>=3.20 (pip install 'privstats[serve]')") from exc
+        _TURBOSHAKE = TurboSHAKE128
+    return _TURBOSHAKE
 
 
 class XofTurboShake128:
@@ -44,7 +50,9 @@ class XofTurboShake128:
             raise ValueError(f"seed must be {SEED_SIZE} bytes, got {len(seed)}")
         if len(dst) > 255:
             raise ValueError("dst must be at most 255 bytes")
-        self._h = _turboshake().new(domain=1, data=bytes([len(dst)]) + dst + seed + binder)
+        self._h = _turboshake().new(domain=1, data=bytes([len(dst)]) + dst + seed)
+        if binder:
+            self._h.update(binder)
 
     def next(self, length: int) -> bytes:
         """The next ``length`` output bytes."""
