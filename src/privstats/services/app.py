@@ -105,7 +105,8 @@ def build_app(role: str, task: Task, secrets: RoleSecrets, db: str, **options: A
         raise ValueError(f"the {role} secrets belong to task {secrets.task_id}, not {task.task_id}")
     module, fn = ROLE_FACTORIES[role].split(":")
     factory = getattr(importlib.import_module(module), fn)
-    return factory(task, secrets, Storage(db), **options)
+    key = secrets.integrity_key_bytes if secrets.integrity_key else None  # the ledger's MAC key
+    return factory(task, secrets, Storage(db, key=key), **options)
 
 
 def run_server(app: Any, host: str, port: int, *, log_level: str = "warning", drain_seconds: int = 30) -> int:
@@ -148,8 +149,8 @@ def serve(
 
     from privstats.services.storage import default_db_url
 
-    task = load_task(task_path)
     secrets = load_secrets(task_path, role, secrets_path)
+    task = load_task(task_path, key=secrets.integrity_key_bytes)  # an edited task.json is refused
     url = urlsplit(task.url(role))
     host = host or url.hostname or "127.0.0.1"
     port = port if port is not None else (url.port or 80)

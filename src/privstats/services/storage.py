@@ -139,12 +139,14 @@ class Storage:
     ``url``: an SQLAlchemy URL, ``sqlite:///path`` or ``postgresql+psycopg://user@host:port/db``.
     """
 
-    def __init__(self, url: str, *, pool_size: int = 8):
+    def __init__(self, url: str, *, pool_size: int = 8, key: bytes | None = None):
         if not isinstance(url, str) or "://" not in url:
             raise ValueError(
                 f"db url must be an SQLAlchemy URL (sqlite:///FILE or postgresql+psycopg://...), got {url!r}"
             )
         self.url = url
+        # the budget ledger's MAC key: the role's integrity key (privstats serve), else the owner's default
+        self.key = key
         self.is_sqlite = url.startswith("sqlite")
         if self.is_sqlite:
             self.engine: Engine = create_engine(
@@ -421,7 +423,9 @@ class Storage:
     def ensure_budget(self, task_id: bytes, total: Guarantee) -> None:
         """Create the task's ledger with ``total`` if absent (an existing ledger keeps its spends)."""
         with self.transaction() as conn:
-            stmt = self._insert()(budget).values(task_id=task_id, ledger=BudgetLedger(total).to_json())
+            stmt = self._insert()(budget).values(
+                task_id=task_id, ledger=BudgetLedger(total).to_json(self.key)
+            )
             conn.execute(stmt.on_conflict_do_nothing(index_elements=["task_id"]))
 
     def ledger(
@@ -438,7 +442,7 @@ class Storage:
             row = conn.execute(q).first()
         if row is None:
             raise KeyError(f"no budget ledger for task {task_id.hex()}")
-        return BudgetLedger.from_json(row[0])
+        return BudgetLedger.from_json(row[0], key=self.key)
 
     def spend(self, conn: Connection, task_id: bytes, guarantee: Guarantee, label: str) -> BudgetLedger:
         """Record a spend inside ``conn``'s transaction, or raise BudgetExceededError (nothing recorded).
@@ -448,7 +452,7 @@ class Storage:
         """
         led = self.ledger(conn, task_id, for_update=True)
         led.spend(guarantee, label)
-        conn.execute(update(budget).where(budget.c.task_id == task_id).values(ledger=led.to_json()))
+        conn.execute(update(budget).where(budget.c.task_id == task_id).values(ledger=led.to_json(self.key)))
         return led
 
     # ---- collections ----------------------------------------------------------------------------------

@@ -11,6 +11,14 @@ and one :class:`RoleSecrets` per party; :func:`write_task` writes them as
 * ``task.<role>.json`` — per server role: its HPKE private key, the *hashes* of the tokens it
   checks, and the tokens it presents to other servers (e.g. the shuffler's forward token).
 
+**Integrity.**  ``task.json`` carries ``mac``, an HMAC-SHA256 of its canonical content keyed by the
+task's *integrity key* (32 random bytes, ``integrity_key`` of the analyst's and every server role's
+secrets file; clients get none, as anyone holding it could sign).  :func:`load_task` refuses
+(:class:`~privstats.privacy.integrity.IntegrityError`) a file without its MAC or whose MAC does not
+verify, e.g. ε or ``max_collections`` raised; ``privstats serve`` verifies with the role's own key.
+A party that holds no key (a client) can only check that the MAC is present: clients should fetch
+``task.json`` over an authenticated channel; the servers, which enforce the budget, verify it.
+
 Roles per trust model (the URLs and keys the task file carries):
 
 =========  ======================================  =====================================
@@ -40,17 +48,19 @@ import json
 import math
 import os
 import secrets as _secrets
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from privstats.privacy.guarantees import ApproxDP, Guarantee, PureDP, guarantee_from_dict
+from privstats.privacy.integrity import IntegrityError, canonical_json, check_mac, mac, resolve_key
 
 __all__ = [
     "DEFAULT_PORTS",
     "HPKE_ROLES",
     "MODEL_ROLES",
     "TASK_FORMAT_VERSION",
+    "IntegrityError",
     "RoleSecrets",
     "Task",
     "build_protocol",
@@ -174,8 +184,16 @@ class Task:
     def to_dict(self) -> dict:
         return asdict(self)
 
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+    def to_json(self, key: bytes | None = None) -> str:
+        """The task as JSON; with ``key`` (the task's integrity key) it carries its ``mac``."""
+        d = self.to_dict()
+        if key is not None:
+            d["mac"] = self.mac(key)
+        return json.dumps(d, indent=2, sort_keys=True)
+
+    def mac(self, key: bytes) -> str:
+        """HMAC-SHA256 (hex) of the task's canonical JSON under the task's integrity key."""
+        return mac(resolve_key(key), "task", canonical_json(self.to_dict()))
 
     @classmethod
     def from_dict(cls, d: Any, *, where: str = "task") -> Task:
@@ -245,6 +263,17 @@ class RoleSecrets:
     hpke_private_key: str | None = None
     token_hashes: dict = field(default_factory=dict)
     tokens: dict = field(default_factory=dict)
+    integrity_key: str | None = None
+
+    @property
+    def integrity_key_bytes(self) -> bytes:
+        """The task's integrity key (hex in the file); IntegrityError if this party holds none."""
+        if not self.integrity_key:
+            raise IntegrityError(
+                f"the {self.role} secrets hold no integrity_key (a task made by an older privstats: "
+                "create it again with `privstats task new`)"
+            )
+        return resolve_key(self.integrity_key, "integrity_key")
 
     @property
     def private_key_bytes(self) -> bytes:
@@ -460,6 +489,8 @@ def new_task(
         from privstats.services.secure_tasks import add_verify_key
 
         secrets = add_verify_key(secrets)
+    ikey = os.urandom(32).hex()  # the task file's MAC key: the owner (analyst) and the servers, not clients
+    secrets = {p: s if p == "client" else replace(s, integrity_key=ikey) for p, s in secrets.items()}
     task = Task(
         task_id=task_id,
         statistic=statistic,
@@ -494,9 +525,13 @@ def _write_private(path: Path, text: str) -> None:
 
 
 def write_task(task: Task, secrets: dict[str, RoleSecrets], out: str | Path) -> dict[str, Path]:
-    """Write ``out`` (public) and ``<out stem>.<party>.json`` (mode 0600) per party; returns the paths."""
+    """Write ``out`` (public, with its MAC) and ``<out stem>.<party>.json`` (mode 0600) per party;
+    returns the paths.  The MAC key is the secrets' ``integrity_key``."""
     out = Path(out)
-    out.write_text(task.to_json() + "\n", encoding="utf-8")
+    keys = {s.integrity_key for s in secrets.values() if s.integrity_key}
+    if len(keys) != 1:
+        raise ValueError("secrets: the parties must share exactly one integrity_key (as new_task makes)")
+    out.write_text(task.to_json(resolve_key(keys.pop(), "integrity_key")) + "\n", encoding="utf-8")
     paths = {"task": out}
     for party, sec in secrets.items():
         path = secrets_path(out, party)
@@ -515,11 +550,50 @@ def _read_json(path: str | Path, what: str) -> Any:
         raise ValueError(f"{what}: cannot read {path}: {exc}") from None
 
 
-def load_task(path: str | Path | Task) -> Task:
-    """The public task from a ``task.json`` path (or a Task, returned as is)."""
+def load_task(
+    path: str | Path | Task, *, key: bytes | None = None, verify: bool = True, require_key: bool = True
+) -> Task:
+    """The public task from a ``task.json`` path (or a Task, returned as is), its MAC verified.
+
+    ``key``: the task's integrity key; by default the ``integrity_key`` of a secrets file next to the
+    task (the analyst's or a server role's).  ``require_key=False`` (a client, which holds no key)
+    accepts a task it cannot verify provided it carries a MAC.  Raises
+    :class:`~privstats.privacy.integrity.IntegrityError` on a missing or wrong MAC; ``verify=False``
+    skips the check (forensics only).
+    """
     if isinstance(path, Task):
         return path
-    return Task.from_dict(_read_json(path, "task"), where=str(path))
+    d = _read_json(path, "task")
+    tag = d.pop("mac", None) if isinstance(d, dict) else None
+    task = Task.from_dict(d, where=str(path))
+    if not verify:
+        return task
+    k = resolve_key(key, "key") if key is not None else _task_key_near(path, task)
+    if k is None:
+        if require_key:
+            raise IntegrityError(
+                f"{path}: no integrity key to verify the task with: pass key=, or keep the analyst's "
+                "or a server role's secrets file next to it"
+            )
+        if not isinstance(tag, str) or not tag:
+            raise IntegrityError(f"{path}: carries no MAC (removed, or written unsigned); refusing it")
+        return task
+    check_mac(k, "task", canonical_json(task.to_dict()), tag, str(path))
+    return task
+
+
+def _task_key_near(path: str | Path, task: Task) -> bytes | None:
+    """The integrity key of the first secrets file next to ``path`` that holds one."""
+    for party in ("analyst", *MODEL_ROLES.get(task.model, ())):
+        p = secrets_path(path, party)
+        if p.is_file():
+            try:
+                sec = load_secrets(path, party)
+            except ValueError:
+                continue
+            if sec.integrity_key and sec.task_id == task.task_id:
+                return sec.integrity_key_bytes
+    return None
 
 
 def load_secrets(task_path: str | Path, party: str, path: str | Path | None = None) -> RoleSecrets:
