@@ -29,8 +29,8 @@ ROLE_FACTORIES: dict[str, str] = {
     "collector": "privstats.services.collector:create_app",
     "shuffler": "privstats.services.shuffler:create_shuffler_app",
     "analyzer": "privstats.services.shuffler:create_analyzer_app",
-    "leader": "privstats.services.aggregators:create_leader_app",
-    "helper": "privstats.services.aggregators:create_helper_app",
+    "leader": "privstats.services.secure_apps:create_leader_app",
+    "helper": "privstats.services.secure_apps:create_helper_app",
 }
 
 

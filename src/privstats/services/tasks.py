@@ -390,69 +390,12 @@ def _hash_token(token: str) -> str:
     return token_hash(token)
 
 
-def new_task(
-    statistic: str,
-    *,
-    model: str,
-    protocol: str | None = None,
-    params: dict | None = None,
-    epsilon: float,
-    delta: float | None = None,
-    min_batch: int,
-    max_collections: int = 1,
-    urls: dict | None = None,
-    max_request_bytes: int = 16 << 20,
-    extra: dict | None = None,
-) -> tuple[Task, dict[str, RoleSecrets]]:
-    """A fresh task (random id, keys and tokens) and the secrets of every party.
-
-    ``params`` holds protocol options (``domain_size`` and protocol-specific extras); the returned
-    task carries the resolved protocol's full params.  The budget allows ``max_collections``
-    collections, each spending the protocol's guarantee (basic composition).
-
-    >>> t, s = new_task("frequencies", model="shuffle", protocol="single-rr", params={"domain_size": 4},
-    ...                 epsilon=1.0, delta=1e-6, min_batch=1000)
-    >>> t.protocol, sorted(t.hpke_keys), sorted(s)
-    ('shuffle-krr', ['analyzer'], ['analyst', 'analyzer', 'client', 'shuffler'])
-    """
+def _party_secrets(task_id: str, model: str) -> tuple[dict[str, RoleSecrets], dict[str, str]]:
+    """Every party's secrets of a fresh task (tokens, token hashes, HPKE keys, the integrity key)
+    and the roles' HPKE public keys."""
     from privstats.services.security import generate_keypair
-    from privstats.validation import check_epsilon, check_positive_int
 
-    epsilon = check_epsilon(epsilon)
-    min_batch = check_positive_int(min_batch, "min_batch")
-    max_collections = check_positive_int(max_collections, "max_collections")
-    if model not in MODEL_ROLES:
-        raise ValueError(f"model must be one of {sorted(MODEL_ROLES)}, got {model!r}")
-    p = dict(params or {})
-    domain_size = p.pop("domain_size", None)
-    name, full = resolve_protocol(
-        statistic,
-        model,
-        protocol,
-        domain_size=domain_size,
-        epsilon=epsilon,
-        delta=delta,
-        min_batch=min_batch,
-        options=p,
-    )
-    if model == "local":
-        one: Guarantee = PureDP(epsilon)
-        total: Guarantee = PureDP(epsilon * max_collections)
-    else:
-        d = float(full.get("delta", delta or 0.0))
-        one = ApproxDP(epsilon, d) if d > 0 else PureDP(epsilon)
-        total = (
-            ApproxDP(epsilon * max_collections, min(d * max_collections, 0.999))
-            if d > 0
-            else PureDP(epsilon * max_collections)
-        )
     roles = MODEL_ROLES[model]
-    given = dict(urls or {})
-    bad = set(given) - set(roles)
-    if bad:
-        raise ValueError(f"urls: a {model} task has roles {list(roles)}, not {sorted(bad)}")
-    role_urls = {r: str(given.get(r) or f"http://127.0.0.1:{DEFAULT_PORTS[r]}").rstrip("/") for r in roles}
-    task_id = os.urandom(16).hex()
     upload, collect = _secrets.token_urlsafe(32), _secrets.token_urlsafe(32)
     secrets: dict[str, RoleSecrets] = {
         "client": RoleSecrets(task_id, "client", tokens={"upload": upload}),
@@ -491,6 +434,71 @@ def new_task(
         secrets = add_verify_key(secrets)
     ikey = os.urandom(32).hex()  # the task file's MAC key: the owner (analyst) and the servers, not clients
     secrets = {p: s if p == "client" else replace(s, integrity_key=ikey) for p, s in secrets.items()}
+    return secrets, keys
+
+
+def _guarantees(
+    model: str, epsilon: float, delta: float, max_collections: int
+) -> tuple[Guarantee, Guarantee]:
+    """(one collection, the total budget) under basic composition."""
+    if model == "local" or delta <= 0:
+        return PureDP(epsilon), PureDP(epsilon * max_collections)
+    return ApproxDP(epsilon, delta), ApproxDP(epsilon * max_collections, min(delta * max_collections, 0.999))
+
+
+def new_task(
+    statistic: str,
+    *,
+    model: str,
+    protocol: str | None = None,
+    params: dict | None = None,
+    epsilon: float,
+    delta: float | None = None,
+    min_batch: int,
+    max_collections: int = 1,
+    urls: dict | None = None,
+    max_request_bytes: int = 16 << 20,
+    extra: dict | None = None,
+) -> tuple[Task, dict[str, RoleSecrets]]:
+    """A fresh task (random id, keys and tokens) and the secrets of every party.
+
+    ``params`` holds protocol options (``domain_size`` and protocol-specific extras); the returned
+    task carries the resolved protocol's full params.  The budget allows ``max_collections``
+    collections, each spending the protocol's guarantee (basic composition).
+
+    >>> t, s = new_task("frequencies", model="shuffle", protocol="single-rr", params={"domain_size": 4},
+    ...                 epsilon=1.0, delta=1e-6, min_batch=1000)
+    >>> t.protocol, sorted(t.hpke_keys), sorted(s)
+    ('shuffle-krr', ['analyzer'], ['analyst', 'analyzer', 'client', 'shuffler'])
+    """
+    from privstats.validation import check_epsilon, check_positive_int
+
+    epsilon = check_epsilon(epsilon)
+    min_batch = check_positive_int(min_batch, "min_batch")
+    max_collections = check_positive_int(max_collections, "max_collections")
+    if model not in MODEL_ROLES:
+        raise ValueError(f"model must be one of {sorted(MODEL_ROLES)}, got {model!r}")
+    p = dict(params or {})
+    domain_size = p.pop("domain_size", None)
+    name, full = resolve_protocol(
+        statistic,
+        model,
+        protocol,
+        domain_size=domain_size,
+        epsilon=epsilon,
+        delta=delta,
+        min_batch=min_batch,
+        options=p,
+    )
+    one, total = _guarantees(model, epsilon, float(full.get("delta", delta or 0.0)), max_collections)
+    roles = MODEL_ROLES[model]
+    given = dict(urls or {})
+    bad = set(given) - set(roles)
+    if bad:
+        raise ValueError(f"urls: a {model} task has roles {list(roles)}, not {sorted(bad)}")
+    role_urls = {r: str(given.get(r) or f"http://127.0.0.1:{DEFAULT_PORTS[r]}").rstrip("/") for r in roles}
+    task_id = os.urandom(16).hex()
+    secrets, keys = _party_secrets(task_id, model)
     task = Task(
         task_id=task_id,
         statistic=statistic,
