@@ -16,12 +16,12 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("sqlalchemy")
 
-from fastapi.testclient import TestClient  # noqa: E402
+from fastapi.testclient import TestClient
 
-from privstats.client import Client, estimate_from_dict  # noqa: E402
-from privstats.services.storage import Storage  # noqa: E402
-from privstats.services.tasks import new_task  # noqa: E402
-from privstats.services.wire import WireError, pack_batch, pack_upload, record_layout  # noqa: E402
+from privstats.client import Client, estimate_from_dict
+from privstats.services.storage import Storage
+from privstats.services.tasks import new_task
+from privstats.services.wire import WireError, pack_batch, pack_upload, record_layout
 
 COUNT_KEYS = {"n_reports", "n_messages", "dropped_messages", "pending_reports", "stored_report_ids"}
 

@@ -138,7 +138,7 @@ def check_mac(key: bytes, domain: str, data: bytes, tag: Any, where: str) -> Non
 
 
 # ---------------------------------------------------------------------------------- aggregator states
-def save_state(state: Any, path: str | os.PathLike | None = None, *, key: Any = None) -> bytes:
+def save_state(state: Any, path: str | os.PathLike[str] | None = None, *, key: Any = None) -> bytes:
     """An aggregator state (``to_bytes()``) signed: ``magic | version | MAC (32 bytes) | state bytes``.
 
     Writes it to ``path`` (atomically) when given; returns the signed bytes.
@@ -150,7 +150,7 @@ def save_state(state: Any, path: str | os.PathLike | None = None, *, key: Any = 
     >>> load_state(save_state(st, key=k), key=k) == st
     True
     """
-    body = state.to_bytes()
+    body: bytes = state.to_bytes()
     k = resolve_key(key)
     blob = _STATE_MAGIC + struct.pack("<H", _STATE_VERSION) + bytes.fromhex(mac(k, "state", body)) + body
     if path is not None:
@@ -161,7 +161,7 @@ def save_state(state: Any, path: str | os.PathLike | None = None, *, key: Any = 
     return blob
 
 
-def load_state(data: bytes | str | os.PathLike, *, key: Any = None, verify: bool = True) -> Any:
+def load_state(data: bytes | str | os.PathLike[str], *, key: Any = None, verify: bool = True) -> Any:
     """The state saved by :func:`save_state` (bytes or a path), its MAC checked first.
 
     Also checks what a state must satisfy whatever its key: non-negative counts, and for protocols

@@ -57,7 +57,7 @@ def open_collection(task, out: dict, *, q=None, statistic: str | None = None) ->
         spec,
         base64.b64decode(out["leader"]),
         base64.b64decode(out["helper"]),
-        None if out.get("n_valid") is None else int(out["n_valid"]),  # absent under add-remove
+        None if out.get("n_valid") is None else int(out["n_valid"]),  # type: ignore[arg-type]  # absent under add-remove
         q=q,
         n_invalid=int(out.get("n_invalid", 0)),
     )
