@@ -208,3 +208,30 @@ def test_task_clients_hold_no_key_but_need_the_mac(tmp_path):
     path.write_text(json.dumps(doc))
     with pytest.raises(IntegrityError, match="no MAC"):
         Client(None, path)
+
+
+def test_serve_refuses_an_edited_task_file_before_starting(tmp_path):
+    pytest.importorskip("fastapi")
+    from privstats.services.app import build_app, serve
+    from privstats.services.tasks import load_secrets, load_task
+
+    path, secrets = _task(tmp_path)
+    db = f"sqlite:///{tmp_path / 'c.sqlite'}"
+    app = build_app("collector", load_task(path), load_secrets(path, "collector"), db)
+    from sqlalchemy import select
+
+    from privstats.services.storage import budget
+
+    with app.state.role.storage.read() as conn:
+        raw = conn.execute(select(budget.c.ledger)).scalar()
+    # the services' durable ledger is signed with the task's integrity key (the role's secrets)
+    assert BudgetLedger.from_json(raw, key=secrets["collector"].integrity_key_bytes).total == PureDP(1.0)
+    with pytest.raises(IntegrityError):
+        BudgetLedger.from_json(
+            raw.replace('"epsilon": 1.0', '"epsilon": 5.0'), key=secrets["collector"].integrity_key_bytes
+        )
+    doc = json.loads(path.read_text())
+    doc["budget"]["epsilon"] = 1000.0  # max_collections 1 -> 1000
+    path.write_text(json.dumps(doc))
+    with pytest.raises(IntegrityError):
+        serve("collector", str(path), db=db, port=9)  # refused before any socket is opened
