@@ -235,3 +235,40 @@ def test_serve_refuses_an_edited_task_file_before_starting(tmp_path):
     path.write_text(json.dumps(doc))
     with pytest.raises(IntegrityError):
         serve("collector", str(path), db=db, port=9)  # refused before any socket is opened
+
+
+def test_services_stored_state_edits_are_refused(tmp_path):
+    pytest.importorskip("sqlalchemy")
+    from sqlalchemy import update
+
+    from privstats.client import Client
+    from privstats.services.collector import STATE_NAME, Collector
+    from privstats.services.storage import Storage, aggregates
+    from privstats.services.tasks import new_task
+
+    task, _ = new_task(
+        "frequencies", model="local", protocol="grr", params={"domain_size": 4}, epsilon=1.0, min_batch=10
+    )
+    storage = Storage(f"sqlite:///{tmp_path / 'c.sqlite'}")
+    col = Collector(task, storage)
+    dev = Client(None, task)
+    col.ingest(dev.upload_body(dev.encode([1] * 20, rng=0)))
+    good = col.state()
+    assert good.n == 20
+    with storage.read() as conn:
+        stored = conn.execute(aggregates.select()).first().state
+    edits = [
+        {"n_reports": 10**18},  # the count
+        {
+            "state": stored[:32]
+            + _edit_state(b"\0" * 38 + good.to_bytes(), {"params": {**good.params, "epsilon": 5.0}})[38:]
+        },
+    ]
+    for values in edits:
+        with storage.transaction() as conn:
+            conn.execute(update(aggregates).where(aggregates.c.name == STATE_NAME).values(**values))
+        with pytest.raises(IntegrityError, match="MAC"):
+            col.collect("c")
+        with storage.transaction() as conn:  # restore
+            conn.execute(update(aggregates).values(n_reports=20, state=stored))
+    assert col.collect("c")["n"] == 20

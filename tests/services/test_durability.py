@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import SLOW, Server, free_port, make_task
+from conftest import SLOW, Server, free_port, make_task, role_storage
 
 from privstats.client import Client, ServiceError
 from privstats.services.storage import Storage
@@ -102,7 +102,7 @@ def _collector_crash(tmp_path, db: str):
         from privstats.services.collector import Collector
         from privstats.services.tasks import load_task
 
-        col = Collector(load_task(task), Storage(db))
+        col = Collector(load_task(task), role_storage(db, task, "collector"))
         assert col.rebuild_state() == col.state()
         assert Storage(db).count_reports(load_task(task).id_bytes) == N
         oracle = c.protocol
@@ -162,14 +162,14 @@ def test_shuffler_sigkill(tmp_path, servers, backend, request):
         with Client(None, task) as c:
             deadline = time.monotonic() + 300
             while time.monotonic() < deadline:
-                st = operator_counts(Storage(adb), c.task)
+                st = operator_counts(role_storage(adb, task, "analyzer"), c.task)
                 if st["n_reports"] >= n:
                     break
                 time.sleep(0.5)
             time.sleep(1.0)  # anything re-forwarded would land now
-            st = operator_counts(Storage(adb), c.task)
+            st = operator_counts(role_storage(adb, task, "analyzer"), c.task)
             assert st["n_reports"] == n and st["n_messages"] == n and st["dropped_messages"] == 0
-            sh = operator_counts(Storage(sdb), c.task)
+            sh = operator_counts(role_storage(sdb, task, "shuffler"), c.task)
             assert sh["pending_reports"] == 0 and sh["pending_batches"] == 0 and sh["stored_reports"] == n
             est = c.collect()
         assert est.n == n

@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import SLOW, free_port, make_task
+from conftest import SLOW, free_port, make_task, role_storage
 
 from privstats.client import Client
 
@@ -74,11 +74,10 @@ def test_collector_end_to_end(tmp_path, servers, protocol):
 def _wait_forwarded(db: str, client: Client, n: int, timeout: float = 300) -> dict:
     """The analyzer's exact counts, read from its database (no service serves a count)."""
     from privstats.services.shuffler import operator_counts
-    from privstats.services.storage import Storage
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        st = operator_counts(Storage(db), client.task)
+        st = operator_counts(role_storage(db, client.task_path, "analyzer"), client.task)
         if st["n_reports"] >= n:
             return st
         time.sleep(0.5)
@@ -209,10 +208,9 @@ def test_countmin_through_the_shuffler(tmp_path, servers):
 def _state_n(db: str, task) -> int:
     """Reports in the collector's state, read from its database (no service serves a count)."""
     from privstats.services.collector import STATE_NAME
-    from privstats.services.storage import Storage
     from privstats.services.tasks import load_task
 
-    st = Storage(db)
+    st = role_storage(db, task, "collector")
     with st.read() as conn:
         row = st.get_aggregate(conn, load_task(str(task)).id_bytes, STATE_NAME)
     st.close()
@@ -224,7 +222,6 @@ def test_collector_rebuilds_its_state_on_dask(tmp_path, servers):
     privstats.engine on a Dask cluster and replaces the incremental state (here wiped on purpose)."""
     pytest.importorskip("distributed")
     from privstats.services.collector import STATE_NAME
-    from privstats.services.storage import Storage
     from privstats.services.tasks import load_task
 
     port = free_port()
@@ -242,7 +239,7 @@ def test_collector_rebuilds_its_state_on_dask(tmp_path, servers):
     first = {"n_reports": _state_n(db, task)}
     assert srv.stop() == 0
     # wipe the incremental state: only a rebuild from the stored reports can bring the counts back
-    st = Storage(db)
+    st = role_storage(db, task, "collector")
     tid = load_task(str(task)).id_bytes
     with st.transaction() as conn:
         st.put_aggregate(conn, tid, STATE_NAME, 0, before.to_bytes())

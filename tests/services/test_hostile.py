@@ -11,7 +11,7 @@ import threading
 import httpx
 import numpy as np
 import pytest
-from conftest import free_port, make_task
+from conftest import free_port, make_task, role_storage
 
 from privstats.client import Client, ServiceError
 from privstats.privacy.ledger import BudgetExceededError
@@ -244,7 +244,7 @@ def test_analyzer_refuses_uploads_and_drops_garbage(tmp_path, servers):
     # counts 0 reports itself (not the 3 the header claims), below min_batch, so nothing is applied
     ok = httpx.post(burl, content=batch, headers={"Authorization": f"Bearer {fwd}"})
     assert ok.status_code == 200 and ok.json()["applied"] is False and "dropped" not in ok.json()
-    st = operator_counts(Storage(an.db), t)
+    st = operator_counts(role_storage(an.db, task, "analyzer"), t)
     assert st["n_reports"] == 0 and st["n_messages"] == 0
     assert not {"n_reports", "n_messages", "dropped_messages"} & set(client.status("analyzer"))
     # the same batch id again changes nothing
@@ -261,5 +261,5 @@ def test_analyzer_refuses_uploads_and_drops_garbage(tmp_path, servers):
         headers={"Authorization": f"Bearer {fwd}"},
     )
     assert r.json()["applied"] is False
-    assert operator_counts(Storage(an.db), t)["n_reports"] == 0
+    assert operator_counts(role_storage(an.db, task, "analyzer"), t)["n_reports"] == 0
     client.close()

@@ -353,7 +353,8 @@ class AnalyzerRole(_ShuffleTask):
 def operator_counts(storage: Storage, task: Task) -> dict[str, int]:
     """Exact counts for the operator, who holds the database (never served over HTTP): reports and
     messages applied and messages dropped (analyzer's database), reports stored and pending
-    (shuffler's)."""
+    (shuffler's).  Open ``storage`` with the role's key, ``Storage(db, key=secrets.integrity_key_bytes)``,
+    as the aggregates carry its MAC."""
     tid = task.id_bytes
     with storage.read() as conn:
         row = storage.get_aggregate(conn, tid, STATE_NAME)
