@@ -384,7 +384,8 @@ class Client:
         return open_collection(self.task, out, q=q, statistic=statistic)
 
     def status(self, role: str | None = None) -> dict:
-        """A role's status (reports stored, pending, budget): collect token; the shuffler's: upload token."""
+        """A role's status (budget and collections; never a report count): collect token; the
+        shuffler's (whether its worker runs): upload token."""
         role = role or self.task.collect_role()
         kind = "collect" if role == self.task.collect_role() else "upload"
         base = self._base(role)
