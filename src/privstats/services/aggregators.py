@@ -1,4 +1,6 @@
-"""The leader and the helper of a secure task, as HTTP services (FastAPI over SQLAlchemy).
+"""The leader and the helper of a secure task: their logic (the FastAPI apps are in
+:mod:`privstats.services.secure_apps`).  No status and no refusal carries a report count; an
+add-remove task's collection carries none either (:meth:`Leader._finish_collection`).
 
 ``privstats serve leader|helper --task task.json [--secret FILE] [--db URL] [--host H] [--port N]``
 
