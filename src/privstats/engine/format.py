@@ -190,6 +190,12 @@ def _mac_body(meta_raw: bytes, row_groups: bytes, digests: bytes, file_id: bytes
 def _check_file_mac(pf, path, key: Any) -> str:
     """Verify a report file's MAC (ReportIntegrityError naming ``path``); returns its file id."""
     kv = pf.metadata.metadata or {}
+    if DIGESTS_KEY not in kv:
+        raise ReportIntegrityError(
+            f"{path}: no {DIGESTS_KEY.decode()} entry: the file was written by an older privstats (or the "
+            "digest was removed), so its metadata cannot be checked against its reports; rewrite it with "
+            "the current privstats.engine writer"
+        )
     meta_raw = (pf.schema_arrow.metadata or {}).get(METADATA_KEY, b"")
     file_id = kv.get(FILE_ID_KEY, b"")
     tag = kv.get(MAC_KEY)
