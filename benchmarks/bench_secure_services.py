@@ -185,10 +185,12 @@ def part2(n_reports: int, grid: int) -> None:
             t0 = time.perf_counter()
             c.upload(reps)
             t_up = time.perf_counter() - t0
-            while c.status()["reports_by_state"].get("2", 0) < n_reports:
+            # exact progress is read from the leader's database (the HTTP status serves no counts)
+            from privstats.services.aggregators import operator_progress
+
+            while operator_progress(f"sqlite:///{tmp}/leader.sqlite", c.task).get("2", 0) < n_reports:
                 time.sleep(0.1)
             t_all = time.perf_counter() - t0
-            timing = c.status()["timing"]
             t1 = time.perf_counter()
             c.collect_secure()
             t_col = time.perf_counter() - t1
@@ -197,7 +199,6 @@ def part2(n_reports: int, grid: int) -> None:
             f"({n_reports / t_up:.0f} reports/s); all verified and aggregated after {t_all:.1f} s "
             f"({n_reports / t_all:.0f} reports/s); collection {1e3 * t_col:.0f} ms"
         )
-        print("leader time split (s): " + ", ".join(f"{k} {v:.1f}" for k, v in timing.items()))
     finally:
         for p in procs:
             p.terminate()

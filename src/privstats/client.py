@@ -158,7 +158,9 @@ class Client:
         collect_url: str | None = None,
     ):
         self.task_path = None if isinstance(task, Task) else Path(task)
-        self.task = load_task(task if isinstance(task, Task) else str(task))
+        # verified with the analyst's key when it is next to the task; a client holds none (the MAC
+        # must still be present; the servers verify theirs)
+        self.task = load_task(task if isinstance(task, Task) else str(task), require_key=False)
         self.url = None if url is None else str(url).rstrip("/")
         if collect_url is None and self.task.collect_role() == self.task.upload_role():
             collect_url = self.url
@@ -390,7 +392,8 @@ class Client:
         return open_collection(self.task, out, q=q, statistic=statistic)
 
     def status(self, role: str | None = None) -> dict:
-        """A role's status (reports stored, pending, budget): collect token; the shuffler's: upload token."""
+        """A role's status (budget and collections; never a report count): collect token; the
+        shuffler's (whether its worker runs): upload token."""
         role = role or self.task.collect_role()
         kind = "collect" if role == self.task.collect_role() else "upload"
         base = self._base(role)

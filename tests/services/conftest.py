@@ -218,3 +218,12 @@ def make_task(tmp: Path, *args: str, name: str = "task.json") -> Path:
     out = tmp / name
     assert main(["task", "new", *args, "--out", str(out)]) == 0
     return out
+
+
+def role_storage(db: str, task: Path | str, role: str):
+    """The role's database opened as its server opens it: with the task's integrity key (the MAC key
+    of its ledger and aggregates), as the operator reads exact counts."""
+    from privstats.services.storage import Storage
+    from privstats.services.tasks import load_secrets
+
+    return Storage(db, key=load_secrets(str(task), role).integrity_key_bytes)

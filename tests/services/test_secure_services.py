@@ -191,7 +191,10 @@ def test_refusals(tmp_path, servers):
             headers={"authorization": f"Bearer {c._token('upload')}"},
         )
         assert r.status_code == 400
-        assert c.status()["reports_by_state"] == {}
+        from privstats.services.aggregators import operator_progress
+
+        assert operator_progress(_sqlite(tmp_path, "leader"), task) == {}  # read in the database
+        assert set(c.status()) == {"task_id", "role", "budget_epsilon"}  # no count is served
         # the helper refuses the leader's endpoints without the server-to-server token
         assert httpx.put(f"{helper.url}/tasks/{tid}/batches/7").status_code == 401
         assert (
@@ -214,7 +217,8 @@ def test_refusals(tmp_path, servers):
         assert c.upload(reps[:10]) == 10
         with pytest.raises(ServiceError) as e:
             c.collect_secure()
-        assert e.value.code == "batch_too_small"
+        assert e.value.code == "batch_too_small" and "10" not in str(e.value)
+        assert "below the minimum batch" in str(e.value)
         r = httpx.post(
             f"{helper.url}/tasks/{tid}/batches/0/collect",
             json={"collection_id": "x", "n_valid": 10},

@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--top", type=int, default=10, help="items to print, largest estimates first (text output)"
     )
     parser.add_argument("--json", action="store_true", help="print the full estimate as JSON")
-    parser.add_argument("--state-out", metavar="FILE", help="also write the aggregator state (to_bytes) here")
+    parser.add_argument("--state-out", metavar="FILE", help="also write the signed aggregator state here")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
     return parser
 
@@ -87,9 +87,10 @@ def cli_aggregate(args_list: list[str]) -> int:
             progress=False if args.no_progress else None,
         )
         estimate = oracle.estimate(state)
-        if args.state_out:
-            with open(args.state_out, "wb") as fh:
-                fh.write(state.to_bytes())
+        if args.state_out:  # signed (privstats.privacy.integrity.load_state reads it back)
+            from privstats.privacy.integrity import save_state
+
+            save_state(state, args.state_out)
     except (ValueError, OSError, TypeError) as exc:
         print(f"privstats aggregate: error: {exc}", file=sys.stderr)
         return 2

@@ -24,7 +24,15 @@ in short:
   (:mod:`privstats.engine.registry`) they rebuild the oracle.
 * **Integrity**: files are written with Parquet page CRC checksums, which readers
   verify, and each row group holds at most ``chunk_size`` rows.  A reader that
-  meets a newer ``version`` refuses the file rather than guessing.
+  meets a newer ``version`` refuses the file rather than guessing.  The footer also
+  holds a SHA-256 digest per row group, a random ``privstats.file_id`` and
+  ``privstats.mac``: an HMAC-SHA256, keyed by the owner's key
+  (:mod:`privstats.privacy.integrity`; ``key=None`` is the default key), of the
+  metadata, row-group sizes, digests and file id.  Readers refuse
+  (:class:`ReportIntegrityError`) a file whose MAC is missing or does not verify
+  (edited, or rewritten by anyone without the key), and a dataset that holds the
+  same file twice (a copy: same file id; a symlink: same real path).
+  ``verify=False`` skips these checks, for forensics only.
 
 >>> import tempfile, os, numpy as np
 >>> from privstats.local import GRR
@@ -49,11 +57,14 @@ from typing import Any
 
 import numpy as np
 
+from privstats.privacy.integrity import IntegrityError, check_mac, mac, resolve_key
+
 __all__ = [
     "FORMAT_NAME",
     "FORMAT_VERSION",
     "METADATA_KEY",
     "ReportFormatError",
+    "ReportIntegrityError",
     "ReportWriter",
     "column_specs",
     "iter_report_batches",
@@ -68,6 +79,8 @@ FORMAT_VERSION = 1
 METADATA_KEY = b"privstats"
 ROW_GROUPS_KEY = b"privstats.row_groups"
 DIGESTS_KEY = b"privstats.digests"
+FILE_ID_KEY = b"privstats.file_id"
+MAC_KEY = b"privstats.mac"
 
 
 class _GroupHasher:
@@ -164,6 +177,36 @@ class DigestChecker:
 
 class ReportFormatError(ValueError):
     """A report file or batch that cannot be read as the expected protocol's reports."""
+
+
+class ReportIntegrityError(ReportFormatError, IntegrityError):
+    """A report file whose MAC is missing or does not verify, or a file counted twice in a dataset."""
+
+
+def _mac_body(meta_raw: bytes, row_groups: bytes, digests: bytes, file_id: bytes) -> bytes:
+    return b"\0".join((meta_raw, row_groups, digests, file_id))
+
+
+def _check_file_mac(pf, path, key: Any) -> str:
+    """Verify a report file's MAC (ReportIntegrityError naming ``path``); returns its file id."""
+    kv = pf.metadata.metadata or {}
+    if DIGESTS_KEY not in kv:
+        raise ReportIntegrityError(
+            f"{path}: no {DIGESTS_KEY.decode()} entry: the file was written by an older privstats (or the "
+            "digest was removed), so its metadata cannot be checked against its reports; rewrite it with "
+            "the current privstats.engine writer"
+        )
+    meta_raw = (pf.schema_arrow.metadata or {}).get(METADATA_KEY, b"")
+    file_id = kv.get(FILE_ID_KEY, b"")
+    tag = kv.get(MAC_KEY)
+    body = _mac_body(meta_raw, kv.get(ROW_GROUPS_KEY, b""), kv.get(DIGESTS_KEY, b""), file_id)
+    try:
+        check_mac(
+            resolve_key(key), "reportfile", body, tag.decode("ascii", "replace") if tag else None, str(path)
+        )
+    except IntegrityError as exc:
+        raise ReportIntegrityError(str(exc)) from None
+    return file_id.decode("ascii", "replace")
 
 
 def _pa():
@@ -337,8 +380,10 @@ class ReportWriter:
         chunk_size: int = 1 << 20,
         compression: str = "snappy",
         sample_reports: Mapping[str, np.ndarray] | None = None,
+        key: bytes | None = None,
     ):
         _, pq = _pa()
+        self._key = resolve_key(key)
         self.path = Path(path)
         if self.path.is_dir():
             raise ValueError(f"path {str(self.path)!r} is a directory; give a file name ending in .parquet")
@@ -375,8 +420,11 @@ class ReportWriter:
     def close(self) -> Path:
         """Finish the file and move it into place; returns its path."""
         if self._writer is not None:
+            groups, digests = json.dumps(self.row_groups).encode(), json.dumps(self.digests).encode()
+            file_id = uuid.UUID(bytes=os.urandom(16)).hex.encode()
+            tag = mac(self._key, "reportfile", _mac_body(self._meta_raw, groups, digests, file_id))
             self._writer.add_key_value_metadata(
-                {ROW_GROUPS_KEY: json.dumps(self.row_groups), DIGESTS_KEY: json.dumps(self.digests)}
+                {ROW_GROUPS_KEY: groups, DIGESTS_KEY: digests, FILE_ID_KEY: file_id, MAC_KEY: tag.encode()}
             )
             self._writer.close()
             self._writer = None
@@ -402,8 +450,12 @@ class ReportWriter:
             self.abort()
 
 
-def list_report_files(path: str | os.PathLike) -> list[Path]:
-    """The report files of a file or dataset directory, in a fixed (sorted) order."""
+def list_report_files(path: str | os.PathLike, *, verify: bool = True) -> list[Path]:
+    """The report files of a file or dataset directory, in a fixed (sorted) order.
+
+    Refuses (:class:`ReportIntegrityError`) a dataset holding one file twice: a symlink to another
+    of its files (same real path) or a copy (same ``privstats.file_id``); ``verify=False`` skips it.
+    """
     p = Path(path)
     if p.is_file():
         return [p]
@@ -415,8 +467,31 @@ def list_report_files(path: str | os.PathLike) -> list[Path]:
         )
         if not files:
             raise ReportFormatError(f"report dataset {str(p)!r} contains no .parquet files")
+        if verify:
+            _check_distinct(files)
         return files
     raise FileNotFoundError(f"no report file or dataset at {str(p)!r}")
+
+
+def _check_distinct(files: list[Path]) -> None:
+    """No file counted twice: distinct real paths and distinct file ids."""
+    _, pq = _pa()
+    seen: dict[Any, Path] = {}
+    for f in files:
+        real = os.path.realpath(f)
+        try:
+            kv = pq.read_metadata(f).metadata or {}
+        except Exception:  # unreadable: the reader names it later
+            kv = {}
+        for what, token in (("the same file as", real), ("a copy of", kv.get(FILE_ID_KEY))):
+            if token is None:
+                continue
+            if (what, token) in seen:
+                raise ReportIntegrityError(
+                    f"{f}: {what} {seen[(what, token)]} (a report file may be counted once); "
+                    "refusing the dataset"
+                )
+            seen[(what, token)] = f
 
 
 def _open(path: Path):
@@ -469,25 +544,28 @@ def _check_row_groups(pf, path: Path) -> None:
         )
 
 
-def read_report_metadata(path: str | os.PathLike) -> dict:
+def read_report_metadata(path: str | os.PathLike, *, key: bytes | None = None, verify: bool = True) -> dict:
     """The ``privstats`` metadata of a report file or dataset, plus ``n`` (rows) and ``files``.
 
-    For a dataset every file must have the same protocol, parameters and columns.
+    For a dataset every file must have the same protocol, parameters and columns.  Each file's MAC
+    is verified with ``key`` (None: the owner's default key) unless ``verify=False`` (forensics).
     """
-    files = list_report_files(path)
+    files = list_report_files(path, verify=verify)
     first = None
     n = 0
     row_groups = 0
     for f in files:
         pf = _open(f)
         meta = _metadata_of(pf, f)
+        if verify:
+            _check_file_mac(pf, f, key)
         _check_row_groups(pf, f)
         n += pf.metadata.num_rows
         row_groups += pf.metadata.num_row_groups
-        key = (meta["protocol"], meta["params"], meta["columns"])
+        sig = (meta["protocol"], meta["params"], meta["columns"])
         if first is None:
-            first, first_key = meta, key
-        elif key != first_key:
+            first, first_sig = meta, sig
+        elif sig != first_sig:
             raise ReportFormatError(
                 f"{f}: protocol/params {meta['protocol']}{meta['params']} differ from "
                 f"{files[0]}: {first['protocol']}{first['params']}"
@@ -505,11 +583,14 @@ def check_file_matches(meta: dict, oracle, path) -> None:
         )
 
 
-def open_report_file(path: str | os.PathLike, oracle):
-    """``(ParquetFile, metadata)`` of a report file checked to hold ``oracle``'s reports."""
+def open_report_file(path: str | os.PathLike, oracle, *, key: bytes | None = None, verify: bool = True):
+    """``(ParquetFile, metadata)`` of a report file checked to hold ``oracle``'s reports (and, unless
+    ``verify=False``, to carry a MAC that verifies with ``key``, None: the owner's default key)."""
     path = Path(path)
     pf = _open(path)
     meta = _metadata_of(pf, path)
+    if verify:
+        _check_file_mac(pf, path, key)
     check_file_matches(meta, oracle, path)
     _check_row_groups(pf, path)
     expected = column_specs(oracle)
@@ -519,18 +600,25 @@ def open_report_file(path: str | os.PathLike, oracle):
 
 
 def iter_report_batches(
-    path: str | os.PathLike, oracle, *, chunk_size: int = 1 << 20, row_groups: list[int] | None = None
+    path: str | os.PathLike,
+    oracle,
+    *,
+    chunk_size: int = 1 << 20,
+    row_groups: list[int] | None = None,
+    key: bytes | None = None,
+    verify: bool = True,
 ) -> Iterator[dict[str, np.ndarray]]:
     """Report batches (dicts of numpy columns, at most ``chunk_size`` rows) of a file or dataset.
 
     Checks every file's metadata against ``oracle`` first, then streams; any read
     error raises :class:`ReportFormatError` naming the file.  ``row_groups``
-    restricts a single file to those row groups.
+    restricts a single file to those row groups.  ``key``/``verify`` as in :func:`open_report_file`.
     """
     import pyarrow as pa
 
-    files = list_report_files(path)
-    opened = [open_report_file(f, oracle) for f in files]  # validate all metadata before yielding
+    files = list_report_files(path, verify=verify)
+    # validate all metadata before yielding
+    opened = [open_report_file(f, oracle, key=key, verify=verify) for f in files]
     for f, (pf, meta) in zip(files, opened, strict=False):
         specs = meta["columns"]
         checker = DigestChecker(pf, f, specs, row_groups)

@@ -37,8 +37,9 @@ from typing import Any
 
 from privstats.privacy.composition import zcdp_to_approx
 from privstats.privacy.guarantees import ZCDP, ApproxDP, Guarantee, PureDP, guarantee_from_dict
+from privstats.privacy.integrity import IntegrityError, resolve_key
 
-__all__ = ["BudgetExceededError", "BudgetLedger", "LedgerTamperedError"]
+__all__ = ["BudgetExceededError", "BudgetLedger", "IntegrityError", "LedgerTamperedError"]
 
 _TOL = 1e-12
 
@@ -230,12 +231,13 @@ class BudgetLedger:
         return secrets.token_bytes(32)
 
     def to_json(self, key: bytes | None = None) -> str:
-        """The ledger as a JSON string (total, composition, entries).
+        """The ledger as a JSON string (total, composition, entries), signed with an HMAC-SHA256.
 
-        With ``key`` (bytes, >= 16; see :meth:`new_key`) the document carries an HMAC-SHA256 of its
-        canonical content, so a raised total, an edited or deleted entry is refused by
-        :meth:`from_json` with the same key.  (An attacker who can replace the file with an older
-        signed copy is not detected: a rollback needs a counter kept elsewhere, e.g. the services' database.)
+        ``key``: bytes (>= 16; see :meth:`new_key`), or None for the owner's default key
+        (:func:`privstats.privacy.integrity.default_key`, a 0600 file created on first use).  A raised
+        total, an edited, added or deleted entry, or a removed ``hmac`` field is refused by
+        :meth:`from_json`.  (An attacker who can replace the file with an older signed copy is not
+        detected: a rollback needs a counter kept elsewhere, e.g. the services' database.)
 
         >>> from privstats.privacy.guarantees import PureDP
         >>> led, key = BudgetLedger(PureDP(1.0)), BudgetLedger.new_key()
@@ -246,16 +248,15 @@ class BudgetLedger:
         with self._lock:
             entries = [{"label": lab, "guarantee": g.to_dict()} for lab, g in self._entries]
         body = {"total": self._total.to_dict(), "composition": self._composition, "entries": entries}
-        if key is None:
-            return json.dumps(body)
-        return json.dumps({**body, "hmac": _mac(_check_key(key), body)})
+        return json.dumps({**body, "hmac": _mac(resolve_key(key), body)})
 
     @classmethod
-    def from_json(cls, text: str, key: bytes | None = None) -> BudgetLedger:
+    def from_json(cls, text: str, key: bytes | None = None, *, verify: bool = True) -> BudgetLedger:
         """Rebuild a ledger from :meth:`to_json`; the entries are replayed, so an overspent record is refused.
 
-        ``key``: the owner's key; the document's HMAC must then verify (a signed document is refused
-        without its key, and an unsigned one with a key).  Duplicate JSON keys are always refused.
+        ``key``: the owner's key (None: the default key).  The document's HMAC must be present and
+        verify, else :class:`LedgerTamperedError` (an :class:`~privstats.privacy.integrity.IntegrityError`).
+        ``verify=False`` skips the MAC, for forensics only.  Duplicate JSON keys are always refused.
         """
         if not isinstance(text, (str, bytes)):
             raise TypeError(f"text must be a JSON string, got {type(text).__name__}")
@@ -264,15 +265,18 @@ class BudgetLedger:
             if not isinstance(d, dict):
                 raise TypeError("not an object")
             mac = d.pop("hmac", None)
-            if key is not None:
-                k = _check_key(key)
+            if verify:
+                k = resolve_key(key)
+                if mac is None:
+                    raise LedgerTamperedError(
+                        "text: the ledger carries no hmac field (removed, or saved unsigned); "
+                        "refusing it (verify=False reads it for forensics only)"
+                    )
                 if not isinstance(mac, str) or not hmac.compare_digest(mac, _mac(k, d)):
                     raise LedgerTamperedError(
                         "text: the ledger's HMAC does not verify with this key: the file "
                         "was edited (total, entries) or signed with another key"
                     )
-            elif mac is not None:
-                raise LedgerTamperedError("text is a signed ledger: pass key= to verify it before loading")
             total = guarantee_from_dict(d["total"])
             composition = d.get("composition", "basic")
             entries = [(e["label"], guarantee_from_dict(e["guarantee"])) for e in d["entries"]]
@@ -286,14 +290,8 @@ class BudgetLedger:
         return led
 
 
-class LedgerTamperedError(ValueError):
-    """A saved ledger whose HMAC does not verify (edited, or signed with another key)."""
-
-
-def _check_key(key: object) -> bytes:
-    if not isinstance(key, (bytes, bytearray)) or len(key) < 16:
-        raise ValueError("key must be bytes of length >= 16 (e.g. BudgetLedger.new_key())")
-    return bytes(key)
+class LedgerTamperedError(IntegrityError):
+    """A saved ledger whose HMAC is missing or does not verify (edited, or signed with another key)."""
 
 
 def _mac(key: bytes, body: dict[str, Any]) -> str:

@@ -1,4 +1,6 @@
-"""The leader and the helper of a secure task, as HTTP services (FastAPI over SQLAlchemy).
+"""The leader and the helper of a secure task: their logic (the FastAPI apps are in
+:mod:`privstats.services.secure_apps`).  No status and no refusal carries a report count; an
+add-remove task's collection carries none either (:meth:`Leader._finish_collection`).
 
 ``privstats serve leader|helper --task task.json [--secret FILE] [--db URL] [--host H] [--port N]``
 
@@ -36,7 +38,6 @@ stops and the process exits 0.
 from __future__ import annotations
 
 import base64
-import json
 import logging
 import os
 import threading
@@ -45,7 +46,6 @@ from typing import Any
 
 import numpy as np
 import sqlalchemy as sa
-from fastapi import Request
 
 from privstats.secure.leader_helper import BatchTotal, SecureAggregator, SecureSpec, decode_shares
 from privstats.services.secure_storage import (
@@ -58,9 +58,11 @@ from privstats.services.secure_storage import (
 from privstats.services.secure_tasks import spec_of, verify_key
 from privstats.services.security import HPKE_OVERHEAD, hpke_info, hpke_open
 
-__all__ = ["JOB_SIZE", "Helper", "Leader", "create_helper_app", "create_leader_app", "payload_sizes"]
+__all__ = ["BELOW_MIN_BATCH", "JOB_SIZE", "Helper", "Leader", "operator_progress", "payload_sizes"]
 
 log = logging.getLogger("privstats.secure")
+#: the one refusal below the minimum batch (never the count; the collector's text)
+BELOW_MIN_BATCH = "the batch is below the minimum batch; nothing was released"
 JOB_SIZE = 1000
 HELPER_CT_LEN = HPKE_OVERHEAD + 16  # the helper's sealed 16-byte seed
 
@@ -196,24 +198,7 @@ class Helper(_Server):
                         )
                     )
                 }
-            bad = np.zeros(B, dtype=bool)
-            seeds = []
-            for i, (rid, ct) in enumerate(zip(ids, cts, strict=True)):
-                if rid in seen:
-                    bad[i] = True
-                try:
-                    seed = hpke_open(self.sk, ct, hpke_info("secure-helper", self.tid, rid))
-                    if len(seed) != 16:
-                        raise ValueError("seed length")
-                except ValueError:
-                    bad[i], seed = True, bytes(16)
-                seeds.append(seed)
-            # a report id twice in one job: the later copies are replays
-            first: dict[bytes, int] = {}
-            for i, rid in enumerate(ids):
-                if rid in first:
-                    bad[i] = True
-                first.setdefault(rid, i)
+            bad, seeds, first = self._open_seeds(ids, cts, seen)
             shares = decode_shares(self.spec, seeds, 1)
             st = self.agg.prepare(ids, shares, job_id.encode())
             w = self.agg.check(st, d_leader.reshape(st.d_share.shape))
@@ -242,6 +227,30 @@ class Helper(_Server):
                 )
             )
         return {"d": _b64(d_b), "w": _b64(w_b), "replay": _b64(replay)}
+
+    def _open_seeds(
+        self, ids: list[bytes], cts: list[bytes], seen: set[bytes]
+    ) -> tuple[np.ndarray, list[bytes], dict[bytes, int]]:
+        """``(bad, seeds, first index per id)``: a report is bad if seen before, repeated in the job
+        (the later copies are replays) or its seed does not open."""
+        bad = np.zeros(len(ids), dtype=bool)
+        seeds = []
+        for i, (rid, ct) in enumerate(zip(ids, cts, strict=True)):
+            if rid in seen:
+                bad[i] = True
+            try:
+                seed = hpke_open(self.sk, ct, hpke_info("secure-helper", self.tid, rid))
+                if len(seed) != 16:
+                    raise ValueError("seed length")
+            except ValueError:
+                bad[i], seed = True, bytes(16)
+            seeds.append(seed)
+        first: dict[bytes, int] = {}
+        for i, rid in enumerate(ids):
+            if rid in first:
+                bad[i] = True
+            first.setdefault(rid, i)
+        return bad, seeds, first
 
     def finish_job(self, job_id: str, body: dict) -> dict:
         w_leader = np.frombuffer(_unb64(body["w"], "w"), dtype="<u8").astype(np.uint64)
@@ -286,14 +295,10 @@ class Helper(_Server):
                     raise _Conflict(f"batch {batch_id} was already collected")
                 return {"partial": _b64(row.partial), "n_valid": int(row.n_valid)}
             if row.n_valid < self.min_batch:
-                raise _TooSmall(
-                    f"batch {batch_id} has {row.n_valid} valid reports, fewer than the minimum "
-                    f"{self.min_batch}"
-                )
+                raise _TooSmall(BELOW_MIN_BATCH)
             if row.n_valid != n_leader:
                 raise _Conflict(
-                    f"the leader counts {n_leader} valid reports in batch {batch_id}, "
-                    f"the helper {row.n_valid}"
+                    f"the leader's and the helper's valid-report counts of batch {batch_id} differ"
                 )
             ct = self.partial_bytes(row)
             conn.execute(
@@ -420,6 +425,9 @@ class Leader(_Server):
         if r.status_code >= 500:
             raise _Unavailable(f"helper error {r.status_code}: {r.text[:200]}")
         if r.status_code >= 400:
+            detail = r.json().get("detail", {}) if "json" in r.headers.get("content-type", "") else {}
+            if isinstance(detail, dict) and detail.get("error") == "batch_too_small":
+                raise _TooSmall(BELOW_MIN_BATCH)
             raise _Conflict(f"helper refused {path}: {r.status_code} {r.text[:300]}")
         return r.json()
 
@@ -631,10 +639,7 @@ class Leader(_Server):
         with self.store.lock, self.store.transaction() as conn:
             row = self.batch_row(conn, batch_id)
             if row.n_valid < self.min_batch:
-                raise _TooSmall(
-                    f"batch {batch_id} has {row.n_valid} valid reports, fewer than the minimum "
-                    f"{self.min_batch}"
-                )
+                raise _TooSmall(BELOW_MIN_BATCH)  # the same text whatever the count
             spent = float(
                 conn.execute(
                     sa.select(sa.func.coalesce(sa.func.sum(ledger_table.c.epsilon), 0.0)).where(
@@ -690,16 +695,19 @@ class Leader(_Server):
                 .where(batches_table.c.task_id == self.task_id, batches_table.c.batch_id == batch_id)
                 .values(partial=leader_part, other_partial=helper_part)
             )
-        return {
+        out = {
             "task_id": self.task_id,
             "batch_id": batch_id,
             "collection_id": row.collection_id,
-            "n_valid": int(row.n_valid),
-            "n_invalid": int(row.n_invalid),
             "epsilon": float(self.spec.epsilon),
             "leader": _b64(leader_part),
             "helper": _b64(helper_part),
         }
+        if self.spec.neighbours == "replace":
+            # n is public under replace neighbours (equal for neighbouring datasets; the release is
+            # normalised by it); an add-remove task publishes no count (its noisy total is the only size)
+            out.update(n_valid=int(row.n_valid), n_invalid=int(row.n_invalid))
+        return out
 
     def get_collection(self, batch_id: int) -> dict:
         with self.store.read() as conn:
@@ -709,167 +717,24 @@ class Leader(_Server):
         return self._finish_collection(batch_id)
 
     def stats(self) -> dict:
-        with self.store.read() as conn:
-            counts = dict(
-                conn.execute(
-                    sa.select(reports_table.c.state, sa.func.count())
-                    .where(reports_table.c.task_id == self.task_id)
-                    .group_by(reports_table.c.state)
-                ).all()
-            )
-        return {"reports_by_state": {str(k): int(v) for k, v in counts.items()}, "timing": dict(self.timing)}
+        """The status served over HTTP: no report counts and no timings (which grow with the count)."""
+        return {
+            "task_id": self.task_id,
+            "role": "leader",
+            "budget_epsilon": float(self.task.budget_value.epsilon),
+        }
 
 
-# ------------------------------------------------------------------------------ apps
+def operator_progress(db: str, task) -> dict[str, int]:
+    """Reports per state in a leader's database (0 stored, 1 in a job, 2 valid, 3 invalid), for the
+    operator who holds it; never served over HTTP (exact counts)."""
+    from privstats.services.storage import Storage
 
-_CODES = {
-    "_Conflict": "conflict",
-    "_NotFound": "not_found",
-    "_TooSmall": "batch_too_small",
-    "_Unavailable": "unavailable",
-    "_BudgetExceeded": "budget_exceeded",
-}
-
-
-def _failure(exc: Exception):
-    """A JSON error in the services' shape: ``{"detail": {"error": code, "message": ...}}``."""
-    from fastapi.responses import JSONResponse
-
-    if isinstance(exc, (ValueError, KeyError, TypeError)) and not hasattr(exc, "status"):
-        status, code = 400, "bad_request"
-    else:
-        status = int(getattr(exc, "status", 500))
-        code = _CODES.get(type(exc).__name__, "error")
-    if status >= 500:
-        log.warning("secure service error: %s", exc)
-    return JSONResponse({"detail": {"error": code, "message": str(exc)}}, status_code=status)
-
-
-async def _json_body(request: Request, limit: int) -> dict:
-    from privstats.services.app import read_body
-
-    data = json.loads(await read_body(request, limit))
-    if not isinstance(data, dict):
-        raise ValueError("expected a JSON object")
-    return data
-
-
-def create_helper_app(task, secrets, storage, **_options: Any):
-    """FastAPI app of the helper (``privstats serve helper``)."""
-    import anyio
-    from fastapi import FastAPI, Header
-
-    from privstats.services.app import error, require_token
-
-    helper = Helper(task, secrets, storage)
-    app = FastAPI(title="privstats helper", docs_url=None, redoc_url=None, openapi_url=None)
-    app.state.server = helper
-    limit = max(int(task.max_request_bytes), 64 << 20)
-
-    def _auth(authorization: str | None, task_id: str) -> None:
-        require_token(authorization, secrets, "forward")
-        if task_id != helper.task_id:
-            error(404, "unknown_task", "no such task")
-
-    @app.get("/healthz")
-    def healthz():
-        return {"status": "ok", "role": "helper", "task_id": helper.task_id}
-
-    @app.put("/tasks/{task_id}/batches/{batch_id}")
-    async def announce(task_id: str, batch_id: int, authorization: str | None = Header(None)):
-        _auth(authorization, task_id)
-        await anyio.to_thread.run_sync(helper.announce, batch_id)
-        return {"batch_id": batch_id}
-
-    @app.post("/tasks/{task_id}/jobs/{job_id}/init")
-    async def init(task_id: str, job_id: str, request: Request, authorization: str | None = Header(None)):
-        _auth(authorization, task_id)
-        try:
-            body = await _json_body(request, limit)
-            return await anyio.to_thread.run_sync(helper.init_job, job_id, body)
-        except Exception as exc:
-            return _failure(exc)
-
-    @app.post("/tasks/{task_id}/jobs/{job_id}/finish")
-    async def finish(task_id: str, job_id: str, request: Request, authorization: str | None = Header(None)):
-        _auth(authorization, task_id)
-        try:
-            body = await _json_body(request, limit)
-            return await anyio.to_thread.run_sync(helper.finish_job, job_id, body)
-        except Exception as exc:
-            return _failure(exc)
-
-    @app.post("/tasks/{task_id}/batches/{batch_id}/collect")
-    async def collect(
-        task_id: str, batch_id: int, request: Request, authorization: str | None = Header(None)
-    ):
-        _auth(authorization, task_id)
-        try:
-            body = await _json_body(request, 1 << 16)
-            return await anyio.to_thread.run_sync(helper.collect, batch_id, body)
-        except Exception as exc:
-            return _failure(exc)
-
-    return app
-
-
-def create_leader_app(
-    task, secrets, storage, *, helper_url: str | None = None, job_size: int = JOB_SIZE, **_options: Any
-):
-    """FastAPI app of the leader (``privstats serve leader``); its driver thread runs with the app."""
-    from contextlib import asynccontextmanager
-
-    import anyio
-    from fastapi import FastAPI, Header
-
-    from privstats.services.app import error, read_body, require_token
-
-    leader = Leader(task, secrets, storage, helper_url=helper_url, job_size=job_size)
-
-    @asynccontextmanager
-    async def lifespan(_app):
-        leader.start()
-        yield
-        await anyio.to_thread.run_sync(leader.stop)
-
-    app = FastAPI(
-        title="privstats leader", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan
-    )
-    app.state.server = leader
-
-    def _task(task_id: str) -> None:
-        if task_id != leader.task_id:
-            error(404, "unknown_task", "no such task")
-
-    @app.get("/healthz")
-    def healthz():
-        return {"status": "ok", "role": "leader", "task_id": leader.task_id}
-
-    @app.post("/tasks/{task_id}/reports")
-    async def upload(task_id: str, request: Request, authorization: str | None = Header(None)):
-        require_token(authorization, secrets, "upload")
-        _task(task_id)
-        body = await read_body(request, int(task.max_request_bytes))
-        try:
-            return await anyio.to_thread.run_sync(leader.upload, body)
-        except Exception as exc:
-            return _failure(exc)
-
-    @app.post("/tasks/{task_id}/collect")
-    async def collect(task_id: str, request: Request, authorization: str | None = Header(None)):
-        require_token(authorization, secrets, "collect")
-        _task(task_id)
-        try:
-            body = await _json_body(request, 1 << 16)
-            cid = body.get("collection_id") or os.urandom(16).hex()
-            return await anyio.to_thread.run_sync(leader.collect, str(cid))
-        except Exception as exc:
-            return _failure(exc)
-
-    @app.get("/tasks/{task_id}/status")
-    def status(task_id: str, authorization: str | None = Header(None)):
-        require_token(authorization, secrets, "collect")
-        _task(task_id)
-        return leader.stats()
-
-    return app
+    store = SecureStore(Storage(db))
+    with store.read() as conn:
+        rows = conn.execute(
+            sa.select(reports_table.c.state, sa.func.count())
+            .where(reports_table.c.task_id == task.task_id)
+            .group_by(reports_table.c.state)
+        ).all()
+    return {str(k): int(v) for k, v in rows}

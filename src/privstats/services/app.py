@@ -29,8 +29,8 @@ ROLE_FACTORIES: dict[str, str] = {
     "collector": "privstats.services.collector:create_app",
     "shuffler": "privstats.services.shuffler:create_shuffler_app",
     "analyzer": "privstats.services.shuffler:create_analyzer_app",
-    "leader": "privstats.services.aggregators:create_leader_app",
-    "helper": "privstats.services.aggregators:create_helper_app",
+    "leader": "privstats.services.secure_apps:create_leader_app",
+    "helper": "privstats.services.secure_apps:create_helper_app",
 }
 
 
@@ -107,7 +107,8 @@ def build_app(role: str, task: Task, secrets: RoleSecrets, db: str, **options: A
 
     module, fn = (DAP if getattr(task, "dap", None) else ROLE_FACTORIES)[role].split(":")  # DAP-09 task
     factory = getattr(importlib.import_module(module), fn)
-    return factory(task, secrets, Storage(db), **options)
+    key = secrets.integrity_key_bytes if secrets.integrity_key else None  # the ledger's MAC key
+    return factory(task, secrets, Storage(db, key=key), **options)
 
 
 def run_server(app: Any, host: str, port: int, *, log_level: str = "warning", drain_seconds: int = 30) -> int:
@@ -150,8 +151,8 @@ def serve(
 
     from privstats.services.storage import default_db_url
 
-    task = load_task(task_path)
     secrets = load_secrets(task_path, role, secrets_path)
+    task = load_task(task_path, key=secrets.integrity_key_bytes)  # an edited task.json is refused
     url = urlsplit(task.url(role))
     host = host or url.hostname or "127.0.0.1"
     port = port if port is not None else (url.port or 80)

@@ -7,8 +7,17 @@ FastAPI:
 ``GET /healthz``                none            200 when the database is open and the state loaded
 ``POST /tasks/{id}/reports``    upload token    binary upload (:mod:`privstats.services.wire`)
 ``POST /tasks/{id}/collect``    collect token   JSON ``{"collection_id": ...}`` -> an Estimate
-``GET /tasks/{id}/status``      collect token   reports stored, budget spent and remaining
+``GET /tasks/{id}/status``      collect token   budget spent and remaining, collections made
 ==============================  ==============  ================================================
+
+**No exact count leaves the service except the released n.**  A status never carries report
+counts, and a refused collection says only that the batch is *below the minimum batch* (the same
+text and status whatever the count, so repeated refusals reveal nothing more than the one bit
+"below").  The only count a collection publishes is the Estimate's ``n``: local- and shuffle-model
+guarantees are stated under *replace* neighbours, for which the number of reports is public (it is
+equal for all neighbouring datasets); the secure model's add-remove tasks publish no count at all
+(their release's own noisy total, covered by the collection's ε, is the only size anyone sees).
+The operator, who holds the database, reads exact counts there (:meth:`Storage.count_reports`).
 
 An upload is validated whole (sizes, task id, every report decodes and is in range) before
 anything is written; then, in **one transaction**, the new reports are inserted (a known report
@@ -52,9 +61,19 @@ from privstats.services.storage import BudgetExceededError, Storage
 from privstats.services.tasks import RoleSecrets, Task, build_protocol
 from privstats.services.wire import WireError, record_layout, unpack_upload_array
 
-__all__ = ["STATE_NAME", "CollectError", "Collector", "check_collection_id", "create_app", "run_collection"]
+__all__ = [
+    "BELOW_MIN_BATCH",
+    "STATE_NAME",
+    "CollectError",
+    "Collector",
+    "check_collection_id",
+    "create_app",
+    "run_collection",
+]
 
 STATE_NAME = "state"
+#: the one refusal text below the minimum batch (never the count: repeated refusals reveal nothing more)
+BELOW_MIN_BATCH = "the batch is below the minimum batch; nothing was released"
 
 
 @dataclass
@@ -250,11 +269,11 @@ class Collector:
         return run_collection(self.storage, self.task, collection_id, release, min_reports)
 
     def status(self) -> dict:
+        """Budget and collections: no report count (see the module's note)."""
         led = self.storage.ledger(None, self.tid)
         return {
             "task_id": self.task.task_id,
             "role": "collector",
-            "n_reports": self.state().n,
             "budget_total": led.total.to_dict(),
             "budget_spent": led.spent.to_dict(),
             "budget_remaining": led.remaining.to_dict(),
@@ -265,20 +284,24 @@ class Collector:
 def run_collection(
     storage: Storage, task: Task, collection_id: Any, release: Any, min_reports: Any = None
 ) -> dict:
-    """The collection protocol every role shares (collector, analyzer, the secure model's leader).
+    """The collection protocol every role shares (collector, analyzer).
 
     In one transaction: return the stored result of ``collection_id`` if any; else
     ``release(conn) -> (n_reports, make_estimate)`` reads (and locks) the role's state; refuse below
-    ``task.min_batch``; spend ``task.guarantee`` from the durable ledger (BudgetExceededError ->
+    ``task.min_batch`` (:data:`BELOW_MIN_BATCH`, whatever the count); spend ``task.guarantee``
+    from the durable ledger (BudgetExceededError ->
     :class:`CollectError`, nothing recorded); compute the estimate; store the result under
     ``collection_id``; commit.  Nothing is released unless all of it commits.
     """
     cid = check_collection_id(collection_id)
-    if min_reports is not None and (
-        not isinstance(min_reports, int) or isinstance(min_reports, bool) or min_reports < 0
-    ):
-        raise CollectError("bad_request", "min_reports must be a non-negative integer")
-    floor = max(task.min_batch, min_reports or 0)
+    if min_reports is not None:
+        # an analyst-chosen threshold answered exactly and for free finds the count by bisection
+        raise CollectError(
+            "bad_request",
+            "min_reports is not accepted: a threshold of the analyst's choosing would reveal the exact "
+            "number of reports by bisection; the task's min_batch is the only floor",
+        )
+    floor = task.min_batch
     tid = task.id_bytes
     done = storage.get_collection(None, tid, cid)
     if done is not None:
@@ -289,11 +312,7 @@ def run_collection(
             return done
         n, make_estimate = release(conn)
         if n < floor:
-            raise CollectError(
-                "batch_too_small",
-                f"the batch has {n} reports, below {floor} (the task's min_batch={task.min_batch}"
-                f"{'' if min_reports is None else f', min_reports={min_reports}'}); nothing was released",
-            )
+            raise CollectError("batch_too_small", BELOW_MIN_BATCH)
         try:
             led = storage.spend(conn, tid, task.guarantee_value, f"collection {cid}")
         except BudgetExceededError as exc:

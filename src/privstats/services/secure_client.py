@@ -57,10 +57,12 @@ def open_collection(task, out: dict, *, q=None, statistic: str | None = None) ->
         spec,
         base64.b64decode(out["leader"]),
         base64.b64decode(out["helper"]),
-        int(out["n_valid"]),
+        None if out.get("n_valid") is None else int(out["n_valid"]),  # type: ignore[arg-type]  # absent under add-remove
         q=q,
-        n_invalid=int(out["n_invalid"]),
+        n_invalid=int(out.get("n_invalid", 0)),
     )
     est = res[3] if isinstance(res, tuple) else getattr(res, "estimate", res)
     est.details.update(batch_id=int(out["batch_id"]), collection_id=out.get("collection_id"))
+    if "n_invalid" not in out:  # an add-remove task publishes no count
+        est.details.pop("n_invalid", None)
     return res

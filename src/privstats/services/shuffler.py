@@ -2,8 +2,11 @@
 
 **Shuffler** (:class:`ShufflerRole`).  Clients upload reports whose payload is the user's ``m``
 messages, each HPKE-encrypted separately to the analyzer (the shuffler cannot read them; every
-ciphertext has the same length).  The shuffler stores each report durably under its report id
-(replays count once) and acknowledges after the commit.  When at least ``task.min_batch`` reports
+ciphertext has the same length).  A report is exactly ``m`` ciphertexts — the record size is
+fixed, so no report carries more or fewer messages (:func:`messages_per_report`) — and a report id
+counts once (replays, within an upload or across uploads, are acknowledged and not stored again).
+The shuffler stores each report durably under its report id and acknowledges after the commit.
+When at least ``task.min_batch`` reports
 are pending, a background worker puts all of them into a new batch (one transaction), splits them
 into single messages, permutes the messages with the OS CSPRNG and forwards them to the analyzer as
 one opaque block: no report id, no timestamp, no order, no connection detail leaves the shuffler —
@@ -14,16 +17,25 @@ the analyzer applies a batch id once.
 
 **Analyzer** (:class:`AnalyzerRole`).  Accepts batches only from the shuffler (forward token),
 decrypts each message (HPKE info binds the task id), drops messages that do not open or that the
-protocol refuses (counted, not fatal: a malicious client cannot block a batch), and folds the rest
+protocol refuses (not fatal: a malicious client cannot block a batch), and counts the reports
+itself: ``floor(well-formed messages / m)`` — the report count the batch header claims is only
+checked against its length, never trusted.  A batch whose own count is below ``task.min_batch``
+is acknowledged (so the shuffler erases it) but not applied; otherwise its messages are folded
 into the protocol's mergeable state in the same transaction that records the batch id.
 Collections are as in the collector (:func:`~privstats.services.collector.run_collection`).
 
+What one malicious client can shift: everything it sends is one report of ``m`` messages per
+report id; each message counts like any honest message, so one report moves an item's estimate by
+at most ``m`` (k-RR, RAPPOR: one message; Hadamard: ``k + ρ``, every message voting for the item;
+summation: ``blanket + 1`` messages of value 1; Count-Min: ``message_cap`` cells) — see the README.
+No status or refusal carries a report or message count (:mod:`privstats.services.collector`).
+
 =================================  ===============  =============================================
 ``POST /tasks/{id}/reports``       upload token     shuffler: binary upload
-``GET  /tasks/{id}/status``        upload token     shuffler: reports pending / forwarded
+``GET  /tasks/{id}/status``        upload token     shuffler: whether its worker runs (no counts)
 ``POST /tasks/{id}/batches``       forward token    analyzer: a shuffled batch from the shuffler
 ``POST /tasks/{id}/collect``       collect token    analyzer: an Estimate
-``GET  /tasks/{id}/status``        collect token    analyzer: reports, messages, dropped, budget
+``GET  /tasks/{id}/status``        collect token    analyzer: budget and collections (no counts)
 =================================  ===============  =============================================
 """
 
@@ -54,6 +66,7 @@ __all__ = [
     "create_analyzer_app",
     "create_shuffler_app",
     "messages_per_report",
+    "operator_counts",
 ]
 
 STATE_NAME = "state"
@@ -218,12 +231,11 @@ class ShufflerRole(_ShuffleTask):
             self._thread = None
 
     def status(self) -> dict:
+        """Whether the forwarding worker runs; no counts (clients hold the token that reads this)."""
         return {
             "task_id": self.task.task_id,
             "role": "shuffler",
-            "pending_reports": self.storage.count_reports(self.tid, pending_only=True),
-            "stored_report_ids": self.storage.count_reports(self.tid),
-            "pending_batches": len(self.storage.pending_batches(self.tid, "shuffler")),
+            "worker_running": self._thread is not None and self._thread.is_alive(),
         }
 
 
@@ -272,37 +284,40 @@ class AnalyzerRole(_ShuffleTask):
         return state, bad
 
     def receive(self, body: bytes) -> dict:
-        """Apply a batch from the shuffler once (a repeated batch id changes nothing)."""
-        tid, batch_id, n_reports, msgs = unpack_batch(body)
+        """Apply a batch from the shuffler once (a repeated batch id changes nothing).
+
+        The report count is the analyzer's own: ``floor(well-formed messages / m)``; a batch whose
+        count is below ``task.min_batch`` is recorded (so it is not sent again) but not applied.
+        """
+        tid, batch_id, n_claimed, msgs = unpack_batch(body)
         if tid != self.tid:
             raise WireError("the batch names another task")
         if msgs.shape[0] and msgs.shape[1] != self.ct_size:
             raise WireError(f"messages must be {self.ct_size} bytes")
-        if msgs.shape[0] != n_reports * self.m:
-            raise WireError(
-                f"a batch of {n_reports} reports carries {n_reports * self.m} messages, got {msgs.shape[0]}"
-            )
+        if msgs.shape[0] != n_claimed * self.m:
+            raise WireError(f"a batch must carry {self.m} messages per report")
         plaintexts, undecryptable = hpke_open_many(self._sk, (r.tobytes() for r in msgs), self._info)
         delta, refused = self._fold(plaintexts)
+        n_reports = (int(msgs.shape[0]) - undecryptable - refused) // self.m
+        applied = n_reports >= self.task.min_batch
         with self.storage.transaction() as conn:
-            if not self.storage.record_batch(conn, self.tid, batch_id, "analyzer", n_reports):
+            if not self.storage.record_batch(
+                conn, self.tid, batch_id, "analyzer", n_reports if applied else 0
+            ):
                 return {"batch": batch_id.hex(), "applied": False}
-            row = self.storage.get_aggregate(conn, self.tid, STATE_NAME, for_update=True)
-            n_before, state = (
-                (0, self.oracle.new_state()) if row is None else (row[0], CountState.from_bytes(row[1]))
-            )
-            merged = state.merge(delta)
-            self.storage.put_aggregate(conn, self.tid, STATE_NAME, n_before + n_reports, merged.to_bytes())
-            drow = self.storage.get_aggregate(conn, self.tid, DROPPED_NAME, for_update=True)
-            self.storage.put_aggregate(
-                conn, self.tid, DROPPED_NAME, (drow[0] if drow else 0) + undecryptable + refused, b""
-            )
-        return {
-            "batch": batch_id.hex(),
-            "applied": True,
-            "messages": int(msgs.shape[0]),
-            "dropped": undecryptable + refused,
-        }
+            if applied:
+                self._apply(conn, delta, n_reports, undecryptable + refused)
+        return {"batch": batch_id.hex(), "applied": applied}
+
+    def _apply(self, conn: Any, delta: CountState, n_reports: int, dropped: int) -> None:
+        row = self.storage.get_aggregate(conn, self.tid, STATE_NAME, for_update=True)
+        n_before, state = (
+            (0, self.oracle.new_state()) if row is None else (row[0], CountState.from_bytes(row[1]))
+        )
+        merged = state.merge(delta)
+        self.storage.put_aggregate(conn, self.tid, STATE_NAME, n_before + n_reports, merged.to_bytes())
+        drow = self.storage.get_aggregate(conn, self.tid, DROPPED_NAME, for_update=True)
+        self.storage.put_aggregate(conn, self.tid, DROPPED_NAME, (drow[0] if drow else 0) + dropped, b"")
 
     def collect(self, collection_id: Any, min_reports: Any = None) -> dict:
         """As the collector's: min batch (in reports), durable budget, idempotent per collection id."""
@@ -322,22 +337,36 @@ class AnalyzerRole(_ShuffleTask):
         return run_collection(self.storage, self.task, collection_id, release, min_reports)
 
     def status(self) -> dict:
+        """Budget and collections; no report, message or dropped count (the operator reads those in
+        the database: :func:`operator_counts`)."""
         led = self.storage.ledger(None, self.tid)
-        with self.storage.read() as conn:
-            row = self.storage.get_aggregate(conn, self.tid, STATE_NAME)
-            drow = self.storage.get_aggregate(conn, self.tid, DROPPED_NAME)
-        n, msgs = (0, 0) if row is None else (row[0], CountState.from_bytes(row[1]).n)
         return {
             "task_id": self.task.task_id,
             "role": "analyzer",
-            "n_reports": n,
-            "n_messages": msgs,
-            "dropped_messages": drow[0] if drow else 0,
             "budget_total": led.total.to_dict(),
             "budget_spent": led.spent.to_dict(),
             "budget_remaining": led.remaining.to_dict(),
             "collections": len(led.entries),
         }
+
+
+def operator_counts(storage: Storage, task: Task) -> dict[str, int]:
+    """Exact counts for the operator, who holds the database (never served over HTTP): reports and
+    messages applied and messages dropped (analyzer's database), reports stored and pending
+    (shuffler's).  Open ``storage`` with the role's key, ``Storage(db, key=secrets.integrity_key_bytes)``,
+    as the aggregates carry its MAC."""
+    tid = task.id_bytes
+    with storage.read() as conn:
+        row = storage.get_aggregate(conn, tid, STATE_NAME)
+        drow = storage.get_aggregate(conn, tid, DROPPED_NAME)
+    return {
+        "n_reports": 0 if row is None else int(row[0]),
+        "n_messages": 0 if row is None else CountState.from_bytes(row[1]).n,
+        "dropped_messages": int(drow[0]) if drow else 0,
+        "stored_reports": storage.count_reports(tid),
+        "pending_reports": storage.count_reports(tid, pending_only=True),
+        "pending_batches": len(storage.pending_batches(tid, "shuffler")),
+    }
 
 
 # ------------------------------------------------------------------------------------------------- HTTP

@@ -7,7 +7,9 @@ Tables (``privstats_`` prefix; one database may hold many tasks and roles):
   a report was released in (shuffler) — the uniqueness constraint is the replay protection: an
   insert of a known report id does nothing (``INSERT … ON CONFLICT DO NOTHING``), so re-uploads
   count once.  No timestamp, address or order is stored.
-* ``aggregates`` — per ``(task_id, name)`` a mergeable aggregator state (bytes) and its report
+* ``aggregates`` — per ``(task_id, name)`` a mergeable aggregator state (bytes, behind an
+  HMAC-SHA256 of the task, name, count and state keyed by ``Storage(key=...)``: an edited state or
+  count is refused with :class:`~privstats.privacy.integrity.IntegrityError`) and its report
   count, updated in the *same transaction* as the reports it folds (Janus keeps batch aggregations
   beside reports in the same way), so state and reports never disagree after a crash.
 * ``budget`` — the task's total guarantee and the ledger of spends; :meth:`Storage.spend` locks the
@@ -139,12 +141,16 @@ class Storage:
     ``url``: an SQLAlchemy URL, ``sqlite:///path`` or ``postgresql+psycopg://user@host:port/db``.
     """
 
-    def __init__(self, url: str, *, pool_size: int = 8):
+    def __init__(self, url: str, *, pool_size: int = 8, key: bytes | None = None):
         if not isinstance(url, str) or "://" not in url:
             raise ValueError(
                 f"db url must be an SQLAlchemy URL (sqlite:///FILE or postgresql+psycopg://...), got {url!r}"
             )
         self.url = url
+        # the MAC key of the budget ledger and the aggregates: the role's integrity key (privstats serve),
+        # else the owner's default key
+        self.key = key
+        self._key_bytes: bytes | None = None
         self.is_sqlite = url.startswith("sqlite")
         if self.is_sqlite:
             self.engine: Engine = create_engine(
@@ -396,14 +402,44 @@ class Storage:
         if for_update and not self.is_sqlite:
             q = q.with_for_update()
         row = conn.execute(q).first()
-        return None if row is None else (int(row[0]), bytes(row[1]))
+        return None if row is None else (int(row[0]), self._open(task_id, name, int(row[0]), bytes(row[1])))
+
+    def _tag(self, task_id: bytes, name: str, n_reports: int, state: bytes) -> bytes:
+        from privstats.privacy.integrity import mac, resolve_key
+
+        if self._key_bytes is None:
+            self._key_bytes = resolve_key(self.key)
+        data = b"\0".join((task_id, name.encode(), str(int(n_reports)).encode(), state))
+        return bytes.fromhex(mac(self._key_bytes, "aggregate", data))
+
+    def _seal(self, task_id: bytes, name: str, n_reports: int, state: bytes) -> bytes:
+        """The stored form of an aggregate: its HMAC (over task, name, n and state) then the state."""
+        return self._tag(task_id, name, n_reports, state) + state
+
+    def _open(self, task_id: bytes, name: str, n_reports: int, stored: bytes) -> bytes:
+        """The state of a stored aggregate; IntegrityError if its MAC is missing or does not verify
+        (the row's state, its report count or its name was edited)."""
+        import hmac
+
+        from privstats.privacy.integrity import IntegrityError
+
+        tag, state = stored[:32], stored[32:]
+        if len(stored) < 32 or not hmac.compare_digest(tag, self._tag(task_id, name, n_reports, state)):
+            raise IntegrityError(
+                f"aggregate {name!r} of task {task_id.hex()}: its MAC does not verify (the stored state "
+                "or its count was edited, or it was written with another key); refusing it"
+            )
+        return state
 
     def put_aggregate(
         self, conn: Connection, task_id: bytes, name: str, n_reports: int, state: bytes
     ) -> None:
         """Insert or replace an aggregate (call inside the transaction that changed it)."""
         stmt = self._insert()(aggregates).values(
-            task_id=task_id, name=name, n_reports=int(n_reports), state=state
+            task_id=task_id,
+            name=name,
+            n_reports=int(n_reports),
+            state=self._seal(task_id, name, n_reports, state),
         )
         stmt = stmt.on_conflict_do_update(
             index_elements=["task_id", "name"],
@@ -414,14 +450,18 @@ class Storage:
     def ensure_aggregate(self, task_id: bytes, name: str, initial: bytes) -> None:
         """Create the aggregate row (n=0, ``initial`` state) if absent, so later updates can lock it."""
         with self.transaction() as conn:
-            stmt = self._insert()(aggregates).values(task_id=task_id, name=name, n_reports=0, state=initial)
+            stmt = self._insert()(aggregates).values(
+                task_id=task_id, name=name, n_reports=0, state=self._seal(task_id, name, 0, initial)
+            )
             conn.execute(stmt.on_conflict_do_nothing(index_elements=["task_id", "name"]))
 
     # ---- budget ---------------------------------------------------------------------------------------
     def ensure_budget(self, task_id: bytes, total: Guarantee) -> None:
         """Create the task's ledger with ``total`` if absent (an existing ledger keeps its spends)."""
         with self.transaction() as conn:
-            stmt = self._insert()(budget).values(task_id=task_id, ledger=BudgetLedger(total).to_json())
+            stmt = self._insert()(budget).values(
+                task_id=task_id, ledger=BudgetLedger(total).to_json(self.key)
+            )
             conn.execute(stmt.on_conflict_do_nothing(index_elements=["task_id"]))
 
     def ledger(
@@ -438,7 +478,7 @@ class Storage:
             row = conn.execute(q).first()
         if row is None:
             raise KeyError(f"no budget ledger for task {task_id.hex()}")
-        return BudgetLedger.from_json(row[0])
+        return BudgetLedger.from_json(row[0], key=self.key)
 
     def spend(self, conn: Connection, task_id: bytes, guarantee: Guarantee, label: str) -> BudgetLedger:
         """Record a spend inside ``conn``'s transaction, or raise BudgetExceededError (nothing recorded).
@@ -448,7 +488,7 @@ class Storage:
         """
         led = self.ledger(conn, task_id, for_update=True)
         led.spend(guarantee, label)
-        conn.execute(update(budget).where(budget.c.task_id == task_id).values(ledger=led.to_json()))
+        conn.execute(update(budget).where(budget.c.task_id == task_id).values(ledger=led.to_json(self.key)))
         return led
 
     # ---- collections ----------------------------------------------------------------------------------

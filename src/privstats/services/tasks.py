@@ -11,6 +11,14 @@ and one :class:`RoleSecrets` per party; :func:`write_task` writes them as
 * ``task.<role>.json`` — per server role: its HPKE private key, the *hashes* of the tokens it
   checks, and the tokens it presents to other servers (e.g. the shuffler's forward token).
 
+**Integrity.**  ``task.json`` carries ``mac``, an HMAC-SHA256 of its canonical content keyed by the
+task's *integrity key* (32 random bytes, ``integrity_key`` of the analyst's and every server role's
+secrets file; clients get none, as anyone holding it could sign).  :func:`load_task` refuses
+(:class:`~privstats.privacy.integrity.IntegrityError`) a file without its MAC or whose MAC does not
+verify, e.g. ε or ``max_collections`` raised; ``privstats serve`` verifies with the role's own key.
+A party that holds no key (a client) can only check that the MAC is present: clients should fetch
+``task.json`` over an authenticated channel; the servers, which enforce the budget, verify it.
+
 Roles per trust model (the URLs and keys the task file carries):
 
 =========  ======================================  =====================================
@@ -40,17 +48,19 @@ import json
 import math
 import os
 import secrets as _secrets
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from privstats.privacy.guarantees import ApproxDP, Guarantee, PureDP, guarantee_from_dict
+from privstats.privacy.integrity import IntegrityError, canonical_json, check_mac, mac, resolve_key
 
 __all__ = [
     "DEFAULT_PORTS",
     "HPKE_ROLES",
     "MODEL_ROLES",
     "TASK_FORMAT_VERSION",
+    "IntegrityError",
     "RoleSecrets",
     "Task",
     "build_protocol",
@@ -175,8 +185,16 @@ class Task:
     def to_dict(self) -> dict:
         return asdict(self)
 
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+    def to_json(self, key: bytes | None = None) -> str:
+        """The task as JSON; with ``key`` (the task's integrity key) it carries its ``mac``."""
+        d = self.to_dict()
+        if key is not None:
+            d["mac"] = self.mac(key)
+        return json.dumps(d, indent=2, sort_keys=True)
+
+    def mac(self, key: bytes) -> str:
+        """HMAC-SHA256 (hex) of the task's canonical JSON under the task's integrity key."""
+        return mac(resolve_key(key), "task", canonical_json(self.to_dict()))
 
     @classmethod
     def from_dict(cls, d: Any, *, where: str = "task") -> Task:
@@ -246,6 +264,17 @@ class RoleSecrets:
     hpke_private_key: str | None = None
     token_hashes: dict = field(default_factory=dict)
     tokens: dict = field(default_factory=dict)
+    integrity_key: str | None = None
+
+    @property
+    def integrity_key_bytes(self) -> bytes:
+        """The task's integrity key (hex in the file); IntegrityError if this party holds none."""
+        if not self.integrity_key:
+            raise IntegrityError(
+                f"the {self.role} secrets hold no integrity_key (a task made by an older privstats: "
+                "create it again with `privstats task new`)"
+            )
+        return resolve_key(self.integrity_key, "integrity_key")
 
     @property
     def private_key_bytes(self) -> bytes:
@@ -362,69 +391,12 @@ def _hash_token(token: str) -> str:
     return token_hash(token)
 
 
-def new_task(
-    statistic: str,
-    *,
-    model: str,
-    protocol: str | None = None,
-    params: dict | None = None,
-    epsilon: float,
-    delta: float | None = None,
-    min_batch: int,
-    max_collections: int = 1,
-    urls: dict | None = None,
-    max_request_bytes: int = 16 << 20,
-    extra: dict | None = None,
-) -> tuple[Task, dict[str, RoleSecrets]]:
-    """A fresh task (random id, keys and tokens) and the secrets of every party.
-
-    ``params`` holds protocol options (``domain_size`` and protocol-specific extras); the returned
-    task carries the resolved protocol's full params.  The budget allows ``max_collections``
-    collections, each spending the protocol's guarantee (basic composition).
-
-    >>> t, s = new_task("frequencies", model="shuffle", protocol="single-rr", params={"domain_size": 4},
-    ...                 epsilon=1.0, delta=1e-6, min_batch=1000)
-    >>> t.protocol, sorted(t.hpke_keys), sorted(s)
-    ('shuffle-krr', ['analyzer'], ['analyst', 'analyzer', 'client', 'shuffler'])
-    """
+def _party_secrets(task_id: str, model: str) -> tuple[dict[str, RoleSecrets], dict[str, str]]:
+    """Every party's secrets of a fresh task (tokens, token hashes, HPKE keys, the integrity key)
+    and the roles' HPKE public keys."""
     from privstats.services.security import generate_keypair
-    from privstats.validation import check_epsilon, check_positive_int
 
-    epsilon = check_epsilon(epsilon)
-    min_batch = check_positive_int(min_batch, "min_batch")
-    max_collections = check_positive_int(max_collections, "max_collections")
-    if model not in MODEL_ROLES:
-        raise ValueError(f"model must be one of {sorted(MODEL_ROLES)}, got {model!r}")
-    p = dict(params or {})
-    domain_size = p.pop("domain_size", None)
-    name, full = resolve_protocol(
-        statistic,
-        model,
-        protocol,
-        domain_size=domain_size,
-        epsilon=epsilon,
-        delta=delta,
-        min_batch=min_batch,
-        options=p,
-    )
-    if model == "local":
-        one: Guarantee = PureDP(epsilon)
-        total: Guarantee = PureDP(epsilon * max_collections)
-    else:
-        d = float(full.get("delta", delta or 0.0))
-        one = ApproxDP(epsilon, d) if d > 0 else PureDP(epsilon)
-        total = (
-            ApproxDP(epsilon * max_collections, min(d * max_collections, 0.999))
-            if d > 0
-            else PureDP(epsilon * max_collections)
-        )
     roles = MODEL_ROLES[model]
-    given = dict(urls or {})
-    bad = set(given) - set(roles)
-    if bad:
-        raise ValueError(f"urls: a {model} task has roles {list(roles)}, not {sorted(bad)}")
-    role_urls = {r: str(given.get(r) or f"http://127.0.0.1:{DEFAULT_PORTS[r]}").rstrip("/") for r in roles}
-    task_id = os.urandom(16).hex()
     upload, collect = _secrets.token_urlsafe(32), _secrets.token_urlsafe(32)
     secrets: dict[str, RoleSecrets] = {
         "client": RoleSecrets(task_id, "client", tokens={"upload": upload}),
@@ -461,6 +433,73 @@ def new_task(
         from privstats.services.secure_tasks import add_verify_key
 
         secrets = add_verify_key(secrets)
+    ikey = os.urandom(32).hex()  # the task file's MAC key: the owner (analyst) and the servers, not clients
+    secrets = {p: s if p == "client" else replace(s, integrity_key=ikey) for p, s in secrets.items()}
+    return secrets, keys
+
+
+def _guarantees(
+    model: str, epsilon: float, delta: float, max_collections: int
+) -> tuple[Guarantee, Guarantee]:
+    """(one collection, the total budget) under basic composition."""
+    if model == "local" or delta <= 0:
+        return PureDP(epsilon), PureDP(epsilon * max_collections)
+    return ApproxDP(epsilon, delta), ApproxDP(epsilon * max_collections, min(delta * max_collections, 0.999))
+
+
+def new_task(
+    statistic: str,
+    *,
+    model: str,
+    protocol: str | None = None,
+    params: dict | None = None,
+    epsilon: float,
+    delta: float | None = None,
+    min_batch: int,
+    max_collections: int = 1,
+    urls: dict | None = None,
+    max_request_bytes: int = 16 << 20,
+    extra: dict | None = None,
+) -> tuple[Task, dict[str, RoleSecrets]]:
+    """A fresh task (random id, keys and tokens) and the secrets of every party.
+
+    ``params`` holds protocol options (``domain_size`` and protocol-specific extras); the returned
+    task carries the resolved protocol's full params.  The budget allows ``max_collections``
+    collections, each spending the protocol's guarantee (basic composition).
+
+    >>> t, s = new_task("frequencies", model="shuffle", protocol="single-rr", params={"domain_size": 4},
+    ...                 epsilon=1.0, delta=1e-6, min_batch=1000)
+    >>> t.protocol, sorted(t.hpke_keys), sorted(s)
+    ('shuffle-krr', ['analyzer'], ['analyst', 'analyzer', 'client', 'shuffler'])
+    """
+    from privstats.validation import check_epsilon, check_positive_int
+
+    epsilon = check_epsilon(epsilon)
+    min_batch = check_positive_int(min_batch, "min_batch")
+    max_collections = check_positive_int(max_collections, "max_collections")
+    if model not in MODEL_ROLES:
+        raise ValueError(f"model must be one of {sorted(MODEL_ROLES)}, got {model!r}")
+    p = dict(params or {})
+    domain_size = p.pop("domain_size", None)
+    name, full = resolve_protocol(
+        statistic,
+        model,
+        protocol,
+        domain_size=domain_size,
+        epsilon=epsilon,
+        delta=delta,
+        min_batch=min_batch,
+        options=p,
+    )
+    one, total = _guarantees(model, epsilon, float(full.get("delta", delta or 0.0)), max_collections)
+    roles = MODEL_ROLES[model]
+    given = dict(urls or {})
+    bad = set(given) - set(roles)
+    if bad:
+        raise ValueError(f"urls: a {model} task has roles {list(roles)}, not {sorted(bad)}")
+    role_urls = {r: str(given.get(r) or f"http://127.0.0.1:{DEFAULT_PORTS[r]}").rstrip("/") for r in roles}
+    task_id = os.urandom(16).hex()
+    secrets, keys = _party_secrets(task_id, model)
     task = Task(
         task_id=task_id,
         statistic=statistic,
@@ -495,9 +534,13 @@ def _write_private(path: Path, text: str) -> None:
 
 
 def write_task(task: Task, secrets: dict[str, RoleSecrets], out: str | Path) -> dict[str, Path]:
-    """Write ``out`` (public) and ``<out stem>.<party>.json`` (mode 0600) per party; returns the paths."""
+    """Write ``out`` (public, with its MAC) and ``<out stem>.<party>.json`` (mode 0600) per party;
+    returns the paths.  The MAC key is the secrets' ``integrity_key``."""
     out = Path(out)
-    out.write_text(task.to_json() + "\n", encoding="utf-8")
+    keys = {s.integrity_key for s in secrets.values() if s.integrity_key}
+    if len(keys) != 1:
+        raise ValueError("secrets: the parties must share exactly one integrity_key (as new_task makes)")
+    out.write_text(task.to_json(resolve_key(keys.pop(), "integrity_key")) + "\n", encoding="utf-8")
     paths = {"task": out}
     for party, sec in secrets.items():
         path = secrets_path(out, party)
@@ -516,11 +559,50 @@ def _read_json(path: str | Path, what: str) -> Any:
         raise ValueError(f"{what}: cannot read {path}: {exc}") from None
 
 
-def load_task(path: str | Path | Task) -> Task:
-    """The public task from a ``task.json`` path (or a Task, returned as is)."""
+def load_task(
+    path: str | Path | Task, *, key: bytes | None = None, verify: bool = True, require_key: bool = True
+) -> Task:
+    """The public task from a ``task.json`` path (or a Task, returned as is), its MAC verified.
+
+    ``key``: the task's integrity key; by default the ``integrity_key`` of a secrets file next to the
+    task (the analyst's or a server role's).  ``require_key=False`` (a client, which holds no key)
+    accepts a task it cannot verify provided it carries a MAC.  Raises
+    :class:`~privstats.privacy.integrity.IntegrityError` on a missing or wrong MAC; ``verify=False``
+    skips the check (forensics only).
+    """
     if isinstance(path, Task):
         return path
-    return Task.from_dict(_read_json(path, "task"), where=str(path))
+    d = _read_json(path, "task")
+    tag = d.pop("mac", None) if isinstance(d, dict) else None
+    task = Task.from_dict(d, where=str(path))
+    if not verify:
+        return task
+    k = resolve_key(key, "key") if key is not None else _task_key_near(path, task)
+    if k is None:
+        if require_key:
+            raise IntegrityError(
+                f"{path}: no integrity key to verify the task with: pass key=, or keep the analyst's "
+                "or a server role's secrets file next to it"
+            )
+        if not isinstance(tag, str) or not tag:
+            raise IntegrityError(f"{path}: carries no MAC (removed, or written unsigned); refusing it")
+        return task
+    check_mac(k, "task", canonical_json(task.to_dict()), tag, str(path))
+    return task
+
+
+def _task_key_near(path: str | Path, task: Task) -> bytes | None:
+    """The integrity key of the first secrets file next to ``path`` that holds one."""
+    for party in ("analyst", *MODEL_ROLES.get(task.model, ())):
+        p = secrets_path(path, party)
+        if p.is_file():
+            try:
+                sec = load_secrets(path, party)
+            except ValueError:
+                continue
+            if sec.integrity_key and sec.task_id == task.task_id:
+                return sec.integrity_key_bytes
+    return None
 
 
 def load_secrets(task_path: str | Path, party: str, path: str | Path | None = None) -> RoleSecrets:
