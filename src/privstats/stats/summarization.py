@@ -20,11 +20,21 @@ with the roles separated as in :mod:`privstats.summarization`:
   from public parameters only (ε, δ, target size, summary size, owners, dimension, γ), the noise
   the target sketch puts into a bid with the spread of the bids' signal on standardised data.
   When the noise is at least the spread (a target too small for the budget) the sketch is
-  expected to be no better than uniform sampling, and **uniform sampling is returned**
-  (``result.method == "uniform"``, nothing spent).  ``result.params["plan"]`` says what was
+  expected to be no better than uniform sampling, and no sketch is released: the curator draws a
+  uniform sample of ``pool`` rows (default 2·size; data-independent requests) and its exact greedy
+  keeps ``size`` of them (``result.method == "uniform-pool"``, nothing spent; ``pool <= size`` is
+  plain uniform sampling, ``result.method == "uniform"``).  ``result.params["plan"]`` says what was
   chosen and why.  ``fallback=False`` forces the sketch.  The rule is the no-shift worst case:
   under a real covariate shift it also gives up cases the sketch would win
   (``docs/statistics/summarize.md``).
+  **Pool**: with the Gaussian sketch the curator's pool also gets such a uniform sample of ``pool``
+  rows before round 1 (``pool=0``: only the auction's fetches, the earlier protocol).  The request
+  reads no data and the curator's choice is seen by no owner, so it costs no privacy, only access
+  (``result.accessed``); on digits it closes most of the gap to greedy where the sketch alone does not
+  (``experiments/summarization_real.py``).
+  **Neighbours**: ``"replace"`` (default) keeps the target size public; under ``"add-remove"`` it is
+  private, released first as a noisy count (a tenth of the target's budget) that the sketch and the
+  planner use in its place (:mod:`privstats.summarization.gaussian` proves the owners learn no more).
 * ``method="greedy"`` — non-private distributed greedy on exact RFF means.
 * ``method="uniform"`` — ⌊size/K⌋ uniformly random rows per owner.
 
@@ -42,8 +52,8 @@ the DP guarantee, which covers what owners learn.
 >>> res.params["plan"]["choice"], res.privacy["target"].epsilon <= 4.0
 ('sketch', True)
 >>> small = privstats.summarize(owners, target[:10], size=20, epsilon=1.0, delta=1e-5, rng=1)
->>> small.method, small.params["plan"]["choice"]
-('uniform', 'uniform')
+>>> small.method, small.params["plan"]["choice"], small.privacy["target"].epsilon
+('uniform-pool', 'uniform', 0.0)
 >>> bool(privstats.summarize(owners, target, size=20, method="greedy", rng=1).mmd2 < 0.1)
 True
 """
@@ -56,9 +66,9 @@ import numpy as np
 
 from privstats.privacy.randomness import RNGLike, as_source
 from privstats.summarization.budget import PrivateParams, plan_private
-from privstats.summarization.gaussian import GaussianParams
+from privstats.summarization.gaussian import GaussianParams, count_sigma_for, noisy_count
 from privstats.summarization.planner import plan_summary
-from privstats.summarization.protocol import SummaryResult, run_greedy, run_private, run_uniform
+from privstats.summarization.protocol import SummaryResult, run_greedy, run_pool, run_private, run_uniform
 from privstats.summarization.roles import Consumer, DataOwner
 from privstats.validation import as_float_array, check_choice, check_delta, check_epsilon, check_positive_int
 
@@ -106,6 +116,7 @@ def summarize(
     neighbours: str = "replace",
     params: PrivateParams | GaussianParams | None = None,
     fallback: bool = True,
+    pool: int | None = None,
     transport=None,
 ) -> SummaryResult:
     """Choose ``size`` rows from ``owners`` matching ``target``; see the module docstring.
@@ -119,9 +130,13 @@ def summarize(
     ``params`` overrides the planned per-mechanism parameters (e.g. the paper's Table 1);
     its type selects the sketch (and skips the planner).  ``fallback`` (default True): uniform
     sampling when the planner predicts the Gaussian sketch is no better (see the module docstring).
+    ``pool``: rows of the curator's data-independent uniform sample (default 2·size with the Gaussian
+    sketch and in the fallback, 0 with MWEM).
     Returns a :class:`~privstats.summarization.protocol.SummaryResult`.
     """
     method = check_choice(method, "method", {"private", "greedy", "uniform"})
+    if pool is not None:
+        pool = check_positive_int(pool, "pool", minimum=0)
     if not isinstance(fallback, (bool, np.bool_)):
         raise ValueError(f"fallback must be True or False, got {fallback!r}")
     parties = _owners(owners)
@@ -161,6 +176,7 @@ def summarize(
     neighbours = check_choice(neighbours, "neighbours", {"replace", "add-remove"})
     sensitivity = 2 if neighbours == "replace" else 1
     planned: dict = {"choice": "sketch", "reason": "parameters given (params=): no planning, no fallback"}
+    target_count = None  # add/remove: the released noisy target size (the exact one stays with the curator)
     if params is None:
         sketch = check_choice(sketch, "sketch", {"gaussian", "mwem"})
         epsilon = check_epsilon(epsilon)
@@ -171,10 +187,12 @@ def summarize(
             raise ValueError(f"auction_share must be in (0, 1), got {auction_share!r}")
         if sketch == "gaussian":
             clip_norm = None if clip_norm is None else check_epsilon(clip_norm, "clip_norm")
+            if sensitivity == 1:  # released first; the planner and the sketch read only this
+                target_count = noisy_count(target.shape[0], count_sigma_for(epsilon, delta), rng=src)
             plan = plan_summary(
                 epsilon,
                 delta,
-                n_target=target.shape[0],
+                n_target=target.shape[0] if target_count is None else target_count,
                 n_inputs=n_inputs,
                 gamma=gamma,
                 n_owners=len(parties),
@@ -187,7 +205,14 @@ def summarize(
                 shrinkage=bool(shrinkage),
             )
             if plan.choice == "uniform" and fallback:
-                res = run_uniform(parties, consumer, size=size, gamma=gamma, rng=src, transport=transport)
+                n_pool = 2 * size if pool is None else pool
+                if n_pool <= size:
+                    res = run_uniform(parties, consumer, size=size, gamma=gamma, rng=src, transport=transport)
+                else:
+                    res = run_pool(
+                        parties, consumer, size=size, pool=n_pool, n_features=n_features, gamma=gamma,
+                        feature_seed=feature_seed, seed_set=seed_set, rng=src, transport=transport,
+                    )  # fmt: skip
                 res.params["plan"] = plan.to_dict()
                 return res
             params = plan.params
@@ -205,6 +230,7 @@ def summarize(
                 t_init=t_init,
                 t_sub=check_positive_int(t_sub, "t_sub"),
                 auction_share=auction_share,
+                sensitivity=sensitivity,
             )
     elif not isinstance(params, (PrivateParams, GaussianParams)):
         raise ValueError(f"params must be PrivateParams or GaussianParams, got {type(params).__name__}")
@@ -221,6 +247,8 @@ def summarize(
         seed_set=seed_set,
         rng=src,
         transport=transport,
+        pool=(2 * size if isinstance(params, GaussianParams) else 0) if pool is None else pool,
+        target_count=target_count,
     )
     res.params["plan"] = planned
     return res
