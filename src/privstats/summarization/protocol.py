@@ -181,8 +181,8 @@ def run_private(
     pool: int = 0,
     target_count: int | None = None,
 ) -> SummaryResult:
-    """The private protocol: discrete-Gaussian sketches (``GaussianParams``) or the paper's MWEM sketches
-    (``PrivateParams``), and PrivAuction; ``pool`` uniformly sampled rows join the curator's pool first."""
+    """The private protocol (Gaussian or MWEM sketches by the type of ``params``, and PrivAuction);
+    ``pool`` uniformly sampled rows join the curator's pool first."""
     gaussian = isinstance(params, GaussianParams)
     curator = Curator(
         size=size,
@@ -219,8 +219,7 @@ def run_private(
     }
     extra: dict[str, Any] = {"sketch": "gaussian" if gaussian else "mwem"}
     if isinstance(params, GaussianParams):
-        extra["summary_sigmas"] = list(params.summary_sigmas)
-        extra["lattice_step"] = curator._gauss.step
+        extra.update(summary_sigmas=list(params.summary_sigmas), lattice_step=curator._gauss.step)
     return _result(
         "private",
         len(owners),
