@@ -42,5 +42,5 @@ def test_real_data_experiment_smoke(tmp_path, capsys):
     for stem in ("summarization_real", "summarization_real_diagnostics", "summarization_real_noise"):
         assert (tmp_path / f"{stem}.csv").stat().st_size > 0 and (tmp_path / f"{stem}.md").stat().st_size > 0
     main = (tmp_path / "summarization_real.csv").read_text().splitlines()
-    assert len(main) == 1 + len(mod.MAIN)
+    assert len(main) == 1 + len(mod.SETTINGS) * len(mod.MAIN)
     assert "gap closed" in capsys.readouterr().out
