@@ -378,6 +378,18 @@ class Curator:
         self._bids = {(b.owner, b.handle): b.value for b in bids if b.value is not None}
         return self.auction.requests(bids, self.round)
 
+    def _check_bid(self, t: PointTransfer, h: np.ndarray) -> None:
+        """The owner's bid of this round must be the score of the point it sent."""
+        bid = self._bids.get((t.owner, t.handle)) if t.round == self.round else None
+        if self.verify and bid is not None:
+            g = self._g
+            if self.pool_greedy and self._s:
+                sent_sum, n_sent = self._owner_sent.get(t.owner, (0.0, 0))
+                g = _with_own_rows(g, sent_sum, n_sent, self.target_sketch, self._s)
+            check = float(_score(h, self.target_sketch, g, self._s))
+            if abs(check - bid) > 1e-8 * (1.0 + abs(bid)):
+                raise ProtocolError(f"owner {t.owner}: bid {bid} does not match its point ({check})")
+
     def receive_uniform(self, transfers: list[PointTransfer]) -> None:
         """Add a data-independent uniform sample of rows to the pool (requested before round 1).
 
@@ -393,20 +405,11 @@ class Curator:
         H = self.h1.transform(np.stack([t.point for t in transfers]))
         for t, h in zip(transfers, H, strict=False):
             self.accessed += 1
+            if bid_rows:
+                self._check_bid(t, h)
+                total, count = self._owner_sent.get(t.owner, (np.zeros(self.n_features), 0))
+                self._owner_sent[t.owner] = (total + h, count + 1)
             self._pool.append(t)
-            if not bid_rows:
-                continue
-            bid = self._bids.get((t.owner, t.handle)) if t.round == self.round else None
-            if self.verify and bid is not None:
-                g = self._g
-                if self.pool_greedy and self._s:
-                    sent_sum, n_sent = self._owner_sent.get(t.owner, (0.0, 0))
-                    g = _with_own_rows(g, sent_sum, n_sent, self.target_sketch, self._s)
-                check = float(_score(h, self.target_sketch, g, self._s))
-                if abs(check - bid) > 1e-8 * (1.0 + abs(bid)):
-                    raise ProtocolError(f"owner {t.owner}: bid {bid} does not match its point ({check})")
-            total, count = self._owner_sent.get(t.owner, (np.zeros(self.n_features), 0))
-            self._owner_sent[t.owner] = (total + h, count + 1)
         n_old, n_new = self._n_rows, self._n_rows + H.shape[0]
         if n_new > self._pool_H.shape[0]:  # grow the buffers geometrically
             cap = max(2 * self._pool_H.shape[0], n_new, 64)
