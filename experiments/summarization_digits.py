@@ -49,10 +49,13 @@ LABELS = {
 
 
 def paper_params(size: int, n_owners: int) -> PrivateParams:
-    """Table 1: ε_v = 0.01, ε_ℓ = 0.01/√(p T_sub), T_init = ⌊d^1.5⌋; auction: Theorem 6 at ε = 1, δ = 1e-4."""
+    """Table 1: ε_v = 0.01, ε_ℓ = 0.01/√(p T_sub), T_init = ⌊d^1.5⌋; auction: Theorem 6 at ε = 1, δ = 1e-4.
+
+    Under the paper's add/remove neighbours the target size is private: it is released first with
+    ε = 0.5 (discrete Laplace of scale 2; the paper divides by the exact size, which releases it)."""
     eps_auc, tau = paper_auction_parameters(1.0, 1e-4, n_owners)
     return PrivateParams(
-        0.01, 0.01 / math.sqrt(size * T_SUB), eps_auc, tau, int(D_FEATURES**1.5), T_SUB, 1e-4
+        0.01, 0.01 / math.sqrt(size * T_SUB), eps_auc, tau, int(D_FEATURES**1.5), T_SUB, 1e-4, 0.5
     )
 
 
@@ -169,6 +172,7 @@ def run(
                         delta=1e-5,
                         fallback=False,
                         clip_norm=math.sqrt(2.0),
+                        pool=0,  # the protocol as reported: no uniform rows in the curator's pool
                         **kw,
                     )
                 else:

@@ -982,8 +982,8 @@ def scenario_summarization(ctx: _Context) -> None:
             res.params.get("sketch"), "sketch"
         )
         protocol = f"private auction + {sketch}"
-        if res.method == "uniform":
-            protocol = "uniform sampling (the planner's fallback: the sketch would not beat it)"
+        if res.method in ("uniform", "uniform-pool"):
+            protocol = "no sketch (the planner's fallback): greedy on a uniform pool, nothing spent"
         out = {
             "protocol": protocol,
             "accessed": int(res.accessed),

@@ -147,7 +147,8 @@ def test_private_protocol_run_bookkeeping():
         assert idx.dtype.kind == "i" and np.all((idx >= 0) & (idx < len(owners[i])))
     assert res.mmd2 == pytest.approx(mmd2(res.points(owners), target, GAMMA))
     rounds = res.rounds
-    assert res.accessed == rounds["asked_biased"].sum() + rounds["asked_forced"].sum()
+    assert rounds["pool_uniform"] == 60  # the default uniform pool: 2·size rows, data-independent
+    assert res.accessed == rounds["asked_biased"].sum() + rounds["asked_forced"].sum() + 60
     assert rounds["asked_forced"].sum() <= 30 * len(owners) / res.params["tau"]
     p = np.exp(-res.params["epsilon_auc"] * np.arange(len(owners)))
     assert rounds["asked_biased"].mean() <= rounds["expected_asked_biased"].mean() + 5 * math.sqrt(

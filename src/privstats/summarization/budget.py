@@ -111,11 +111,16 @@ class PrivateParams:
     t_init: int
     t_sub: int
     delta: float
+    epsilon_count: float | None = (
+        None  # add/remove: ε of the discrete-Laplace target size (None: size public)
+    )
 
     def accounting(self, n_summary_releases: int) -> dict:
         """Per-party guarantees: ``target`` (the consumer's D_v) and ``owners`` (each owner w.r.t. the others)."""
         half = self.delta / 2.0
         target = sketch_accounting(self.epsilon_target_iter, self.t_init, self.delta)
+        if self.epsilon_count is not None:  # the noisy target size, released first (add/remove)
+            target = {**target, "tight": basic_composition([target["tight"], PureDP(self.epsilon_count)])}
         summary = sketch_accounting(self.epsilon_summary_iter, self.t_sub * n_summary_releases, half)
         auction = auction_accounting(self.epsilon_auc, self.tau, half)
         owners = basic_composition([summary["tight"], auction["tight"]])
@@ -158,15 +163,18 @@ def plan_private(
     t_init: int | None = None,
     t_sub: int = 5,
     auction_share: float = 0.5,
+    sensitivity: int = 2,
 ) -> PrivateParams:
-    """Split (ε, δ) for each party: all of it to the target sketch for the consumer; for the owners a share
-    ``auction_share`` to the auction (τ = ⌈K^(2/3)⌉) and the rest to the p − 1 summary sketches (δ halves)."""
+    """Split (ε, δ) for each party: all of it to the target sketch for the consumer (under add/remove,
+    ``sensitivity=1``, a tenth to the noisy target size); for the owners a share ``auction_share`` to the
+    auction (τ = ⌈K^(2/3)⌉) and the rest to the p − 1 summary sketches (δ halves)."""
     t_init = t_init if t_init is not None else int(n_features**1.5)
-    eps_v = _per_iteration(epsilon, delta, t_init)
+    eps_count = 0.1 * epsilon if sensitivity == 1 else None
+    eps_v = _per_iteration(epsilon - (eps_count or 0.0), delta, t_init)
     releases = max(size - 1, 1)
     eps_s = _per_iteration(epsilon * (1.0 - auction_share), delta / 2.0, t_sub * releases)
     tau = max(1, math.ceil(n_owners ** (2.0 / 3.0) - 1e-9))
     eps_a_total = epsilon * auction_share
     rho_a = _solve_rho(eps_a_total, delta / 2.0)
     eps_auc = max(eps_a_total / tau, math.sqrt(2.0 * rho_a / tau))
-    return PrivateParams(eps_v, eps_s, eps_auc, tau, t_init, t_sub, delta)
+    return PrivateParams(eps_v, eps_s, eps_auc, tau, t_init, t_sub, delta, eps_count)

@@ -10,6 +10,24 @@ With L2 sensitivity ``Δ = k·(C/step + √d)`` (k = 2 for replace-one neighbour
 add/remove) one release is ``Δ²/(2σ²)``-zCDP (Canonne–Kamath–Steinke 2020, Thm. 14);
 :func:`gaussian_accounting` composes the releases with the core accountant.
 
+**Add/remove neighbours: the target size is not released.**  Under replace-one neighbours the
+target size m is public (neighbouring targets have the same size) and the sketch is ``step·(U+Y)/m``.
+Under add/remove, m is private, and dividing by it would release it *exactly*: ``U + Y`` is an integer
+vector, so every coordinate of ``step·(U+Y)/m`` lies on the grid ``(step/m)·ℤ`` and an owner recovers m as
+the smallest q with ``g̃·q/step`` integral in every coordinate (a test does this on the old code).  So the
+curator first releases a noisy count ``m̃ = max(1, m + Z)``, ``Z`` an exact discrete Gaussian of scale
+``count_sigma`` (L2 sensitivity 1: ``1/(2·count_sigma²)``-zCDP), and releases ``g̃ = step·(U+Y)/m̃``.
+
+*Claim: nothing an owner sees (or the planner prints) reveals more about m than m̃ does.*  Proof: the
+owners' whole view — the plan's choice and reason (:mod:`~privstats.summarization.planner` reads m̃,
+not m), the Setup message with ``g̃`` and everything after it — is a deterministic function of the pair
+``(U + Y, m + Z)`` and public parameters (step, σ, the lattice, the feature seed; the later rounds add the
+owners' own data and the auction's coins, which do not depend on the target).  ``U + Y`` is
+``ρ_s``-zCDP and ``m + Z`` is ``1/(2σ_c²)``-zCDP with respect to adding or removing one target row, so the
+pair is their sum-zCDP (composition), and so is any function of it (post-processing) — including the grid
+attack, which now recovers m̃ (a release) and nothing else.  :func:`gaussian_accounting` adds the count's ρ to
+the target's.
+
 Why (versus MWEM, research note P-num-1): the error of an owner's score
 ``gᵀh1(x)`` is one Gaussian of sd ``σ·step·‖h1(x)‖/q`` per release — it does not
 saturate, and ``(σ·step)²/q²`` per coordinate is public, so the post-processing
@@ -43,7 +61,9 @@ from privstats.privacy.samplers import discrete_gaussian
 __all__ = [
     "GaussianParams",
     "GaussianSketch",
+    "count_sigma_for",
     "gaussian_accounting",
+    "noisy_count",
     "plan_gaussian",
     "release_rounds",
     "shrink",
@@ -109,6 +129,29 @@ def shrink(noisy_mean, prior, noise_variance: float) -> tuple[np.ndarray, float]
     return prior + lam * diff, lam
 
 
+COUNT_SHARE = 0.1  # share of the target's zCDP ρ spent on the noisy target size (add/remove only)
+
+
+def count_sigma_for(epsilon: float, delta: float, share: float = COUNT_SHARE) -> float:
+    """Scale of the discrete Gaussian on the target size when it takes ``share`` of the ρ of (ε, δ).
+
+    >>> round(count_sigma_for(1.0, 1e-5), 1)
+    12.8
+    """
+    from privstats.summarization.budget import _solve_rho
+
+    return 1.0 / math.sqrt(2.0 * share * _solve_rho(epsilon, delta))
+
+
+def noisy_count(n: int, sigma: float, rng: RNGLike = None) -> int:
+    """``max(1, n + Z)``, Z an exact discrete Gaussian of scale σ: the released target size (add/remove).
+
+    >>> noisy_count(50, 1e-9, rng=0)
+    50
+    """
+    return max(1, int(n) + int(discrete_gaussian(sigma, rng=as_source(rng))))
+
+
 def release_rounds(size: int, release_every: int) -> list[int]:
     """Rounds (1-based) at which the summary sketch is released: 2, 2+B, 2+2B, … ≤ size; none for B = 0.
 
@@ -136,6 +179,7 @@ class GaussianParams:
     tau: int
     delta: float
     shrinkage: bool = True
+    count_sigma: float | None = None  # add/remove: scale of the noise on the target size (None: size public)
 
     def sketch(self, n_features: int, sensitivity: int) -> GaussianSketch:
         return GaussianSketch(n_features, self.clip_norm, self.resolution, sensitivity)
@@ -152,6 +196,8 @@ def gaussian_accounting(params: GaussianParams, n_features: int, sensitivity: in
 
     sk = params.sketch(n_features, sensitivity)
     target_z = ZCDP(sk.rho_for(params.target_sigma))
+    if params.count_sigma is not None:  # the noisy target size, released first (add/remove)
+        target_z = zcdp_composition([target_z, ZCDP(1.0 / (2.0 * params.count_sigma**2))])
     summary_z = (
         zcdp_composition([ZCDP(sk.rho_for(s)) for s in params.summary_sigmas])
         if params.summary_sigmas
@@ -186,14 +232,21 @@ def plan_gaussian(
     resolution: int = 256,
     auction_share: float = 0.25,
     shrinkage: bool = False,
+    count_share: float = COUNT_SHARE,
 ) -> GaussianParams:
-    """Split (ε, δ) per party: the whole of it to the target sketch (the consumer's party); for each owner
+    """Split (ε, δ) per party: the whole of it to the target sketch (the consumer's party; under add/remove,
+    ``sensitivity=1``, a share ``count_share`` of its ρ to the noisy target size); for each owner
     ``auction_share`` of ε to the auction (τ = ⌈K^(2/3)⌉, δ/2) and the rest to the summary releases (δ/2),
     split evenly in ρ over the releases of :func:`release_rounds`."""
     from privstats.summarization.budget import _solve_rho
 
     sk = GaussianSketch(n_features, clip_norm, resolution, sensitivity)
-    target_sigma = sk.sigma_for(_solve_rho(epsilon, delta))
+    rho_target = _solve_rho(epsilon, delta)
+    count_sigma = None
+    if sensitivity == 1:
+        count_sigma = count_sigma_for(epsilon, delta, count_share)
+        rho_target -= 1.0 / (2.0 * count_sigma**2)
+    target_sigma = sk.sigma_for(rho_target)
     n_rel = len(release_rounds(size, release_every))
     sigmas: tuple[float, ...] = ()
     if n_rel:
@@ -213,4 +266,5 @@ def plan_gaussian(
         tau,
         delta,
         bool(shrinkage),
+        count_sigma,
     )

@@ -18,7 +18,9 @@ One iteration (corrected, see the research note's P-priv-1/2):
 
 ``Δ`` is 2 for replace-one neighbours (default: ``q`` is public and the summary
 changes by one substitution when an owner's data changes) and 1 for the paper's
-add/remove reading.  Each iteration therefore releases two ε-DP mechanisms; the
+add/remove reading (there ``q`` is the *released* noisy target size, fixed before the sketch —
+:meth:`privstats.summarization.roles.Curator.noisy_target_size` — so ψ moves by at most 1).
+Each iteration therefore releases two ε-DP mechanisms; the
 exponential mechanism is also ε²/8-zCDP (bounded range, Cesar–Rogers 2021) and the
 Laplace step ε²/2-zCDP — see :mod:`privstats.summarization.budget`.
 

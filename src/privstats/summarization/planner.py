@@ -120,6 +120,10 @@ def plan_summary(
     """Plan the Gaussian sketch (:func:`~privstats.summarization.gaussian.plan_gaussian`) and compare
     its bid noise τ with the reference signal spread S: ``"sketch"`` if τ < S, else ``"uniform"``.
 
+    Under add/remove neighbours (``sensitivity=1``) the target size is private: pass the *released*
+    noisy size (:func:`~privstats.summarization.gaussian.noisy_count`) as ``n_target``; the choice, τ and
+    the reason then depend on it only.
+
     Summary releases (``release_every > 0``) only add noise to the owners' bids, so the rule,
     stated for the target sketch, is necessary for them too.  ``clip_norm`` None:
     :func:`plan_clip_norm`.
@@ -140,6 +144,7 @@ def plan_summary(
     )
     tau = bid_noise_sd(params, n_features=n_features, sensitivity=sensitivity, n_target=n_target)
     spread = reference_score_spread(n_inputs, gamma)
+    rows = f"{n_target} target rows" if sensitivity == 2 else f"a noisy target size of {n_target}"
     if tau < spread:
         choice = "sketch"
         reason = (
@@ -149,8 +154,8 @@ def plan_summary(
     else:
         choice = "uniform"
         reason = (
-            f"target too small for the budget: sketch noise in a bid (sd {tau:.3g}, {n_target} target "
-            f"rows at epsilon={epsilon:g}) is at least the spread of the bids' signal on standardised "
+            f"target too small for the budget: sketch noise in a bid (sd {tau:.3g}, {rows} "
+            f"at epsilon={epsilon:g}) is at least the spread of the bids' signal on standardised "
             f"data ({spread:.3g}); the sketch is expected to be no better than uniform sampling, "
             "which spends no privacy budget"
         )

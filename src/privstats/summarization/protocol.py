@@ -31,7 +31,7 @@ from privstats.summarization.gaussian import GaussianParams
 from privstats.summarization.messages import message_from_dict
 from privstats.summarization.roles import Consumer, Curator, DataOwner
 
-__all__ = ["SummaryResult", "json_transport", "run_greedy", "run_private", "run_uniform"]
+__all__ = ["SummaryResult", "json_transport", "run_greedy", "run_pool", "run_private", "run_uniform"]
 
 
 def json_transport(msg):
@@ -105,7 +105,31 @@ def _result(
     )
 
 
-def _run_rounds(owners: list[DataOwner], consumer: Consumer, curator: Curator, size: int, transport) -> dict:
+def uniform_allocation(owners, size: int, src) -> np.ndarray:
+    """Rows per owner of a uniform sample of ``size``: ⌊size/K⌋ each, the rest to random owners with rows
+    to spare (owner sizes are public; nothing else is read)."""
+    sizes = np.array([o.n_points for o in owners])
+    take = np.minimum(size // len(owners), sizes)
+    while take.sum() < size:
+        spare = np.flatnonzero(take < sizes)
+        take[spare[src.permutation(spare.size)[: min(spare.size, size - take.sum())]]] += 1
+    return take
+
+
+def _uniform_pool(owners, curator: Curator, pool: int, transport) -> None:
+    """The curator's data-independent uniform sample of ``pool`` rows, added to its pool."""
+    if pool <= 0:
+        return
+    src = curator._src
+    take = uniform_allocation(owners, min(pool, sum(o.n_points for o in owners)), src)
+    for o, k in zip(owners, take, strict=True):
+        rows = src.permutation(o.n_points)[:k]
+        curator.receive_uniform([transport(t) for t in o.send_rows(rows, round=0)])
+
+
+def _run_rounds(
+    owners: list[DataOwner], consumer: Consumer, curator: Curator, size: int, transport, pool: int = 0
+) -> dict:
     t_owner = 0.0
     t_start = time.perf_counter()
     curator.receive_target(transport(consumer.send_target()))
@@ -113,6 +137,7 @@ def _run_rounds(owners: list[DataOwner], consumer: Consumer, curator: Curator, s
     t0 = time.perf_counter()
     for o in owners:
         o.receive_setup(transport(setup))
+    _uniform_pool(owners, curator, pool, transport)
     t_owner += time.perf_counter() - t0
     round_times = []
     for _ in range(size):
@@ -153,9 +178,11 @@ def run_private(
     seed_set=None,
     rng: RNGLike = None,
     transport: Callable = _identity,
+    pool: int = 0,
+    target_count: int | None = None,
 ) -> SummaryResult:
-    """The private protocol: discrete-Gaussian sketches (``GaussianParams``) or the paper's MWEM sketches
-    (``PrivateParams``), and PrivAuction."""
+    """The private protocol (Gaussian or MWEM sketches by the type of ``params``, and PrivAuction);
+    ``pool`` uniformly sampled rows join the curator's pool first."""
     gaussian = isinstance(params, GaussianParams)
     curator = Curator(
         size=size,
@@ -168,8 +195,9 @@ def run_private(
         sensitivity=sensitivity,
         seed_set=seed_set,
         rng=rng,
+        target_count=target_count,
     )
-    timings = _run_rounds(owners, consumer, curator, size, transport)
+    timings = _run_rounds(owners, consumer, curator, size, transport, pool)
     acc = (
         params.accounting(n_features, sensitivity)
         if isinstance(params, GaussianParams)
@@ -187,11 +215,11 @@ def run_private(
         "sketch_error_l2": np.array(curator.sketch_errors_l2),
         "shrink_factor": np.array(curator.shrink_factors),
         "target_sketch_error": curator.target_sketch_error,
+        "pool_uniform": curator.pool_uniform,
     }
     extra: dict[str, Any] = {"sketch": "gaussian" if gaussian else "mwem"}
     if isinstance(params, GaussianParams):
-        extra["summary_sigmas"] = list(params.summary_sigmas)
-        extra["lattice_step"] = curator._gauss.step
+        extra.update(summary_sigmas=list(params.summary_sigmas), lattice_step=curator._gauss.step)
     return _result(
         "private",
         len(owners),
@@ -280,11 +308,7 @@ def run_uniform(
     """Uniform sampling: ⌊p/K⌋ rows from each owner (the remainder to random owners with rows to spare)."""
     t0 = time.perf_counter()
     src = as_source(rng)
-    sizes = np.array([o.n_points for o in owners])
-    take = np.minimum(size // len(owners), sizes)
-    while take.sum() < size:
-        spare = np.flatnonzero(take < sizes)
-        take[spare[src.permutation(spare.size)[: min(spare.size, size - take.sum())]]] += 1
+    take = uniform_allocation(owners, size, src)
     curator = Curator(size=size, n_features=1, gamma=gamma, feature_seed=0, sketch="exact")
     for o, k in zip(owners, take, strict=False):
         rows = src.permutation(o.n_points)[:k]
@@ -302,6 +326,50 @@ def run_uniform(
         params={"per_owner": take.tolist()},
     )
     res.privacy = {"target": _zero(), "owners": _zero()}
+    res.timings = {"total": time.perf_counter() - t0}
+    return res
+
+
+def run_pool(
+    owners,
+    consumer,
+    *,
+    size,
+    pool,
+    n_features,
+    gamma,
+    feature_seed,
+    seed_set=None,
+    rng: RNGLike = None,
+    transport: Callable = _identity,
+) -> SummaryResult:
+    """No sketch, no auction: the curator draws a uniform sample of ``pool`` ≥ ``size`` rows (data-independent)
+    and keeps the ``size`` its exact (RFF) greedy step prefers.  Owners see only data-independent requests and
+    nothing is released to them, so no party spends privacy budget; with ``pool == size`` this is uniform
+    sampling."""
+    t0 = time.perf_counter()
+    curator = Curator(
+        size=size, n_features=n_features, gamma=gamma, feature_seed=feature_seed, sketch="exact",
+        seed_set=seed_set, rng=rng,
+    )  # fmt: skip
+    curator.receive_target(transport(consumer.send_target()))
+    curator.setup()  # h1 and the exact target mean stay with the trusted curator: nothing is sent
+    _uniform_pool(owners, curator, max(int(pool), size), transport)
+    for _ in range(size):
+        curator.select()
+    consumer.receive(transport(curator.deliver()))
+    res = _result(
+        "uniform-pool",
+        len(owners),
+        consumer.summary,
+        consumer._target,
+        gamma,
+        {"target": _zero(), "owners": _zero()},
+        curator.accessed,
+        curator.accessed_target,
+        params={"sketch": None, "pool": curator.pool_uniform, "n_features": n_features, "gamma": gamma},
+        rounds={"pool_uniform": curator.pool_uniform, "pool_size": np.array(curator.pool_sizes)},
+    )
     res.timings = {"total": time.perf_counter() - t0}
     return res
 

@@ -35,11 +35,12 @@ from typing import Any
 
 import numpy as np
 
+from privstats.central import add_count_noise
 from privstats.privacy.randomness import RNGLike, as_source
 from privstats.summarization.auction import PrivateAuction
 from privstats.summarization.budget import PrivateParams
 from privstats.summarization.features import RandomFourierFeatures
-from privstats.summarization.gaussian import GaussianParams, release_rounds, shrink
+from privstats.summarization.gaussian import GaussianParams, noisy_count, release_rounds, shrink
 from privstats.summarization.messages import (
     Bid,
     FetchRequest,
@@ -100,6 +101,7 @@ class DataOwner:
         self._feedback = bool(msg.own_feedback)
         self._target_sketch = np.asarray(msg.target_sketch, dtype=np.float64)
         self._sent_sum = np.zeros(msg.n_features)
+        self._n_fed = 0  # rows sent on a bid (the uniform pool rows are not assumed selected)
 
     def _product(self, g: np.ndarray) -> np.ndarray:
         """H @ g, updated on the coordinates that changed (MWEM changes few per round)."""
@@ -123,7 +125,7 @@ class DataOwner:
         s = int(msg.summary_size)
         g = np.asarray(msg.summary_sketch, dtype=np.float64)
         if self._feedback and s:
-            g = _with_own_rows(g, self._sent_sum, int(self._sent.sum()), self._target_sketch, s)
+            g = _with_own_rows(g, self._sent_sum, self._n_fed, self._target_sketch, s)
         scores = self._base - (s / (s + 1.0)) * self._product(g) - self._self / (2.0 * (s + 1))
         scores[self._sent] = -np.inf
         row = int(np.argmax(scores))
@@ -139,7 +141,9 @@ class DataOwner:
         if self._sent[row]:
             raise ProtocolError(f"owner {self.owner_id}: point already sent")
         self._sent[row] = True
-        self._sent_sum += self._H[row]
+        if self._H is not None:
+            self._sent_sum += self._H[row]
+            self._n_fed += 1
         return PointTransfer(self.owner_id, req.round, req.handle, row, self._data[row].copy())
 
     def send_rows(self, rows, round: int) -> list[PointTransfer]:
@@ -194,6 +198,7 @@ class Curator:
         seed_set=None,
         rng: RNGLike = None,
         verify: bool = True,
+        target_count: int | None = None,
     ):
         if sketch not in ("gaussian", "mwem", "exact"):
             raise ValueError(f"sketch must be 'gaussian', 'mwem' or 'exact', got {sketch!r}")
@@ -211,6 +216,7 @@ class Curator:
         self._src = as_source(rng)
         self.verify = verify
         self._seed = None if seed_set is None else np.asarray(seed_set, dtype=np.float64)
+        self._target_count = None if target_count is None else int(target_count)
         eps_auc = params.epsilon_auc if params is not None else math.inf
         tau = params.tau if params is not None and math.isfinite(eps_auc) else None
         self.auction = PrivateAuction(eps_auc, tau, rng=self._src)
@@ -228,11 +234,32 @@ class Curator:
         self.sketch_errors: list[float] = []  # ‖g_ℓ − exact mean‖_∞ per round
         self.sketch_errors_l2: list[float] = []  # ‖g_ℓ − exact mean‖₂ per round
         self.shrink_factors: list[float] = []  # James–Stein λ per Gaussian release
+        self._bids: dict = {}
+        self.pool_uniform = 0  # rows of the data-independent uniform sample in the pool
 
     # ---------------------------------------------------------------- setup
     def receive_target(self, msg: TargetData) -> None:
         self._target = np.asarray(msg.points, dtype=np.float64)
         self.accessed_target = self._target.shape[0]
+
+    def noisy_target_size(self) -> int:
+        """The target size the sketch divides by: exact under replace-one (public), else the released
+        ``max(1, m + noise)`` (given as ``target_count``, or drawn here from the params' count noise)."""
+        m = self._target.shape[0]
+        if self.sketch == "exact" or self.sensitivity == 2:
+            return m
+        if self._target_count is None:
+            if isinstance(self.params, GaussianParams) and self.params.count_sigma is not None:
+                self._target_count = noisy_count(m, self.params.count_sigma, rng=self._src)
+            elif isinstance(self.params, PrivateParams) and self.params.epsilon_count is not None:
+                noise = add_count_noise(np.zeros(1, np.int64), self.params.epsilon_count, rng=self._src)
+                self._target_count = max(1, m + int(noise[0]))
+            else:
+                raise ValueError(
+                    "add/remove neighbours (sensitivity=1) need a noisy target size: params.count_sigma "
+                    "(GaussianParams) or params.epsilon_count (PrivateParams), or target_count"
+                )
+        return self._target_count
 
     def setup(self) -> Setup:
         """Build h1, sketch the target (g̃, computed once) and open the summary's sketch state."""
@@ -240,6 +267,7 @@ class Curator:
         self.h1 = RandomFourierFeatures(n_inputs, self.n_features, self.gamma, self.feature_seed)
         b = self.h1.bound
         Hv = self.h1.transform(self._target)
+        m_released = self.noisy_target_size()
         if self.sketch == "exact":
             self.target_sketch = Hv.mean(0)
             self._releases = {}
@@ -247,7 +275,7 @@ class Curator:
             t0 = time.perf_counter()
             self._gauss = self.params.sketch(self.n_features, self.sensitivity)
             U = self._gauss.encode(Hv, rng=self._src).sum(0)
-            self.target_sketch = self._gauss.release(U, self.params.target_sigma, rng=self._src) / Hv.shape[0]
+            self.target_sketch = self._gauss.release(U, self.params.target_sigma, rng=self._src) / m_released
             self._releases = {
                 r: i for i, r in enumerate(release_rounds(self.size, self.params.release_every))
             }
@@ -257,7 +285,7 @@ class Curator:
             U = quantize(Hv, b, self.grid, rng=self._src).sum(0)
             state = MWEMSketch(self.n_features, self.grid, self.sensitivity)
             self.target_sketch = b * state.release(
-                U, Hv.shape[0], self.params.t_init, self.params.epsilon_target_iter, rng=self._src
+                U, m_released, self.params.t_init, self.params.epsilon_target_iter, rng=self._src
             )
             self._releases = {}
             self.mwem_seconds += time.perf_counter() - t0
@@ -350,25 +378,38 @@ class Curator:
         self._bids = {(b.owner, b.handle): b.value for b in bids if b.value is not None}
         return self.auction.requests(bids, self.round)
 
-    def receive_points(self, transfers: list[PointTransfer]) -> None:
+    def _check_bid(self, t: PointTransfer, h: np.ndarray) -> None:
+        """The owner's bid of this round must be the score of the point it sent."""
+        bid = self._bids.get((t.owner, t.handle)) if t.round == self.round else None
+        if self.verify and bid is not None:
+            g = self._g
+            if self.pool_greedy and self._s:
+                sent_sum, n_sent = self._owner_sent.get(t.owner, (0.0, 0))
+                g = _with_own_rows(g, sent_sum, n_sent, self.target_sketch, self._s)
+            check = float(_score(h, self.target_sketch, g, self._s))
+            if abs(check - bid) > 1e-8 * (1.0 + abs(bid)):
+                raise ProtocolError(f"owner {t.owner}: bid {bid} does not match its point ({check})")
+
+    def receive_uniform(self, transfers: list[PointTransfer]) -> None:
+        """Add a data-independent uniform sample of rows to the pool (requested before round 1).
+
+        The rows were chosen without looking at any data, so the request tells an owner nothing;
+        the curator's exact greedy step may select them like fetched rows."""
+        self.pool_uniform += len(transfers)
+        self.receive_points(transfers, bid_rows=False)
+
+    def receive_points(self, transfers: list[PointTransfer], bid_rows: bool = True) -> None:
         """Add fetched points to the pool, verifying this round's bids against the raw points."""
         if not transfers:
             return
         H = self.h1.transform(np.stack([t.point for t in transfers]))
         for t, h in zip(transfers, H, strict=False):
             self.accessed += 1
-            bid = self._bids.get((t.owner, t.handle)) if t.round == self.round else None
-            if self.verify and bid is not None:
-                g = self._g
-                if self.pool_greedy and self._s:
-                    sent_sum, n_sent = self._owner_sent.get(t.owner, (0.0, 0))
-                    g = _with_own_rows(g, sent_sum, n_sent, self.target_sketch, self._s)
-                check = float(_score(h, self.target_sketch, g, self._s))
-                if abs(check - bid) > 1e-8 * (1.0 + abs(bid)):
-                    raise ProtocolError(f"owner {t.owner}: bid {bid} does not match its point ({check})")
+            if bid_rows:
+                self._check_bid(t, h)
+                total, count = self._owner_sent.get(t.owner, (np.zeros(self.n_features), 0))
+                self._owner_sent[t.owner] = (total + h, count + 1)
             self._pool.append(t)
-            total, count = self._owner_sent.get(t.owner, (np.zeros(self.n_features), 0))
-            self._owner_sent[t.owner] = (total + h, count + 1)
         n_old, n_new = self._n_rows, self._n_rows + H.shape[0]
         if n_new > self._pool_H.shape[0]:  # grow the buffers geometrically
             cap = max(2 * self._pool_H.shape[0], n_new, 64)
@@ -386,7 +427,8 @@ class Curator:
             raise ProtocolError("empty pool: no owner has points left")
         s = self._s
         n = self._n_rows
-        g = (self._sum_h / s if s else np.zeros(self.n_features)) if self.pool_greedy else self._g
+        exact = self.pool_greedy or self.sketch == "exact"  # (exact: the broadcast is the exact mean)
+        g = (self._sum_h / s if s else np.zeros(self.n_features)) if exact else self._g
         scores = (
             self._pool_base[:n]
             - (s / (s + 1.0)) * (self._pool_H[:n] @ g)
