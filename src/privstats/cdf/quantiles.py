@@ -79,7 +79,7 @@ class OutputGrid:
     release is one of these points, whatever the data: no low-order bit depends on the data.
 
     >>> g = OutputGrid((0.0, 2.0))
-    >>> g.bits, float(g.points(1)), g.count_le(np.array([0.0, 1.0]))[1] == 2**31 + 1
+    >>> g.bits, float(g.points(1)), int(g.count_le(np.array([0.0, 1.0]))[1]) == 2**31 + 1
     (32, 4.656612873077393e-10, True)
     """
 
