@@ -59,12 +59,14 @@ def arrived_guarantee(
     delta_of_eps: Callable[[float], float],
     *,
     cap: float | None = None,
+    stacklevel: int = 3,
 ) -> tuple[ApproxDP, dict]:
     """(guarantee, details) for ``n_arrived`` users of a protocol planned at (ε, δ) for ``n_planned``.
 
     ``delta_of_eps(ε)`` is the protocol's valid upper bound on δ(ε) at n_arrived users; ``cap`` the
     local ε0 of its randomizer (None: not locally private).  At n_arrived >= n_planned (or 0 users:
     nobody's data is in the output) the planned guarantee stands and details are empty.
+    ``stacklevel`` points the warning at the caller of the protocol's ``estimate``.
     """
     planned = ApproxDP(epsilon, delta)
     if n_arrived >= n_planned or n_arrived <= 0:
@@ -87,7 +89,7 @@ def arrived_guarantee(
         f"{n_arrived} users arrived, {n_planned} were planned: the guarantee is recomputed for "
         f"{n_arrived} users ({guarantee}), weaker than the planned ({planned})",
         WeakerGuaranteeWarning,
-        stacklevel=3,
+        stacklevel=stacklevel,
     )
     return guarantee, {
         "guarantee_weaker_than_planned": True,

@@ -452,7 +452,7 @@ class HadamardMultiMessage:
                 self.k, eps / self.k
             )
 
-        return arrived_guarantee(self.epsilon, self.delta, self.n, users, delta_of_eps)
+        return arrived_guarantee(self.epsilon, self.delta, self.n, users, delta_of_eps, stacklevel=4)
 
     def variance(self, true_counts) -> np.ndarray:
         """Exact Var(x̂_j) = (N − x_j) 2^−τ/(1 − 2^−τ), N = n(k + ρ)."""

@@ -139,6 +139,7 @@ class _ShuffleBase:
             int(n_arrived),
             lambda e: self._delta_at(e, int(n_arrived)),
             cap=e0,
+            stacklevel=4,
         )
 
 
