@@ -275,7 +275,7 @@ class HadamardMultiMessage:
         items = np.atleast_1d(np.asarray(items))
         sets = np.full((1, self.k), -1, dtype=np.int64)
         if items.size > self.k:
-            raise ValueError(f"a user holds at most k={self.k} items, got {items.size}")
+            raise ValueError(f"items: a user holds at most k={self.k} items, this set has more")
         sets[0, : items.size] = items
         return self.encode_batch(sets, rng)
 
