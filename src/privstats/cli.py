@@ -348,8 +348,8 @@ def _numeric(values: np.ndarray, option: str, name: str) -> np.ndarray:
         return values.astype(float)
     if values.dtype.kind == "b":
         return values.astype(float)
-    bad = next((v for v in values if not _is_float(v)), None)
-    raise CLIError(f"{option}: column {name!r} must be numeric, found {bad!r}")
+    bad = sum(not _is_float(v) for v in values)  # counted, never printed: a cell is data
+    raise CLIError(f"{option}: column {name!r} must be numeric, {bad} entries are not numbers")
 
 
 def _is_float(v) -> bool:
@@ -368,7 +368,7 @@ def _labels(values: np.ndarray, name: str) -> np.ndarray:
             return np.array([mapping[v] for v in lowered])
         raise CLIError(
             f"--label: column {name!r} must hold two classes coded 0/1, -1/1 or true/false, "
-            f"got {sorted(set(lowered))[:5]}"
+            f"{sum(v not in mapping for v in lowered)} entries are not"
         )
     return values
 
@@ -421,7 +421,9 @@ def _estimate(args) -> int:
             index = {c: i for i, c in enumerate(categories)}
             unknown = sorted({v for v in values if v not in index})
             if unknown:
-                raise CLIError(f"--categories: column {col!r} has values not in the list: {unknown[:5]}")
+                raise CLIError(
+                    f"--categories: column {col!r}: {sum(v not in index for v in values)} entries not in the list"
+                )
             values = np.array([index[v] for v in values], dtype=np.int64)
             domain = len(categories)
         else:

@@ -297,10 +297,9 @@ def as_float_array(
         raise ValueError(f"{name} contains {bad}")
     if bounds is not None and arr.size:
         lo, hi = bounds
-        if arr.min() < lo or arr.max() > hi:
-            raise ValueError(
-                f"{name} has values outside bounds [{lo}, {hi}]: min {arr.min()}, max {arr.max()}"
-            )
+        outside = int(np.count_nonzero((arr < lo) | (arr > hi)))
+        if outside:
+            raise ValueError(f"{name}: {outside} {_values(outside)} outside bounds [{lo}, {hi}]")
     return arr
 
 
@@ -322,14 +321,24 @@ def as_domain_values(
             raise ValueError(f"{name} must be integers in [0, {domain_size}), got non-integer values")
     elif raw.dtype.kind not in "iub":
         raise TypeError(f"{name} must contain integers in [0, {domain_size}), got dtype {raw.dtype}")
-    if raw.dtype.kind == "u" and raw.size and raw.max() > np.iinfo(np.int64).max:  # would wrap to negative
-        raise ValueError(f"{name} must be in [0, {domain_size}), got values up to {raw.max()}")
-    if raw.dtype.kind == "f" and raw.size and np.abs(raw).max() >= 2.0**63:
-        raise ValueError(f"{name} must be in [0, {domain_size}), got values in [{raw.min()}, {raw.max()}]")
+    if raw.dtype.kind == "u":  # values above int64 would wrap to negative
+        _refuse_outside(name, raw > np.iinfo(np.int64).max, domain_size)
+    if raw.dtype.kind == "f":
+        _refuse_outside(name, np.abs(raw) >= 2.0**63, domain_size)
     arr = raw.astype(np.int64)
-    if arr.size and (arr.min() < 0 or arr.max() >= domain_size):
-        raise ValueError(f"{name} must be in [0, {domain_size}), got values in [{arr.min()}, {arr.max()}]")
+    _refuse_outside(name, (arr < 0) | (arr >= domain_size), domain_size)
     return arr
+
+
+def _values(count: int) -> str:
+    return "value" if count == 1 else "values"
+
+
+def _refuse_outside(name: str, outside: np.ndarray, domain_size: int) -> None:
+    """ValueError naming the argument and COUNTING the entries outside [0, domain_size) (never their values)."""
+    bad = int(np.count_nonzero(outside))
+    if bad:
+        raise ValueError(f"{name} must be in [0, {domain_size}): {bad} {_values(bad)} outside")
 
 
 def as_binary_labels(y: Any, name: str = "y_true") -> np.ndarray:
@@ -343,12 +352,13 @@ def as_binary_labels(y: Any, name: str = "y_true") -> np.ndarray:
     if arr.dtype.kind == "f" and np.isnan(arr).any():
         raise ValueError(f"{name} contains NaN")
     classes = np.unique(arr)
+    # the messages count classes and never print them: a label value is data
     if classes.size != 2:
         raise ValueError(
-            f"{name} must contain exactly two classes (both present), got {classes.tolist()[:5]}"
+            f"{name} must contain exactly two classes (both present), got {classes.size} distinct values"
         )
     if set(classes.tolist()) not in ({0, 1}, {-1, 1}, {False, True}):
-        raise ValueError(f"{name} classes must be {{0, 1}}, {{-1, 1}} or booleans, got {classes.tolist()}")
+        raise ValueError(f"{name} classes must be {{0, 1}}, {{-1, 1}} or booleans")
     return arr == classes[1]
 
 

@@ -215,7 +215,7 @@ ERRORS = [
     (
         ["frequencies", "--column", "city", "--categories", "paris,lyon", "--epsilon", "1"],
         "--categories",
-        "nice",
+        "entries not in the list",  # counted: the unlisted value ('nice') is data and is not printed
     ),
     (["frequencies", "--column", "item", "--epsilon", "1"], "--domain-size", "domain size"),
     (["frequencies", "--column", "income", "--domain-size", "8", "--epsilon", "1"], "--column", "integers"),

@@ -138,7 +138,7 @@ def test_hosmer_lemeshow_at_large_epsilon_equals_direct_computation():
 
 def test_bad_input_gets_clear_errors():
     x = np.array([0.1, 0.5, 0.9])
-    with pytest.raises(ValueError, match="x has values outside bounds"):
+    with pytest.raises(ValueError, match="x: 1 value outside bounds"):
         privstats.ecdf([0.1, 1.5], epsilon=1.0, bounds=(0, 1))
     with pytest.raises(ValueError, match="x contains NaN"):
         privstats.ecdf([0.1, np.nan], epsilon=1.0, bounds=(0, 1))
@@ -156,7 +156,7 @@ def test_bad_input_gets_clear_errors():
         privstats.roc_curve([1, 1, 1], [0.2, 0.3, 0.4], epsilon=1.0)
     with pytest.raises(ValueError, match="q must be probabilities"):
         privstats.quantiles(x, [1.5], epsilon=1.0, bounds=(0, 1))
-    with pytest.raises(ValueError, match="y_prob has values outside"):
+    with pytest.raises(ValueError, match="y_prob: 1 value outside"):
         privstats.hosmer_lemeshow([0, 1, 1], [0.2, 1.3, 0.5], epsilon=1.0)
     before = x.copy()
     privstats.ecdf(x, epsilon=1.0, bounds=(0, 1), grid=8, rng=0)

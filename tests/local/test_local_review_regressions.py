@@ -127,9 +127,7 @@ def test_oue_wide_domain_aggregate_equals_unpacked_sums():
 
 def test_values_that_would_wrap_in_int64_are_rejected_clearly():
     oracle = GRR(16, 1.0)
-    with pytest.raises(
-        ValueError, match=r"values must be in \[0, 16\), got values up to 9223372036854775813"
-    ):
+    with pytest.raises(ValueError, match=r"values must be in \[0, 16\): 1 value outside$"):
         oracle.encode_batch(np.array([2**63 + 5], dtype=np.uint64))
     with pytest.raises(ValueError, match="values must be in"):
         oracle.simulate([1e300], rng=0)

@@ -1,24 +1,20 @@
 """Private quantiles: from a released ECDF (Algorithm 1), the exponential mechanism
 (Smith 2011) and the joint exponential mechanism (Gillenwater, Joseph, Kulesza 2021).
 
-The exponential mechanisms sort the data once, clamp it to the public bounds and
-sample an interval between consecutive order statistics (weight = length ×
-exp(ε·utility / (2Δ))), then a uniform point in it.  Sampling uses the given random
-source (CSPRNG by default).
+The exponential mechanisms release a point of a public grid (:class:`OutputGrid`: 2^32 equal
+cells of the bounds, fewer only when the bounds' float spacing is coarser), never a float computed
+from the data: a float ``left + u·(right − left)`` between two data points would carry the interval
+in its low-order bits (a distinguisher fired on 10% of releases of a pure 1-DP median).  They sort
+the data once, count exactly how many grid points have each rank (``#{x < g} = i``), and sample a
+rank with weight count_i × β^(−utility/Δ) — β <= e^(ε/2) rational — then a uniform grid point of
+that rank.
 
-With ``rng=None`` the single-quantile mechanism (``exponential`` / ``independent``) samples
-exactly (:func:`exact_exponential_interval`: integer target rank, rational base β <= e^(ε/2),
-exact rejection with integer arithmetic on the OS CSPRNG).  The joint mechanism and seeded
-simulations use the floating-point sampler below.
-
-Floating-point choices (documented, not an exact sampler): log-weights
-log(length) − ε|i − qn|/(2Δ) are computed in float64 and exponentiated after
-subtracting their maximum; the interval is drawn by inverse CDF on the cumulative sum
-with a 53-bit uniform from the random source; the output point is
-left + u·(right − left).  Each probability is off by a relative error of order
-n·2^-52 (about 2e-11 for n = 10^5), far below e^ε − 1, but an adversary who can read
-float64 rounding patterns is not excluded by a proof here.  The tree quantiles
-(``method="tree"``) use only exact integer noise and are the option for that threat model.
+The single-quantile mechanism (``exponential`` / ``independent``) samples exactly
+(:func:`exact_exponential_counts`: integer target rank, exact rejection with integer arithmetic on
+the random source: the OS CSPRNG with ``rng=None``).  The joint mechanism computes its weights in
+float64 (relative error bounded and paid for by a smaller ε, :data:`JOINT_WEIGHT_ERROR`) and draws
+each index exactly from them (:func:`_sample_float_weights`), the grid points of a rank exactly
+uniformly.  The tree quantiles (``method="tree"``) invert a released ECDF on its own public grid.
 
 >>> import numpy as np
 >>> x = np.random.default_rng(0).uniform(0, 1, 10_000)
@@ -37,6 +33,9 @@ import numpy as np
 from privstats.privacy.randomness import RNGLike, as_source
 
 __all__ = [
+    "OUTPUT_GRID_BITS",
+    "OutputGrid",
+    "exact_exponential_counts",
     "exact_exponential_interval",
     "exponential_quantile",
     "independent_exponential_quantiles",
@@ -67,10 +66,68 @@ def inverse_ecdf(thresholds: np.ndarray, values: np.ndarray, p) -> np.ndarray:
     return thresholds[b]
 
 
-def _intervals(sorted_x: np.ndarray, bounds) -> tuple[np.ndarray, np.ndarray]:
-    lo, hi = bounds
-    z = np.concatenate([[lo], np.clip(sorted_x, lo, hi), [hi]])
-    return z[:-1], z[1:]
+#: the exponential mechanisms release a point of 2^OUTPUT_GRID_BITS equal cells of the bounds
+OUTPUT_GRID_BITS = 32
+
+
+class OutputGrid:
+    """The public output grid of the exponential-mechanism quantiles: g_k = min(lo + k·step, hi),
+    k = 0..2^bits, step = (hi − lo)·2^−bits, computed in float64 from the bounds only.
+
+    ``bits`` is :data:`OUTPUT_GRID_BITS` (cells of 2.3e-10 of the width) unless the bounds' float
+    spacing is coarser (cells at least 8 ulps wide, so the points are distinct floats).  Every
+    release is one of these points, whatever the data: no low-order bit depends on the data.
+
+    >>> g = OutputGrid((0.0, 2.0))
+    >>> g.bits, float(g.points(1)), int(g.count_le(np.array([0.0, 1.0]))[1]) == 2**31 + 1
+    (32, 4.656612873077393e-10, True)
+    """
+
+    def __init__(self, bounds):
+        self.lo, self.hi = float(bounds[0]), float(bounds[1])
+        ulp = float(np.spacing(max(abs(self.lo), abs(self.hi))))
+        room = math.floor(math.log2(self.hi - self.lo) - math.log2(8 * ulp))
+        self.bits = int(max(1, min(OUTPUT_GRID_BITS, room)))
+        self.cells = 1 << self.bits
+        self.step = math.ldexp(self.hi - self.lo, -self.bits)
+
+    @property
+    def params(self) -> dict:
+        """What the Estimate states about the grid (public: a function of the bounds)."""
+        return {
+            "output_grid_cells": self.cells,
+            "output_grid": f"2^{self.bits} equal cells of the bounds (spacing {self.step:.3g})",
+        }
+
+    def points(self, k) -> np.ndarray:
+        """The grid points of indices ``k`` (non-decreasing in k: every float operation is monotone)."""
+        return np.minimum(self.lo + np.asarray(k, dtype=np.float64) * self.step, self.hi)
+
+    def count_le(self, x: np.ndarray) -> np.ndarray:
+        """#{k : g_k <= x} for each x, exactly (a guess from the spacing, then a vectorized bisection)."""
+        x = np.asarray(x, dtype=np.float64)
+        top = self.cells + 1
+        with np.errstate(invalid="ignore", over="ignore"):
+            guess = np.nan_to_num(np.floor((x - self.lo) / self.step), nan=0.0, posinf=top, neginf=0.0)
+        guess = np.clip(guess, 0, top).astype(np.int64)
+        a, b = (
+            np.clip(guess - 2, 0, top),
+            np.clip(guess + 3, 0, top),
+        )  # answer in [a, b] if the guess is close
+        a = np.where((a > 0) & (self.points(np.maximum(a - 1, 0)) > x), 0, a)
+        b = np.where((b < top) & (self.points(np.minimum(b, self.cells)) <= x), top, b)
+        while np.any(a < b):
+            mid = (a + b) // 2
+            below = self.points(np.minimum(mid, self.cells)) <= x  # g_mid <= x: the answer is > mid
+            a, b = np.where(below & (a < b), mid + 1, a), np.where(below | (a >= b), b, mid)
+        return a
+
+    def rank_counts(self, sorted_x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(edges, counts): the grid points with exactly i data points below them are the indices
+        edges[i] .. edges[i] + counts[i] − 1 (i = 0..n; counts are exact integers summing to 2^bits + 1)."""
+        kappa = self.count_le(np.clip(sorted_x, self.lo, self.hi))
+        edges = np.concatenate([[0], kappa, [self.cells + 1]]).astype(np.int64)
+        return edges[:-1], np.diff(edges)
 
 
 def _logsumexp_rows(a: np.ndarray) -> np.ndarray:
@@ -78,12 +135,6 @@ def _logsumexp_rows(a: np.ndarray) -> np.ndarray:
     safe = np.where(np.isfinite(mx), mx, 0.0)
     with np.errstate(divide="ignore"):
         return np.log(np.exp(a - safe).sum(axis=0)) + safe
-
-
-def _sample_log(logw: np.ndarray, u: float) -> int:
-    w = np.exp(logw - logw.max())
-    c = np.cumsum(w)
-    return int(min(np.searchsorted(c, u * c[-1], side="right"), w.size - 1))
 
 
 def exponential_quantile(
@@ -95,7 +146,7 @@ def exponential_quantile(
     rng: RNGLike = None,
     neighbours: str = "replace",
 ) -> float:
-    """Smith's exponential mechanism for one quantile: utility -|i - qn|, sensitivity 1."""
+    """Smith's exponential mechanism for one quantile on the public grid: utility −|rank − qn|, sensitivity 1."""
     return float(
         independent_exponential_quantiles(
             sorted_x, [q], epsilon=epsilon, bounds=bounds, rng=rng, neighbours=neighbours
@@ -106,26 +157,22 @@ def exponential_quantile(
 def independent_exponential_quantiles(
     sorted_x: np.ndarray, qs, *, epsilon: float, bounds, rng: RNGLike = None, neighbours: str = "replace"
 ) -> np.ndarray:
-    """One exponential mechanism per quantile with ε/m each (diffprivlib's approach), sorting once."""
+    """One exponential mechanism per quantile with ε/m each (diffprivlib's approach), sorting once.
+
+    Each output is a point g of the public :class:`OutputGrid`, drawn with probability
+    ∝ β^(−|#{x < g} − floor(qn)|) (β <= e^(ε/2m) rational) by :func:`exact_exponential_counts`
+    (integer arithmetic on the random source: the OS CSPRNG, or a seeded one for simulations).
+    """
     src = as_source(rng)
     qs = np.asarray(qs, dtype=np.float64)
-    left, right = _intervals(sorted_x, bounds)
-    with np.errstate(divide="ignore"):
-        loglen = np.log(right - left)
-    n = sorted_x.size
-    i = np.arange(n + 1)
+    grid = OutputGrid(bounds)
+    edges, counts = grid.rank_counts(np.asarray(sorted_x, dtype=np.float64))
     eps_each = epsilon / qs.size
-    out = np.empty(qs.size)
-    if rng is None:  # real data: exact sampler on the OS CSPRNG
-        for k, q in enumerate(qs):
-            j = exact_exponential_interval(left, right, q, eps_each, src)
-            out[k] = left[j] + float(src.random()) * (right[j] - left[j])
-        return out
-    for k, q in enumerate(qs):
-        logw = loglen - eps_each / 2.0 * np.abs(i - q * n)
-        j = _sample_log(logw, float(src.random()))
-        out[k] = left[j] + float(src.random()) * (right[j] - left[j])
-    return out
+    k = np.empty(qs.size, dtype=np.int64)
+    for j, q in enumerate(qs):
+        i = exact_exponential_counts(counts, float(q), eps_each, src)
+        k[j] = int(edges[i]) + _randbelow(int(counts[i]), src)
+    return grid.points(k)
 
 
 def _randbelow(high: int, src) -> int:
@@ -148,38 +195,65 @@ def _base_below_exp(eta: float) -> Fraction:
 
 
 def exact_exponential_interval(left: np.ndarray, right: np.ndarray, q: float, epsilon: float, src) -> int:
-    """Exact exponential mechanism over intervals (index = number of points below).
+    """Exact exponential mechanism over intervals (index = number of points below), weight = length.
 
-    Interval j has weight len_j · β^(−|j − t|), t = floor(q n) (sensitivity 1 under replace-one
-    and add/remove), β a rational <= e^(ε/2), lengths the exact dyadic differences of the float
-    endpoints.  Sampling is exact rejection with integer arithmetic only: proposal ∝ integer
-    upper bounds U_j >= len_j 2^(S − k_j) (k_j <= |j − t| log2 β), acceptance probability
-    len_j 2^S β^(−|j − t|) / U_j >= about 1/2 as an exact rational Bernoulli.
+    Interval j has weight len_j · β^(−|j − t|), lengths the exact dyadic differences of the float
+    endpoints (see :func:`_exact_rank_sample`).
 
     >>> from privstats.privacy.randomness import as_source
     >>> l, r = np.array([0.0, 1.0, 2.0]), np.array([1.0, 2.0, 3.0])
     >>> 0 <= exact_exponential_interval(l, r, 0.5, 1.0, as_source(0)) < 3
     True
     """
-    n = left.size - 1
+
+    def length(j: int) -> Fraction:
+        return Fraction(float(right[j])) - Fraction(float(left[j]))
+
+    return _exact_rank_sample(right - left, length, q, epsilon, src)
+
+
+def exact_exponential_counts(counts: np.ndarray, q: float, epsilon: float, src) -> int:
+    """Exact exponential mechanism over ranks i = 0..n with integer weights counts_i · β^(−|i − t|).
+
+    ``counts[i]`` is the number of public grid points with exactly i data points below them.
+
+    >>> from privstats.privacy.randomness import as_source
+    >>> exact_exponential_counts(np.array([0, 5, 0]), 0.5, 1.0, as_source(0))
+    1
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    if counts.size and int(counts.max()) >= 1 << 53:
+        raise ValueError("counts must be below 2^53")
+    return _exact_rank_sample(counts.astype(np.float64), lambda j: int(counts[j]), q, epsilon, src)
+
+
+def _exact_rank_sample(lens: np.ndarray, length_of, q: float, epsilon: float, src) -> int:
+    """Index j drawn exactly ∝ length_j · β^(−|j − t|), t = floor(q n), n = lens.size − 1.
+
+    Sensitivity 1 under replace-one and add/remove; β a rational <= e^(ε/2).  ``lens`` are the
+    lengths as floats (exact dyadic values), ``length_of(j)`` the exact one.  Sampling is exact
+    rejection with integer arithmetic only: proposal ∝ integer upper bounds U_j >= len_j 2^(S − k_j)
+    (k_j <= |j − t| log2 β), acceptance probability len_j 2^S β^(−|j − t|) / U_j >= about 1/2 as an
+    exact rational Bernoulli.
+    """
+    n = lens.size - 1
     t = math.floor(Fraction(float(q)) * n)
     beta = _base_below_exp(epsilon / 2.0)
-    u = np.abs(np.arange(left.size, dtype=np.int64) - t)
+    u = np.abs(np.arange(lens.size, dtype=np.int64) - t)
     log2b = math.log2(float(beta))
     k = np.maximum(np.floor(u * log2b * (1 - 1e-9) - 1e-9), 0).astype(np.int64)
-    lens = right - left
     with np.errstate(divide="ignore"):
         top = np.max(np.where(lens > 0, np.log2(np.where(lens > 0, lens, 1.0)) - k, -np.inf))
     if not np.isfinite(top):
-        return int(_randbelow(left.size, src))  # every interval has length 0: any index
-    S = min(40, 61 - (left.size + 1).bit_length()) - math.ceil(top)  # sum of U fits in int64
+        return int(_randbelow(lens.size, src))  # every interval has length 0: any index
+    S = min(40, 61 - (lens.size + 1).bit_length()) - math.ceil(top)  # sum of U fits in int64
     w = np.ldexp(lens, (S - k).astype(np.int64))
     U = np.ceil(w).astype(np.int64) + 1  # >= exact len_j 2^(S - k_j) (float error < 2^-13)
     cum = np.cumsum(U)
     total = int(cum[-1])
     while True:
         j = int(np.searchsorted(cum, _randbelow(total, src), side="right"))
-        length = Fraction(float(right[j])) - Fraction(float(left[j]))
+        length = Fraction(length_of(j))
         if length == 0:
             continue
         uj = int(u[j])
@@ -298,8 +372,9 @@ def joint_exponential_quantiles(
     Utility -sum_j |#(points between o_{j-1} and o_j) - (q_j - q_{j-1}) n|.  The
     normaliser and sampler come from a forward recursion over quantiles and
     intervals (:func:`_log_gap_convolution`, O(m n log n), sums of positive terms only, so every
-    weight keeps a small relative error), with the volume of k outputs sharing one interval,
-    len^k / k!, carried by a repeat counter.  Each backward step draws its index exactly from the
+    weight keeps a small relative error), with the number of ways k outputs share the c public grid
+    points of one rank, C(c + k − 1, k), carried by a repeat counter.  The outputs are points of
+    the public :class:`OutputGrid`.  Each backward step draws its index exactly from the
     computed weights (:func:`_sample_float_weights`, integer arithmetic on the source's bits);
     the weights' relative error (< :data:`JOINT_WEIGHT_ERROR`, far above the ~1e-9 measured at
     n = 5·10^4) is paid for by running at ε − 8 m · JOINT_WEIGHT_ERROR.
@@ -308,10 +383,11 @@ def joint_exponential_quantiles(
     qs = np.asarray(qs, dtype=np.float64)
     m = qs.size
     n = sorted_x.size
-    left, right = _intervals(sorted_x, bounds)
+    grid = OutputGrid(bounds)
+    edges, counts = grid.rank_counts(np.asarray(sorted_x, dtype=np.float64))
     with np.errstate(divide="ignore"):
-        loglen = np.log(right - left)
-    K = n + 1  # intervals, index = #points below
+        logc = np.log(counts.astype(np.float64))
+    K = n + 1  # ranks, index = #points below
     eps_run = epsilon - 8 * m * JOINT_WEIGHT_ERROR  # pays for the float weights' relative error
     if eps_run <= 0:
         raise ValueError(f"epsilon={epsilon} is too small for the joint mechanism; use method='independent'")
@@ -323,18 +399,20 @@ def joint_exponential_quantiles(
         return -scale * np.abs(gaps - targets[j])
 
     # alpha[j][k, i]: mass of quantiles 0..j with quantile j in interval i, preceded by k in the same interval
-    alpha = [(logphi(0) + loglen)[None, :]]  # alpha[j] has rows k = 0..j
+    alpha = [(logphi(0) + logc)[None, :]]  # alpha[j] has rows k = 0..j
     for j in range(1, m):
         prev = alpha[-1]
         total_prev = _logsumexp_rows(prev)
         lp = logphi(j)
         aj = np.empty((j + 1, K))
-        aj[0] = loglen + _log_gap_convolution(total_prev, scale, float(targets[j]))
+        aj[0] = logc + _log_gap_convolution(total_prev, scale, float(targets[j]))
         aj[0, 0] = -np.inf
-        aj[1:] = prev + (lp[0] + loglen)[None, :] - np.log(np.arange(2, j + 2))[:, None]
+        # r + 1 outputs among the c grid points of one rank: C(c + r, r + 1) multisets, (c + r)/(r + 1) times r's
+        r = np.arange(1, j + 1)[:, None]
+        aj[1:] = prev + lp[0] + np.log(counts[None, :] + r) - np.log(r + 1)
         alpha.append(aj)
 
-    out = np.empty(m)
+    out = np.empty(m, dtype=np.int64)
     j, last = m - 1, K - 1
     tail = logphi(m)[::-1]  # gap from interval i to the end: n - i points
     logw = alpha[j] + tail[None, :]
@@ -345,9 +423,18 @@ def joint_exponential_quantiles(
             logw = alpha[j][:, :last] + lp[last - np.arange(last)][None, :]
         flat = _sample_float_weights(logw.ravel(), src)
         k, i = divmod(flat, logw.shape[1])
-        pts = left[i] + src.random(k + 1) * (right[i] - left[i])
-        out[j - k : j + 1] = np.sort(np.atleast_1d(pts))
+        out[j - k : j + 1] = edges[i] + _uniform_multiset(int(counts[i]), k + 1, src)
         j -= k + 1
         last = i
         first = False
-    return out
+    return grid.points(out)
+
+
+def _uniform_multiset(c: int, size: int, src) -> np.ndarray:
+    """A uniformly random non-decreasing ``size``-tuple of {0..c−1}, exactly: a uniform ``size``-subset of
+    {0..c+size−2} (Floyd's algorithm), sorted, minus 0..size−1 (stars and bars)."""
+    chosen: set[int] = set()
+    for top in range(c - 1, c + size - 1):
+        v = _randbelow(top + 1, src)
+        chosen.add(top if v in chosen else v)
+    return np.array(sorted(chosen), dtype=np.int64) - np.arange(size)

@@ -30,7 +30,8 @@ from privstats.estimate import Estimate
 from privstats.local.base import CountState
 from privstats.privacy.guarantees import ApproxDP
 from privstats.privacy.randomness import RNGLike, as_generator, as_source
-from privstats.shuffle.calibrate import countmin_gamma
+from privstats.shuffle.arrived import arrived_guarantee
+from privstats.shuffle.calibrate import countmin_delta, countmin_gamma
 from privstats.validation import (
     as_domain_values,
     check_delta,
@@ -248,52 +249,87 @@ class CountMinMultiMessage:
             pick[dup] = g.integers(0, cells, size=int(dup.sum()))
         return np.concatenate([self.hashes(values).ravel(), pick]).astype(np.uint64)
 
-    def min_noise_moments(self) -> tuple[float, float]:
+    def min_noise_moments(self, users: int | None = None) -> tuple[float, float]:
         """Mean and variance of the minimum of τ i.i.d. Bin(n, γ) cell noises (exact, from the survival function).
 
         The ``"min"`` estimator subtracts this mean (not γn: the minimum of τ cells sits about
         σ√(2 ln τ) below it), so it is unbiased for an item none of whose cells takes hash
         collisions (a collision only adds to a cell); its standard error is this standard deviation.
         """
-        if getattr(self, "_min_moments", None) is None:
-            mu, sd = self.n * self.gamma, math.sqrt(self.n * self.gamma * (1 - self.gamma))
-            k = np.arange(0, min(self.n, int(mu + 40 * sd + 40)) + 1)
-            tail = stats.binom.sf(k, self.n, self.gamma) ** self.tau  # P(min > k)
+        n = self.n if users is None else int(users)  # each cell's noise is Bin(users, γ)
+        cache = self.__dict__.setdefault("_min_moments", {})
+        if n not in cache:
+            mu, sd = n * self.gamma, math.sqrt(n * self.gamma * (1 - self.gamma))
+            k = np.arange(0, min(n, int(mu + 40 * sd + 40)) + 1)
+            tail = stats.binom.sf(k, n, self.gamma) ** self.tau  # P(min > k)
             m1 = float(tail.sum())
             m2 = float(((2 * k + 1) * tail).sum())
-            self._min_moments = (m1, max(m2 - m1 * m1, 0.0))
-        return self._min_moments
+            cache[n] = (m1, max(m2 - m1 * m1, 0.0))
+        return cache[n]
 
     # ---- analyst ------------------------------------------------------------------------------------------------
-    def query(self, state: CountState, items) -> np.ndarray:
-        """Count estimates for ``items`` (O(τ) each)."""
+    def query(self, state: CountState, items, users: int | None = None) -> np.ndarray:
+        """Count estimates for ``items`` (O(τ) each) from the reports of ``users`` users (default n)."""
+        n = self.n if users is None else int(users)
         table = state.counts
         c = table[self.hashes(np.asarray(items))].astype(np.float64)
         if self.estimator == "min":
-            return c.min(axis=1) - self.min_noise_moments()[0]
-        return (c.mean(axis=1) - self.gamma * self.n - self.n / self.buckets) / (1 - 1 / self.buckets)
+            return c.min(axis=1) - self.min_noise_moments(n)[0]
+        return (c.mean(axis=1) - self.gamma * n - n / self.buckets) / (1 - 1 / self.buckets)
 
-    def estimate(self, state: CountState) -> Estimate:
+    def users_from_messages(self, messages: int) -> tuple[int, int]:
+        """(estimate, lower bound) of the users behind ``messages`` messages: each sends τ real ones and
+        Bin(τb, γ) blanket ones.  A count within 7 standard deviations of n users' is taken as n (the
+        messages cannot tell fewer apart); below that, the smallest m whose mean + 7 sd reaches the
+        count (fewer than the users who came, except with probability < 1e-11)."""
+        per_user = self.tau * (1 + self.buckets * self.gamma)
+        var_user = self.tau * self.buckets * self.gamma * (1 - self.gamma)
+        if messages >= self.n * per_user - 7 * math.sqrt(self.n * var_user):
+            return self.n, self.n
+        # smallest m with m·per_user + 7 sqrt(m var_user) >= messages: a quadratic in sqrt(m)
+        r = (-7 * math.sqrt(var_user) + math.sqrt(49 * var_user + 4 * per_user * messages)) / (2 * per_user)
+        low = max(0, math.floor(r * r))
+        while low > 0 and (low - 1) * per_user + 7 * math.sqrt((low - 1) * var_user) >= messages:
+            low -= 1
+        while low * per_user + 7 * math.sqrt(low * var_user) < messages:
+            low += 1
+        return min(self.n, round(messages / per_user)), min(self.n, low)
+
+    def estimate(self, state: CountState, users: int | None = None) -> Estimate:
+        """Counts of the B items.  ``users``: how many users' reports the state holds (default: from the
+        message count, :meth:`users_from_messages`); the guarantee is recomputed for fewer than n."""
         if not isinstance(state, CountState) or state.protocol != self.name or state.params != self.params:
             raise ValueError(f"state must be a CountState of {self.name} with parameters {self.params}")
-        value = self.query(state, np.arange(self.domain_size))
-        noise_var = self.n * self.gamma * (1 - self.gamma)
+        if users is None:
+            users, low = self.users_from_messages(int(state.n))
+        else:
+            users = low = check_positive_int(users, "users", minimum=0)
+            if users * self.tau > state.n:
+                raise ValueError(
+                    f"users: {users} users send at least {users * self.tau} messages, the state has fewer"
+                )
+        value = self.query(state, np.arange(self.domain_size), users)
+        noise_var = users * self.gamma * (1 - self.gamma)
         se = (
             math.sqrt(noise_var / self.tau) / (1 - 1 / self.buckets)
             if self.estimator == "mean"
-            else math.sqrt(self.min_noise_moments()[1])
+            else math.sqrt(self.min_noise_moments(users)[1])
+        )
+        guarantee, arrived = arrived_guarantee(
+            self.epsilon, self.delta, self.n, low, lambda e: countmin_delta(e, low, self.gamma, self.tau)
         )
         return Estimate(
             value=value,
             stderr=np.full(self.domain_size, se),
-            guarantee=self.guarantee,
+            guarantee=guarantee,
             model="shuffle",
             protocol=self.name,
             params={**self.params, "estimator": self.estimator},
-            n=self.n,
+            n=users,
             messages_per_user=self.messages_per_user,
             bits_per_user=self.bits_per_user,
             details={
+                **arrived,
                 "accounting": self.accounting,
                 "stderr_note": "noise only; hash collisions add (sum of other counts^2)/b per row",
             },

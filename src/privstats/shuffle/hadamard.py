@@ -33,7 +33,8 @@ from privstats.estimate import Estimate
 from privstats.local.base import CountState
 from privstats.privacy.guarantees import ApproxDP
 from privstats.privacy.randomness import RNGLike, as_generator, as_source
-from privstats.shuffle.calibrate import hadamard_blanket
+from privstats.shuffle.arrived import arrived_guarantee
+from privstats.shuffle.calibrate import group_delta_factor, hadamard_blanket, hadamard_swap_delta
 from privstats.validation import (
     as_domain_values,
     check_delta,
@@ -274,7 +275,7 @@ class HadamardMultiMessage:
         items = np.atleast_1d(np.asarray(items))
         sets = np.full((1, self.k), -1, dtype=np.int64)
         if items.size > self.k:
-            raise ValueError(f"a user holds at most k={self.k} items, got {items.size}")
+            raise ValueError(f"items: a user holds at most k={self.k} items, this set has more")
         sets[0, : items.size] = items
         return self.encode_batch(sets, rng)
 
@@ -427,18 +428,31 @@ class HadamardMultiMessage:
         c = state.counts.astype(np.float64)
         value = (c - state.n * p) / (1 - p)
         var = np.maximum(state.n - np.clip(value, 0, state.n), 0) * p / (1 - p)
+        users = state.n // self.messages_per_user  # every user sends exactly k + ρ messages
+        guarantee, arrived = self.arrived_guarantee(users)
         return Estimate(
             value=value,
             stderr=np.sqrt(var),
-            guarantee=self.guarantee,
+            guarantee=guarantee,
             model="shuffle",
             protocol=self.name,
             params=self.params,
-            n=self.n,
+            n=users,
             messages_per_user=self.messages_per_user,
             bits_per_user=self.bits_per_user,
-            details={"accounting": self.accounting, "paper_bits_per_message": self.tau * self.m},
+            details={"accounting": self.accounting, "paper_bits_per_message": self.tau * self.m, **arrived},
         )
+
+    def arrived_guarantee(self, users: int) -> tuple[ApproxDP, dict]:
+        """The guarantee for the ``users`` who sent their k + ρ messages: the exact swap accountant
+        with their users·ρ blanket tuples and group privacy over k swaps, when fewer than n came."""
+
+        def delta_of_eps(eps: float) -> float:
+            return hadamard_swap_delta(eps / self.k, users * self.rho, self.tau) * group_delta_factor(
+                self.k, eps / self.k
+            )
+
+        return arrived_guarantee(self.epsilon, self.delta, self.n, users, delta_of_eps, stacklevel=4)
 
     def variance(self, true_counts) -> np.ndarray:
         """Exact Var(x̂_j) = (N − x_j) 2^−τ/(1 − 2^−τ), N = n(k + ρ)."""

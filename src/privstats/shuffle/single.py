@@ -35,6 +35,7 @@ from privstats.privacy.amplification import krr_blanket_delta, local_epsilon_for
 from privstats.privacy.guarantees import ApproxDP
 from privstats.privacy.randomness import RNGLike, as_generator, as_source, dyadic_threshold
 from privstats.privacy.variation_ratio import shuffled_epsilon_lower
+from privstats.shuffle.arrived import arrived_guarantee
 from privstats.validation import (
     as_domain_values,
     check_delta,
@@ -124,6 +125,23 @@ class _ShuffleBase:
         if not isinstance(state, CountState) or state.protocol != self.name or state.params != self.params:
             raise ValueError(f"state must be a CountState of {self.name} with parameters {self.params}")
 
+    def _delta_at(self, eps: float, n: int) -> float:
+        raise NotImplementedError
+
+    def arrived_guarantee(self, n_arrived: int) -> tuple[ApproxDP, dict]:
+        """The guarantee for the ``n_arrived`` reports that came (:func:`~privstats.shuffle.arrived.arrived_guarantee`:
+        recomputed with this protocol's accountant, at most the local ε0, when fewer than n came)."""
+        e0 = float(self.params["epsilon0"])
+        return arrived_guarantee(
+            self.epsilon,
+            self.delta,
+            self.n,
+            int(n_arrived),
+            lambda e: self._delta_at(e, int(n_arrived)),
+            cap=e0,
+            stacklevel=4,
+        )
+
 
 class ShuffledKRR(_ShuffleBase):
     """Shuffled k-ary randomized response with blanket calibration."""
@@ -185,20 +203,24 @@ class ShuffledKRR(_ShuffleBase):
     def variance(self, true_counts) -> np.ndarray:
         return self.local.variance(self.n, true_counts)
 
+    def _delta_at(self, eps: float, n: int) -> float:
+        return krr_exact_delta(eps, self.gamma, self.domain_size, n)
+
     def estimate(self, state: CountState) -> Estimate:
         self._check_state(state)
         est = self.local.estimate(CountState(self.local.name, self.local.params, state.n, state.counts))
+        guarantee, arrived = self.arrived_guarantee(state.n)
         return Estimate(
             value=est.value,
             stderr=est.stderr,
-            guarantee=self.guarantee,
+            guarantee=guarantee,
             model="shuffle",
             protocol=self.name,
             params={**self.params, "calibration": self.calibration},
             n=state.n,
             messages_per_user=1,
             bits_per_user=self.bits_per_user,
-            details={"epsilon_lower_bound": self.epsilon_lower_bound},
+            details={"epsilon_lower_bound": self.epsilon_lower_bound, **arrived},
         )
 
 
@@ -279,19 +301,23 @@ class ShuffledRAPPOR(_ShuffleBase):
         v = self.n * self.p * (1 - self.p) / (1 - 2 * self.p) ** 2
         return v if true_counts is None else np.full(np.shape(true_counts), v)
 
+    def _delta_at(self, eps: float, n: int) -> float:
+        return tightest_delta(eps, self.epsilon0, n, "rappor", self.domain_size)
+
     def estimate(self, state: CountState) -> Estimate:
         self._check_state(state)
+        guarantee, arrived = self.arrived_guarantee(state.n)
         value = (state.counts - state.n * self.p) / (1 - 2 * self.p)
         se = math.sqrt(state.n * self.p * (1 - self.p)) / (1 - 2 * self.p)
         return Estimate(
             value=value,
             stderr=np.full(self.domain_size, se),
-            guarantee=self.guarantee,
+            guarantee=guarantee,
             model="shuffle",
             protocol=self.name,
             params={**self.params, "accountant": self.method},
             n=state.n,
             messages_per_user=1,
             bits_per_user=self.bits_per_user,
-            details={"epsilon_lower_bound": self.epsilon_lower_bound},
+            details={"epsilon_lower_bound": self.epsilon_lower_bound, **arrived},
         )

@@ -24,21 +24,25 @@ import numpy as np
 
 from privstats.estimate import Estimate
 from privstats.local.base import CountState
-from privstats.privacy.guarantees import ApproxDP
 from privstats.privacy.randomness import RNGLike, as_generator, as_source
+from privstats.shuffle.arrived import arrived_guarantee
 from privstats.shuffle.calibrate import countmin_delta
 from privstats.validation import as_float_array, check_choice, check_delta, check_epsilon, check_positive_int
 
 __all__ = ["ShuffledSum"]
 
 
+def _sum_delta(epsilon: float, trials: int, gamma: float) -> float:
+    """δ(ε) of the count of ones: one cell moved by +1 or by −1, the worse direction."""
+    return max(
+        countmin_delta(epsilon, trials, gamma, 1, up_only=True),
+        countmin_delta(epsilon, trials, gamma, 1, down_only=True),
+    )
+
+
 def _sum_gamma(trials: int, epsilon: float, delta: float) -> float:
     def dlt(gamma: float) -> float:
-        # one cell moved by +1 or by −1: take the worse direction
-        return max(
-            countmin_delta(epsilon, trials, gamma, 1, up_only=True),
-            countmin_delta(epsilon, trials, gamma, 1, down_only=True),
-        )
+        return _sum_delta(epsilon, trials, gamma)
 
     if dlt(0.5) > delta:
         raise ValueError(
@@ -145,10 +149,15 @@ class ShuffledSum:
         if self.inputs == "unit" and users:
             s = min(max(value, 0.0), float(users))
             var += s * (1 - s / users)  # Σ x(1−x) ≤ S(1 − S/n) (Cauchy–Schwarz), plug-in S
+        # the blanket is users·s bits: for fewer users than planned the guarantee is recomputed (or refused)
+        trials = users * self.blanket
+        guarantee, arrived = arrived_guarantee(
+            self.epsilon, self.delta, self.n, users, lambda e: _sum_delta(e, trials, self.gamma)
+        )
         return Estimate(
             value=value,
             stderr=math.sqrt(var),
-            guarantee=ApproxDP(self.epsilon, self.delta),
+            guarantee=guarantee,
             model="shuffle",
             protocol=self.name,
             params=self.params,
@@ -158,6 +167,7 @@ class ShuffledSum:
             details={
                 "stderr_note": "blanket noise only"
                 if self.inputs == "bits"
-                else "blanket noise plus the rounding bound S(1 - S/n) at the estimated S"
+                else "blanket noise plus the rounding bound S(1 - S/n) at the estimated S",
+                **arrived,
             },
         )

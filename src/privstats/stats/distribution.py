@@ -23,7 +23,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import stats
 
-from privstats.cdf.quantiles import independent_exponential_quantiles, joint_exponential_quantiles
+from privstats.cdf.quantiles import OutputGrid, independent_exponential_quantiles, joint_exponential_quantiles
 from privstats.cdf.result import PrivateECDF
 from privstats.cdf.smoothing import SMOOTHING_METHODS, smooth
 from privstats.cdf.tree import choose_mechanism, grid_histogram, uniform_grid
@@ -495,7 +495,7 @@ def quantiles(
                 "exponential": "exponential",
                 "independent": "independent-exponential",
             }[chosen],
-            {},
+            OutputGrid(bounds).params,  # every release is a point of this public grid
         )
         if ci_fraction > 0:
             params.update(ci_fraction=ci_fraction, interval="central ECDF band")

@@ -130,8 +130,8 @@ def _codes(values, domain) -> tuple[np.ndarray, int]:
         raise ValueError("values must not be empty")
     try:
         return np.fromiter((index[v] for v in raw), dtype=np.int64, count=len(raw)), d
-    except KeyError as e:
-        raise ValueError(f"values contains {e.args[0]!r}, which is not in domain") from None
+    except KeyError:
+        raise ValueError(f"values: {sum(v not in index for v in raw)} entries not in domain") from None
 
 
 def _worst_se(proto) -> float:
