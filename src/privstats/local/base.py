@@ -92,7 +92,7 @@ class CountState:
             raise ValueError(f"data is truncated: expected {header['size']} counts, got {len(body) // 8}")
         counts = np.frombuffer(body, dtype="<i8").astype(np.int64)
         if counts.size and counts.min() < 0:
-            raise ValueError(f"data has a corrupted CountState: negative counts (min {counts.min()})")
+            raise ValueError(f"data has a corrupted CountState: {int((counts < 0).sum())} negative counts")
         return cls(header["protocol"], header["params"], int(header["n"]), counts)
 
     def __eq__(self, other: object) -> bool:

@@ -88,7 +88,7 @@ class ClientShare:
 def encode_client(cell: int, n_cells: int, n_servers: int, rng: RNGLike = None) -> list[ClientShare]:
     """Shares of the one-hot vector e_cell (length n_cells) for each server."""
     if not 0 <= cell < n_cells:
-        raise ValueError(f"cell must be in [0, {n_cells}), got {cell}")
+        raise ValueError(f"cell must be in [0, {n_cells})")
     seeds = [new_seed(rng) for _ in range(n_servers - 1)]
     last = np.zeros(n_cells, dtype=np.uint64)
     last[cell] = 1
