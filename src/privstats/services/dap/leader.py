@@ -18,6 +18,7 @@ import contextlib
 import logging
 import threading
 import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from privstats.services.dap.codec import (
@@ -52,11 +53,13 @@ class Driver:
         lease_seconds: int = 30,
         interval: float = 0.2,
         max_delay: float = 1.0,
+        workers: int = 2,
     ):
         import httpx
 
         self.ctx, self.job_size, self.lease, self.interval = ctx, job_size, lease_seconds, interval
-        self.max_delay = float(max_delay)
+        self.max_delay, self.workers = float(max_delay), max(1, int(workers))
+        self.pool = ThreadPoolExecutor(self.workers, thread_name_prefix="dap-leader-job")
         self.client = httpx.Client(timeout=60.0)  # keep-alive: one connection reused for every job
         self.stop_event, self.wake = threading.Event(), threading.Event()
         self.thread: threading.Thread | None = None
@@ -77,6 +80,7 @@ class Driver:
         self.wake.set()
         if self.thread is not None:
             self.thread.join(timeout=120)
+        self.pool.shutdown(wait=True)
         self.client.close()
 
     def _run(self) -> None:
@@ -107,15 +111,33 @@ class Driver:
             self.last_flush = time.monotonic()
         self.pending = 0
         busy = self.ctx.store.create_jobs(self.job_size, min_size=1 if flush else self.job_size) > 0
-        while not self.stop_event.is_set():
-            job = self.ctx.store.acquire_job(self.lease)
-            if job is None:
-                break
-            self.run_job(job)
-            busy = True
+        busy = self._run_jobs() or busy
         for cj in collections:
             busy = advance_collection(self.ctx, self.client, cj) or busy
         return busy
+
+    def _run_jobs(self) -> bool:
+        """Run every job whose lease is free, ``workers`` at a time: the leader prepares one job
+        while the helper answers another.  Re-raises the first failure once all have ended."""
+        running: list[Future] = []
+        ran = False
+        try:
+            while not self.stop_event.is_set():
+                job = self.ctx.store.acquire_job(self.lease)
+                if job is None:
+                    break
+                running.append(self.pool.submit(self.run_job, job))
+                ran = True
+                if len(running) >= self.workers:
+                    done, _ = wait(running, return_when=FIRST_COMPLETED)
+                    running = [f for f in running if f not in done]
+                    for f in done:
+                        f.result()
+        finally:
+            wait(running)
+        for f in running:
+            f.result()
+        return ran
 
     def helper_headers(self, content_type: str) -> dict:
         return {"Authorization": f"Bearer {self.ctx.secrets.token('forward')}", "Content-Type": content_type}
@@ -205,7 +227,7 @@ def _leader_finish(vdaf: Any, state: Any, pr: PrepareResp) -> Any:
 def create_leader_app(task, secrets, storage, *, drive: bool = True, **options: Any):
     """The leader's FastAPI app (``drive=False``: no background driver, for tests that step it)."""
     ctx = build_context("leader", task, secrets, storage)
-    keys = ("job_size", "lease_seconds", "max_delay")
+    keys = ("job_size", "lease_seconds", "max_delay", "workers")
     driver = Driver(ctx, **{k: v for k, v in options.items() if k in keys})
 
     @contextlib.asynccontextmanager
