@@ -53,8 +53,11 @@ def add_parser(subparsers: Any) -> None:
         "--lease-seconds", type=int, default=30, help="an unfinished job is retried after this (leader)"
     )
     serve.add_argument(
-        "--job-workers", type=int, default=2, help="aggregation jobs run at once (leader; 2 overlaps "
-        "the leader's preparation of one job with the helper's of another)"
+        "--job-workers",
+        type=int,
+        default=1,
+        help="aggregation jobs run at once (leader; 2 overlaps "
+        "the leader's preparation of one job with the helper's of another)",
     )
     up = sub.add_parser("upload", help="upload values (one report each)")
     up.add_argument("--task", required=True)

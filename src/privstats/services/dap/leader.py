@@ -1,15 +1,17 @@
 """The DAP-09 leader: uploads, aggregation jobs it drives against the helper, collection jobs.
 
-Routes: ``GET /hpke_config``, ``PUT /tasks/{task-id}/reports`` (201 after commit),
+Routes: ``GET /hpke_config``, ``PUT /tasks/{task-id}/reports`` (201 after commit; served by
+:mod:`privstats.services.dap.upload` ahead of FastAPI's stack),
 ``PUT|POST|DELETE /tasks/{task-id}/collection_jobs/{job-id}`` (collector token), ``/healthz``.
 
 A driver thread (started with the app, stopped on shutdown) loops: group unassigned reports into
-aggregation jobs, run each leased job against the helper (one round: Prio3 is a one-round VDAF, so
-the helper answers ``finish`` and the leader completes preparation on its side), commit the outcome
-(report states + bucket sums + job state in one transaction), then advance collection jobs.  A job
-whose leader died mid-flight is retried after its lease expires; the helper answers a retried job
-from its database, so nothing is counted twice.  See :mod:`privstats.services.dap.collect_jobs` for
-the collection side.
+aggregation jobs of ``job_size`` (a smaller job only every ``max_delay`` seconds or while a
+collection is open), run each leased job against the helper (one round: Prio3 is a one-round VDAF,
+so the helper answers ``finish`` and the leader completes preparation on its side; one keep-alive
+connection to the helper), commit the outcome (report states + bucket sums + job state in one
+transaction), then advance collection jobs.  A job whose leader died mid-flight is retried after its
+lease expires; the helper answers a retried job from its database, so nothing is counted twice.  See
+:mod:`privstats.services.dap.collect_jobs` for the collection side.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ class Driver:
         lease_seconds: int = 30,
         interval: float = 0.2,
         max_delay: float = 1.0,
-        workers: int = 2,
+        workers: int = 1,
     ):
         import httpx
 
@@ -107,10 +109,12 @@ class Driver:
 
         collections = self.ctx.store.open_collections()
         flush = flush or bool(collections)
-        if flush:
-            self.last_flush = time.monotonic()
-        self.pending = 0
-        busy = self.ctx.store.create_jobs(self.job_size, min_size=1 if flush else self.job_size) > 0
+        busy = False
+        if flush or self.pending >= self.job_size:
+            if flush:
+                self.last_flush = time.monotonic()
+            self.pending = 0
+            busy = self.ctx.store.create_jobs(self.job_size, min_size=1 if flush else self.job_size) > 0
         busy = self._run_jobs() or busy
         for cj in collections:
             busy = advance_collection(self.ctx, self.client, cj) or busy
