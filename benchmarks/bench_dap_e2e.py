@@ -46,7 +46,9 @@ def _start(role: str, task: Path, db: str, port: int) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "privstats", "dap", "serve", role, "--task", str(task), "--db", db]
     cmd += ["--host", "127.0.0.1", "--port", str(port)]
     if role == "leader":
-        cmd += ["--job-size", "512", "--job-workers", os.environ.get("BENCH_DAP_JOB_WORKERS", "1")]
+        cmd += ["--job-size", "512"]
+        if os.environ.get("BENCH_DAP_JOB_WORKERS"):  # jobs run at once by the leader (default 1)
+            cmd += ["--job-workers", os.environ["BENCH_DAP_JOB_WORKERS"]]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(300):
         try:

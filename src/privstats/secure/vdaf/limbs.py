@@ -16,6 +16,8 @@ Example:
 
 from __future__ import annotations
 
+from itertools import repeat
+
 import numpy as np
 
 from privstats.secure.vdaf.field import Field128
@@ -78,7 +80,7 @@ def all_in_range(data: bytes) -> bool:
 
 def from_ints(values: list[int]) -> np.ndarray:
     """(len, 8) limbs of Python ints in [0, p)."""
-    raw = b"".join(v.to_bytes(16, "little") for v in values)
+    raw = b"".join(map(int.to_bytes, values, repeat(16), repeat("little")))
     return decode(raw, len(values))
 
 
