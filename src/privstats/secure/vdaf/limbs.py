@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 from itertools import repeat
+from typing import Literal
 
 import numpy as np
 
@@ -78,9 +79,12 @@ def all_in_range(data: bytes) -> bool:
     return not bool(np.any((hi > _HI_P) | ((hi == _HI_P) & (words[:, 0] != 0))))
 
 
+_LITTLE: Literal["little"] = "little"
+
+
 def from_ints(values: list[int]) -> np.ndarray:
     """(len, 8) limbs of Python ints in [0, p)."""
-    raw = b"".join(map(int.to_bytes, values, repeat(16), repeat("little")))
+    raw = b"".join(map(int.to_bytes, values, repeat(16), repeat(_LITTLE)))
     return decode(raw, len(values))
 
 
