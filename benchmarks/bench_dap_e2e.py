@@ -1,15 +1,17 @@
-"""DAP-09 end to end through real processes: Prio3Histogram(length 1024) uploads, aggregation, collection.
+"""DAP-09 throughput, one table: Prio3Histogram(length 1024) from the client to the collection.
 
-    PYTHONPATH=src python benchmarks/bench_dap_e2e.py [--reports 2000] [--threads 8] [--db sqlite|URL]
+    PYTHONPATH=src python benchmarks/bench_dap_e2e.py [--reports 2000] [--connections 32] [--db sqlite|URL]
 
-Starts ``privstats dap serve leader`` and ``... helper`` on 127.0.0.1 (SQLite files in a temporary
-folder, or two databases at a PostgreSQL URL prefix), shards and seals ``--reports`` reports in
-process (privstats' client), uploads them from ``--threads`` threads (one ``PUT`` per report, as DAP
-clients do), then collects.  Prints wall-clock rates (uploads, aggregation after the last upload,
-end to end = reports / (first upload → collection done)) and each server's CPU seconds per report
-(from /proc), whose maximum bounds the pair's throughput when each has its own core; the floor is
-TurboSHAKE128 expanding one report's MEAS_LEN + PROOF_LEN field elements (``bench_dap.py``).
-The machine's load moves the wall-clock figures; the CPU figures and ratios are steadier.
+In one run: the floor (TurboSHAKE128 expanding one report's MEAS_LEN + PROOF_LEN Field128 elements,
+CPU time), the VDAF steps in process (``bench_dap.py``: client sharding, the leader's and the
+helper's preparation), then the deployment through real processes: ``privstats dap serve leader``
+and ``... helper`` on 127.0.0.1 (SQLite files in a temporary folder, or two databases at a
+PostgreSQL URL prefix); ``--reports`` reports sharded and sealed by privstats' client (CPU time per
+report), uploaded over ``--connections`` keep-alive connections (one ``PUT`` per report, as DAP
+clients do), aggregated by the leader's driver and the helper, collected.  Each server's CPU seconds
+per report come from /proc; their maximum bounds the pair's throughput when each has its own core.
+End to end = first upload to collection done, wall clock.  Every row is printed as µs/report,
+reports/s and × floor.  The machine's load moves the wall-clock rows; CPU rows and ratios are steadier.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -43,7 +44,11 @@ def _start(role: str, task: Path, db: str, port: int) -> subprocess.Popen:
     import httpx
 
     cmd = [sys.executable, "-m", "privstats", "dap", "serve", role, "--task", str(task), "--db", db]
-    cmd += ["--host", "127.0.0.1", "--port", str(port), "--job-size", "512"]
+    cmd += ["--host", "127.0.0.1", "--port", str(port)]
+    if role == "leader":
+        cmd += ["--job-size", "512"]
+        if os.environ.get("BENCH_DAP_JOB_WORKERS"):  # jobs run at once by the leader (default 1)
+            cmd += ["--job-workers", os.environ["BENCH_DAP_JOB_WORKERS"]]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(300):
         try:
@@ -55,13 +60,42 @@ def _start(role: str, task: Path, db: str, port: int) -> subprocess.Popen:
     raise RuntimeError(f"{role} did not start")
 
 
-def run(n: int, threads: int, db: str) -> dict[str, float]:
-    """One end-to-end run; returns the measured rates and CPU costs."""
-    import httpx
+async def _upload_all(port: int, path: str, bodies: list[bytes], conns: int) -> None:
+    """PUT every body over ``conns`` keep-alive HTTP/1.1 connections (one request in flight each).
+
+    A bare asyncio client with the requests' bytes built beforehand, so the load generator's own
+    CPU (which shares the machine's cores with the servers) stays small."""
+    import asyncio
+
+    from privstats.services.dap.codec import REPORT
+
+    todo = iter(bodies)
+    head = f"PUT {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: {REPORT}\r\nContent-Length: "
+
+    async def worker() -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        for body in todo:
+            writer.write(f"{head}{len(body)}\r\n\r\n".encode() + body)
+            lines = (await reader.readuntil(b"\r\n\r\n")).split(b"\r\n")
+            length = next(
+                (int(x.split(b":")[1]) for x in lines if x.lower().startswith(b"content-length:")), 0
+            )
+            answer = await reader.readexactly(length)
+            if lines[0].split(b" ")[1] != b"201":
+                raise RuntimeError(f"upload refused: {lines[0]!r} {answer[:200]!r}")
+        writer.close()
+        await writer.wait_closed()
+
+    await asyncio.gather(*(worker() for _ in range(conns)))
+
+
+def run(n: int, conns: int, db: str) -> dict[str, float]:
+    """One end-to-end run: seconds per report of the client, each server's CPU, uploads, end to end."""
+    import asyncio
+
     import numpy as np
 
     from privstats.services.dap.client import DapClient, collect
-    from privstats.services.dap.codec import REPORT
     from privstats.services.dap.task import new_dap_task
     from privstats.services.tasks import write_task
 
@@ -80,24 +114,12 @@ def run(n: int, threads: int, db: str) -> dict[str, float]:
         x = np.random.default_rng(0).beta(2, 5, size=n)
         tp = client.dap.time_precision
         now = int(time.time()) // tp * tp
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         bodies = [client.report(c, now).encode() for c in client.spec.cells(x)[:, 0].tolist()]
-        t_client = (time.perf_counter() - t0) / n
+        t_client = (time.process_time() - t0) / n
         cpu0 = {r: _cpu_seconds(p.pid) for r, p in procs.items()}
-        url = f"{urls['leader']}/tasks/{client.dap.task_id_b64}/reports"
-
-        def upload(part: list[bytes]) -> None:
-            with httpx.Client(timeout=60) as h:
-                for b in part:
-                    r = h.put(url, content=b, headers={"Content-Type": REPORT})
-                    assert r.status_code == 201, r.text
-
         start = time.perf_counter()
-        ths = [threading.Thread(target=upload, args=(bodies[i::threads],)) for i in range(threads)]
-        for th in ths:
-            th.start()
-        for th in ths:
-            th.join()
+        asyncio.run(_upload_all(ports["leader"], f"/tasks/{client.dap.task_id_b64}/reports", bodies, conns))
         uploaded = time.perf_counter()
         collect(path, timeout=3600)
         done = time.perf_counter()
@@ -107,33 +129,52 @@ def run(n: int, threads: int, db: str) -> dict[str, float]:
             p.terminate()
             p.wait(60)
     return {
-        "client shard+seal s/report": t_client,
-        "upload reports/s": n / (uploaded - start),
-        "aggregation after last upload s": done - uploaded,
-        "end to end reports/s": n / (done - start),
-        "leader CPU s/report": cpu["leader"],
-        "helper CPU s/report": cpu["helper"],
-        "pair CPU bound reports/s": 1 / max(cpu["leader"], cpu["helper"]),
+        "client": t_client,
+        "leader": cpu["leader"],
+        "helper": cpu["helper"],
+        "uploads": (uploaded - start) / n,
+        "e2e": (done - start) / n,
     }
+
+
+def table(vdaf: dict[str, float], e2e: dict[str, float]) -> list[tuple[str, float]]:
+    """The rows ``(what, seconds per report)`` of the one table, in print order."""
+    return [
+        ("client sharding (VDAF shard)", vdaf["client shard"]),
+        ("client report (shard + 2 HPKE seals)", e2e["client"]),
+        ("leader preparation (VDAF)", vdaf["leader prep_init"] + vdaf["aggregate"]),
+        (
+            "helper preparation (VDAF)",
+            vdaf["helper prep_init"] + vdaf["prep_shares_to_prep"] + vdaf["aggregate"],
+        ),
+        ("leader process CPU (all work)", e2e["leader"]),
+        ("helper process CPU (all work)", e2e["helper"]),
+        ("server pair CPU bound (core each)", max(e2e["leader"], e2e["helper"])),
+        ("uploads, wall clock", e2e["uploads"]),
+        ("end to end, wall clock", e2e["e2e"]),
+    ]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reports", type=int, default=2000)
-    ap.add_argument("--threads", type=int, default=8)
+    ap.add_argument("--vdaf-reports", type=int, default=200)
+    ap.add_argument("--connections", type=int, default=32)
     ap.add_argument("--db", default="sqlite", help="sqlite, or a postgresql+psycopg://... URL prefix")
     args = ap.parse_args()
-    from bench_dap import floor_per_report
+    from bench_dap import bench_vdaf
 
-    from privstats.secure.vdaf import Prio3Histogram
-
-    floor = floor_per_report(Prio3Histogram(1024, 32), 200)
-    res = run(args.reports, args.threads, args.db)
-    print(f"Prio3Histogram(1024, 32), {args.reports} reports, {args.threads} upload threads, {args.db}")
-    print(f"floor (TurboSHAKE128, one report's field elements): {floor * 1e6:.1f} us")
-    for k, v in res.items():
-        extra = f"  ({v / floor:.1f} x floor)" if k.endswith("s/report") else ""
-        print(f"{k:<34}{v:>12.4g}{extra}")
+    vdaf = bench_vdaf(args.vdaf_reports, 1024, 32)
+    e2e = run(args.reports, args.connections, args.db)
+    floor = vdaf["floor"]
+    print(
+        f"Prio3Histogram(1024, 32): {args.reports} reports through real processes ({args.db}, "
+        f"{args.connections} upload connections), {args.vdaf_reports} in process; load {os.getloadavg()[0]:.1f}"
+    )
+    print(f"floor: TurboSHAKE128 expanding one report's field elements, {floor * 1e6:.1f} us")
+    print(f"{'step':<38}{'us/report':>11}{'reports/s':>11}{'x floor':>9}")
+    for name, sec in table(vdaf, e2e):
+        print(f"{name:<38}{sec * 1e6:>11.1f}{1 / sec:>11.0f}{sec / floor:>9.1f}")
 
 
 if __name__ == "__main__":

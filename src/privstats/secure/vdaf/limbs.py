@@ -16,6 +16,9 @@ Example:
 
 from __future__ import annotations
 
+from itertools import repeat
+from typing import Literal
+
 import numpy as np
 
 from privstats.secure.vdaf.field import Field128
@@ -76,9 +79,12 @@ def all_in_range(data: bytes) -> bool:
     return not bool(np.any((hi > _HI_P) | ((hi == _HI_P) & (words[:, 0] != 0))))
 
 
+_LITTLE: Literal["little"] = "little"
+
+
 def from_ints(values: list[int]) -> np.ndarray:
     """(len, 8) limbs of Python ints in [0, p)."""
-    raw = b"".join(v.to_bytes(16, "little") for v in values)
+    raw = b"".join(map(int.to_bytes, values, repeat(16), repeat(_LITTLE)))
     return decode(raw, len(values))
 
 

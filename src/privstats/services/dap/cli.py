@@ -52,6 +52,13 @@ def add_parser(subparsers: Any) -> None:
     serve.add_argument(
         "--lease-seconds", type=int, default=30, help="an unfinished job is retried after this (leader)"
     )
+    serve.add_argument(
+        "--job-workers",
+        type=int,
+        default=1,
+        help="aggregation jobs run at once (leader; 2 overlaps "
+        "the leader's preparation of one job with the helper's of another)",
+    )
     up = sub.add_parser("upload", help="upload values (one report each)")
     up.add_argument("--task", required=True)
     up.add_argument("--values", required=True, help="text file, one number per line")
@@ -86,8 +93,9 @@ def _serve(args: argparse.Namespace) -> int:
         from privstats.services.dap.leader import create_leader_app
 
         app = create_leader_app(
-            task, secrets, storage, job_size=args.job_size, lease_seconds=args.lease_seconds
-        )
+            task, secrets, storage, job_size=args.job_size, lease_seconds=args.lease_seconds,
+            workers=args.job_workers,
+        )  # fmt: skip
     else:
         from privstats.services.dap.helper import create_helper_app
 

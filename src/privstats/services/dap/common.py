@@ -131,7 +131,23 @@ def build_context(role: str, task: Task, secrets: RoleSecrets, storage: Any) -> 
     vdaf = dap.vdaf()
     store = DapStore(storage, dap.task_id, role, int(vdaf.field.MODULUS))
     storage.ensure_budget(task.id_bytes, task.budget_value)
-    return RoleContext(role, dap, secrets, vdaf, store, storage)
+    ctx = RoleContext(role, dap, secrets, vdaf, store, storage)
+    _warm_up(ctx)
+    return ctx
+
+
+def _warm_up(ctx: RoleContext) -> None:
+    """Parse the HPKE key and build the VDAF's cached tables at start, not on the first reports."""
+    from privstats.secure.vdaf.batch import prep_init_batch
+
+    assert ctx.private_key_obj is not None
+    vdaf, agg_id = ctx.vdaf, 0 if ctx.role == "leader" else 1
+    nonce = bytes(vdaf.NONCE_SIZE)
+    try:
+        public, shares = vdaf.shard_encoded(0, nonce, bytes(vdaf.RAND_SIZE))
+    except Exception:  # a measurement 0 that this VDAF does not take: skip the warm-up
+        return
+    prep_init_batch(vdaf, bytes(vdaf.VERIFY_KEY_SIZE), agg_id, None, [nonce], [public], [shares[agg_id]])
 
 
 def request_hash(body: bytes) -> bytes:

@@ -74,7 +74,7 @@ def _open_one(ctx: RoleContext, init: PrepareInit, now: int) -> PrepareResp | tu
     aad = InputShareAad(dap.task_id, rs.metadata, rs.public_share).encode()
     try:
         plain = open_(
-            ctx.private_key, ctx.config, rs.encrypted_input_share, input_share_info(Role.HELPER), aad
+            ctx.private_key_obj, ctx.config, rs.encrypted_input_share, input_share_info(Role.HELPER), aad
         )
     except HPKEOpenError:
         return _reject(rid, PrepareError.HPKE_DECRYPT_ERROR)

@@ -17,7 +17,7 @@ b'hello'
 
 from __future__ import annotations
 
-import hashlib
+import functools
 import hmac
 import struct
 from typing import Any
@@ -36,13 +36,13 @@ class HPKEOpenError(ValueError):
 
 
 def _extract(salt: bytes, ikm: bytes) -> bytes:
-    return hmac.new(salt, ikm, hashlib.sha256).digest()
+    return hmac.digest(salt, ikm, "sha256")
 
 
 def _expand(prk: bytes, info: bytes, length: int) -> bytes:
     out, block, i = b"", b"", 1
     while len(out) < length:
-        block = hmac.new(prk, block + info + bytes([i]), hashlib.sha256).digest()
+        block = hmac.digest(prk, block + info + bytes([i]), "sha256")
         out += block
         i += 1
     return out[:length]
@@ -61,10 +61,16 @@ def _shared_secret(dh: bytes, enc: bytes, pk_r: bytes) -> bytes:
     return _labeled_expand(_KEM_SUITE, prk, b"shared_secret", enc + pk_r, 32)
 
 
-def _key_schedule(shared_secret: bytes, info: bytes) -> tuple[bytes, bytes]:
+@functools.lru_cache(maxsize=64)
+def _context(info: bytes) -> bytes:
+    """The base-mode key schedule context of ``info`` (the same for every message with that info)."""
     psk_id_hash = _labeled_extract(_HPKE_SUITE, b"", b"psk_id_hash", b"")
     info_hash = _labeled_extract(_HPKE_SUITE, b"", b"info_hash", info)
-    context = b"\x00" + psk_id_hash + info_hash
+    return b"\x00" + psk_id_hash + info_hash
+
+
+def _key_schedule(shared_secret: bytes, info: bytes) -> tuple[bytes, bytes]:
+    context = _context(bytes(info))
     secret = _labeled_extract(_HPKE_SUITE, shared_secret, b"secret", b"")
     key = _labeled_expand(_HPKE_SUITE, secret, b"key", context, 16)
     nonce = _labeled_expand(_HPKE_SUITE, secret, b"base_nonce", context, 12)

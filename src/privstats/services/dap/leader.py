@@ -1,165 +1,77 @@
 """The DAP-09 leader: uploads, aggregation jobs it drives against the helper, collection jobs.
 
-Routes: ``GET /hpke_config``, ``PUT /tasks/{task-id}/reports`` (201 after commit),
+Routes: ``GET /hpke_config``, ``PUT /tasks/{task-id}/reports`` (201 after commit; served by
+:mod:`privstats.services.dap.upload` ahead of FastAPI's stack),
 ``PUT|POST|DELETE /tasks/{task-id}/collection_jobs/{job-id}`` (collector token), ``/healthz``.
 
 A driver thread (started with the app, stopped on shutdown) loops: group unassigned reports into
-aggregation jobs, run each leased job against the helper (one round: Prio3 is a one-round VDAF, so
-the helper answers ``finish`` and the leader completes preparation on its side), commit the outcome
-(report states + bucket sums + job state in one transaction), then advance collection jobs.  A job
-whose leader died mid-flight is retried after its lease expires; the helper answers a retried job
-from its database, so nothing is counted twice.  See :mod:`privstats.services.dap.collect_jobs` for
-the collection side.
+aggregation jobs of ``job_size`` (a smaller job only every ``max_delay`` seconds or while a
+collection is open), run each leased job against the helper (one round: Prio3 is a one-round VDAF,
+so the helper answers ``finish`` and the leader completes preparation on its side; one keep-alive
+connection to the helper), commit the outcome (report states + bucket sums + job state in one
+transaction), then advance collection jobs.  A job whose leader died mid-flight is retried after its
+lease expires; the helper answers a retried job from its database, so nothing is counted twice.  See
+:mod:`privstats.services.dap.collect_jobs` for the collection side.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import threading
 import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
-
-from fastapi import Request
 
 from privstats.services.dap.codec import (
     AGG_JOB_INIT_REQ,
-    REPORT,
     AggregationJobInitReq,
     AggregationJobResp,
-    DecodeError,
     HpkeCiphertext,
-    InputShareAad,
     PingPong,
-    PlaintextInputShare,
     PrepareInit,
     PrepareResp,
-    Report,
     ReportMetadata,
     ReportShare,
-    Role,
-    input_share_info,
 )
-from privstats.services.dap.common import DapProblem, RoleContext, build_context, dap_app
-from privstats.services.dap.hpke import HPKEOpenError, open_
+from privstats.services.dap.common import RoleContext, build_context, dap_app
 from privstats.services.dap.store import report_checksum
 from privstats.services.dap.task import b64
+from privstats.services.dap.upload import GroupCommitter, UploadRoute, handle_upload
 
 __all__ = ["Driver", "create_leader_app", "handle_upload"]
 
 log = logging.getLogger("privstats.dap.leader")
 
 
-def handle_upload(ctx: RoleContext, body: bytes, now: int | None = None, committer: Any = None) -> Any:
-    """Validate, open the leader's share and store one report; ``"new"`` or ``"replay"`` (with a
-    ``committer``: a future of that, resolved once the group commit holding the report is done).
-
-    Raises :class:`DapProblem`: ``invalidMessage`` (does not parse, extensions),
-    ``outdatedConfig`` (unknown HPKE config id), ``reportTooEarly`` (time beyond now + skew),
-    ``reportRejected`` (too old, batch already collected, share does not open).
-    """
-    try:
-        rep = Report.decode(body)
-    except DecodeError as exc:
-        raise DapProblem(400, "invalidMessage", f"report: {exc}") from None
-    now = int(time.time()) if now is None else now
-    dap, t = ctx.dap, rep.metadata.time
-    if t > now + dap.tolerable_clock_skew:
-        raise DapProblem(400, "reportTooEarly", "report time is in the future")
-    if t < now - dap.report_expiry_age:
-        raise DapProblem(400, "reportRejected", "report time is older than the report expiry age")
-    if (
-        rep.leader_share.config_id != ctx.config.id
-        or rep.helper_share.config_id != dap.hpke_configs["helper"].id
-    ):
-        raise DapProblem(400, "outdatedConfig", "unknown HPKE config id; fetch /hpke_config again")
-    aad = InputShareAad(dap.task_id, rep.metadata, rep.public_share).encode()
-    try:
-        plain = open_(ctx.private_key_obj, ctx.config, rep.leader_share, input_share_info(Role.LEADER), aad)
-        share = PlaintextInputShare.decode(plain)
-    except (HPKEOpenError, DecodeError):
-        raise DapProblem(400, "reportRejected", "the leader's input share does not open") from None
-    if share.extensions:
-        raise DapProblem(400, "invalidMessage", "report extensions are not supported")
-    item = (rep.metadata.report_id, t, rep.public_share, share.payload, rep.helper_share.encode())
-    if committer is not None:
-        return committer.enqueue(item)
-    return _checked(ctx.store.put_report(*item))
-
-
-def _checked(outcome: str) -> str:
-    if outcome == "collected":
-        raise DapProblem(400, "reportRejected", "the report's batch has already been collected")
-    return outcome
-
-
-class GroupCommitter:
-    """Stores concurrent uploads in one transaction each round (one fsync for many reports).
-
-    Request threads call :meth:`submit` and block until the transaction holding their report has
-    committed, so an upload is still acknowledged only after its commit.
-    """
-
-    def __init__(self, store: Any, max_batch: int = 256):
-        import queue
-
-        self.store, self.max_batch = store, max_batch
-        self.queue: queue.Queue = queue.Queue()
-        self.thread = threading.Thread(target=self._run, name="dap-group-commit", daemon=True)
-        self.thread.start()
-
-    def enqueue(self, item: tuple) -> Any:
-        """A ``concurrent.futures.Future`` of the report's outcome, set after its transaction commits."""
-        from concurrent.futures import Future
-
-        fut: Future = Future()
-        self.queue.put((item, fut))
-        return fut
-
-    def close(self) -> None:
-        self.queue.put(None)
-        self.thread.join(timeout=120)
-
-    def _run(self) -> None:
-        import queue
-
-        while True:
-            first = self.queue.get()
-            if first is None:
-                return
-            batch = [first]
-            while len(batch) < self.max_batch:
-                try:
-                    nxt = self.queue.get_nowait()
-                except queue.Empty:
-                    break
-                if nxt is None:
-                    self.queue.put(None)
-                    break
-                batch.append(nxt)
-            try:
-                outcomes = self.store.put_reports([item for item, _ in batch])
-            except Exception as exc:
-                for _, fut in batch:
-                    fut.set_exception(exc)
-                continue
-            for (_, fut), outcome in zip(batch, outcomes, strict=True):
-                fut.set_result(outcome)
-
-
 class Driver:
     """The leader's background work: aggregation jobs, then collection jobs.  ``step()`` runs one pass."""
 
     def __init__(
-        self, ctx: RoleContext, *, job_size: int = 256, lease_seconds: int = 30, interval: float = 0.2
+        self,
+        ctx: RoleContext,
+        *,
+        job_size: int = 512,
+        lease_seconds: int = 30,
+        interval: float = 0.2,
+        max_delay: float = 1.0,
+        workers: int = 1,
     ):
         import httpx
 
         self.ctx, self.job_size, self.lease, self.interval = ctx, job_size, lease_seconds, interval
-        self.client = httpx.Client(timeout=60.0)
+        self.max_delay, self.workers = float(max_delay), max(1, int(workers))
+        self.pool = ThreadPoolExecutor(self.workers, thread_name_prefix="dap-leader-job")
+        self.client = httpx.Client(timeout=60.0)  # keep-alive: one connection reused for every job
         self.stop_event, self.wake = threading.Event(), threading.Event()
         self.thread: threading.Thread | None = None
+        self.pending, self.last_flush = 0, float("-inf")  # uploads since the last partial-job pass
+
+    def uploaded(self, n: int) -> None:
+        """The upload path stored ``n`` new reports; wake the driver once a full job is waiting."""
+        self.pending += n
+        if self.pending >= self.job_size:
+            self.wake.set()
 
     def start(self) -> None:
         self.thread = threading.Thread(target=self._run, name="dap-leader-driver", daemon=True)
@@ -170,12 +82,13 @@ class Driver:
         self.wake.set()
         if self.thread is not None:
             self.thread.join(timeout=120)
+        self.pool.shutdown(wait=True)
         self.client.close()
 
     def _run(self) -> None:
         while not self.stop_event.is_set():
             try:
-                busy = self.step()
+                busy = self.step(flush=time.monotonic() - self.last_flush >= self.max_delay)
             except Exception as exc:  # keep driving: the failed work is retried after its lease
                 if isinstance(exc, RuntimeError) or type(exc).__module__.startswith("httpx"):
                     log.warning("driver step: %s (retried after the job's lease)", exc)
@@ -186,20 +99,49 @@ class Driver:
                 self.wake.wait(self.interval)
                 self.wake.clear()
 
-    def step(self) -> bool:
-        """One pass; True if it did any work."""
+    def step(self, flush: bool = True) -> bool:
+        """One pass; True if it did any work.
+
+        Reports are grouped into jobs of ``job_size``; a smaller job only with ``flush`` (the
+        background loop flushes every ``max_delay`` seconds) or while a collection job is open.
+        """
         from privstats.services.dap.collect_jobs import advance_collection
 
-        busy = self.ctx.store.create_jobs(self.job_size) > 0
-        while not self.stop_event.is_set():
-            job = self.ctx.store.acquire_job(self.lease)
-            if job is None:
-                break
-            self.run_job(job)
-            busy = True
-        for cj in self.ctx.store.open_collections():
+        collections = self.ctx.store.open_collections()
+        flush = flush or bool(collections)
+        busy = False
+        if flush or self.pending >= self.job_size:
+            if flush:
+                self.last_flush = time.monotonic()
+            self.pending = 0
+            busy = self.ctx.store.create_jobs(self.job_size, min_size=1 if flush else self.job_size) > 0
+        busy = self._run_jobs() or busy
+        for cj in collections:
             busy = advance_collection(self.ctx, self.client, cj) or busy
         return busy
+
+    def _run_jobs(self) -> bool:
+        """Run every job whose lease is free, ``workers`` at a time: the leader prepares one job
+        while the helper answers another.  Re-raises the first failure once all have ended."""
+        running: list[Future] = []
+        ran = False
+        try:
+            while not self.stop_event.is_set():
+                job = self.ctx.store.acquire_job(self.lease)
+                if job is None:
+                    break
+                running.append(self.pool.submit(self.run_job, job))
+                ran = True
+                if len(running) >= self.workers:
+                    done, _ = wait(running, return_when=FIRST_COMPLETED)
+                    running = [f for f in running if f not in done]
+                    for f in done:
+                        f.result()
+        finally:
+            wait(running)
+        for f in running:
+            f.result()
+        return ran
 
     def helper_headers(self, content_type: str) -> dict:
         return {"Authorization": f"Bearer {self.ctx.secrets.token('forward')}", "Content-Type": content_type}
@@ -288,12 +230,9 @@ def _leader_finish(vdaf: Any, state: Any, pr: PrepareResp) -> Any:
 
 def create_leader_app(task, secrets, storage, *, drive: bool = True, **options: Any):
     """The leader's FastAPI app (``drive=False``: no background driver, for tests that step it)."""
-    from fastapi.responses import Response
-
-    from privstats.services.app import read_body
-
     ctx = build_context("leader", task, secrets, storage)
-    driver = Driver(ctx, **{k: v for k, v in options.items() if k in ("job_size", "lease_seconds")})
+    keys = ("job_size", "lease_seconds", "max_delay", "workers")
+    driver = Driver(ctx, **{k: v for k, v in options.items() if k in keys})
 
     @contextlib.asynccontextmanager
     async def lifespan(_app):
@@ -305,25 +244,14 @@ def create_leader_app(task, secrets, storage, *, drive: bool = True, **options: 
             driver.stop()
             committer.close()
 
-    committer = GroupCommitter(ctx.store)
+    committer = GroupCommitter(ctx.store, on_commit=driver.uploaded)
     app = dap_app(ctx, lifespan)
     app.state.driver = driver
     limit = int(task.max_request_bytes)
 
-    @app.put("/tasks/{task_id}/reports")
-    async def upload(task_id: str, request: Request):
-        ctx.check_task(task_id)
-        ct = request.headers.get("content-type")
-        if ct is not None and ct.split(";")[0].strip() != REPORT:
-            raise DapProblem(415, "invalidMessage", f"Content-Type must be {REPORT}")
-        body = await read_body(request, limit)
-        # parsing and the HPKE open (~0.1 ms) run on the loop; the commit is awaited, not blocked on
-        fut = handle_upload(ctx, body, None, committer)
-        _checked(await asyncio.wait_for(asyncio.wrap_future(fut), 120))
-        driver.wake.set()
-        return Response(status_code=201)
-
     from privstats.services.dap.collect_jobs import register_collection_routes
 
     register_collection_routes(app, ctx, driver, limit)
+    # uploads (the hot path) are answered before FastAPI's routing and middleware layers
+    app.middleware_stack = UploadRoute(app.build_middleware_stack(), ctx, committer, limit)
     return app

@@ -284,26 +284,61 @@ class DapStore:
             cut = conn.execute(
                 select(c.start, c.duration).where(and_(c.task_id == self.task_id, c.role == self.role))
             ).all()
-            ins = self.st._insert()
+            rows = []
             for rid, t, public_share, leader_share, helper_ct in items:
+                if not any(s <= t < s + d for s, d in cut):
+                    rows.append(
+                        dict(task_id=self.task_id, report_id=rid, time=t, public_share=public_share,
+                             leader_share=leader_share, helper_ct=helper_ct, state="start")
+                    )  # fmt: skip
+            new = self._insert_reports(conn, rows)
+            for rid, t, *_ in items:
                 if any(s <= t < s + d for s, d in cut):
                     out.append("collected")
-                    continue
-                stmt = ins(reports).values(
-                    task_id=self.task_id,
-                    report_id=rid,
-                    time=t,
-                    public_share=public_share,
-                    leader_share=leader_share,
-                    helper_ct=helper_ct,
-                    state="start",
-                )
-                res = conn.execute(stmt.on_conflict_do_nothing(index_elements=["task_id", "report_id"]))
-                out.append("new" if res.rowcount == 1 else "replay")
+                elif rid in new:
+                    out.append("new")
+                    new.discard(rid)  # the same id twice in one batch: the second is a replay
+                else:
+                    out.append("replay")
         return out
 
-    def create_jobs(self, max_size: int, max_jobs: int = 8) -> int:
-        """Group unassigned reports into new aggregation jobs (random 16-byte ids); returns how many."""
+    def _insert_reports(self, conn: Connection, rows: list[dict]) -> set[bytes]:
+        """Insert-or-ignore ``rows``; the report ids that were new."""
+        if self.st.is_sqlite and rows:
+            # SQLite writers are serial (BEGIN IMMEDIATE): the ids present before are the replays,
+            # and one executemany of a fixed statement skips SQLAlchemy's per-row compile
+            rids = [row["report_id"] for row in rows]
+            known = set(self.known_reports(conn, rids))
+            conn.exec_driver_sql(
+                f"INSERT INTO {reports.name} (task_id, report_id, time, public_share, leader_share, "
+                "helper_ct, state) VALUES (?, ?, ?, ?, ?, ?, 'start') ON CONFLICT DO NOTHING",
+                [
+                    (self.task_id, row["report_id"], row["time"], row["public_share"],
+                     row["leader_share"], row["helper_ct"])
+                    for row in rows
+                ],
+            )  # fmt: skip
+            return set(rids) - known
+        new: set[bytes] = set()
+        ins = self.st._insert()
+        for k in range(0, len(rows), 200):  # one multi-row INSERT ... RETURNING per 200 reports
+            stmt = ins(reports).values(rows[k : k + 200])
+            stmt = stmt.on_conflict_do_nothing(index_elements=["task_id", "report_id"])
+            new.update(bytes(r[0]) for r in conn.execute(stmt.returning(reports.c.report_id)))
+        return new
+
+    def known_reports(self, conn: Connection, rids: list[bytes]) -> list[bytes]:
+        """The ids among ``rids`` already stored."""
+        r = reports.c
+        out: list[bytes] = []
+        for k in range(0, len(rids), 500):
+            q = select(r.report_id).where(and_(r.task_id == self.task_id, r.report_id.in_(rids[k : k + 500])))
+            out.extend(bytes(x[0]) for x in conn.execute(q))
+        return out
+
+    def create_jobs(self, max_size: int, max_jobs: int = 8, min_size: int = 1) -> int:
+        """Group unassigned reports into new aggregation jobs (random 16-byte ids) of at most
+        ``max_size`` and at least ``min_size`` reports; returns how many."""
         import os
 
         r = reports.c
@@ -317,6 +352,8 @@ class DapStore:
             ).all()
             ids = [row[0] for row in rows]
             for i in range(0, len(ids), max_size):
+                if len(ids) - i < min_size:
+                    break
                 job_id = os.urandom(16)
                 conn.execute(
                     jobs.insert().values(

@@ -1,0 +1,80 @@
+"""The leader's fast paths: batched report inserts, the bare ASGI upload route, full-size jobs."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+pytest.importorskip("fastapi")
+
+from inproc import drain, make_pair
+
+from privstats.services.dap.codec import REPORT
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def pair(tmp_path, request):
+    pg = request.getfixturevalue("postgres_server")[1] if request.param == "postgresql" else None
+    p = make_pair(tmp_path, pg=pg, grid=7)
+    yield p
+    p.close()
+
+
+def _row(t: int) -> tuple:
+    return (os.urandom(16), t, b"p", b"l", b"h")
+
+
+def test_put_reports_labels_new_replay_and_collected(pair):
+    store = pair.lctx.store
+    tp = pair.lctx.dap.time_precision
+    t = int(time.time()) // tp * tp
+    a, b, c = _row(t), _row(t), _row(t)
+    assert store.put_reports([a, b]) == ["new", "new"]
+    # known ids, a fresh one, and the fresh one twice in the same transaction
+    assert store.put_reports([a, c, c, b]) == ["replay", "new", "replay", "replay"]
+    assert store.report_states() == {"start": 3}
+    with store.st.transaction() as conn:
+        store.mark_collected(conn, t, tp)
+    assert store.put_reports([_row(t), _row(t + tp)]) == ["collected", "new"]
+
+
+def test_upload_route_answers_problems_and_passes_other_requests(pair):
+    from privstats.services.dap.client import DapClient
+
+    tid = pair.lctx.dap.task_id_b64
+    url = f"/tasks/{tid}/reports"
+    tp = pair.lctx.dap.time_precision
+    body = DapClient(pair.task, http=pair.leader).report(2, int(time.time()) // tp * tp).encode()
+    r = pair.leader.put(url, content=body, headers={"Content-Type": REPORT})
+    assert r.status_code == 201 and r.content == b""
+    big = b"\x00" * (int(pair.task.max_request_bytes) + 1)
+    r = pair.leader.put(url, content=big, headers={"Content-Type": REPORT})
+    assert r.status_code == 413 and r.json()["type"].endswith(":invalidMessage")
+    assert r.headers["content-type"] == "application/problem+json"
+    assert pair.leader.get("/healthz").status_code == 200  # not an upload: FastAPI answers
+    assert pair.lctx.store.report_states() == {"start": 1}
+
+
+def test_driver_waits_for_a_full_job_unless_flushed(pair):
+    from privstats.services.dap.client import DapClient
+
+    driver = pair.driver
+    driver.job_size = 4
+    tp = pair.lctx.dap.time_precision
+    t = int(time.time()) // tp * tp
+    client = DapClient(pair.task, http=pair.leader)
+    for cell in range(3):
+        r = pair.leader.put(
+            f"/tasks/{pair.lctx.dap.task_id_b64}/reports",
+            content=client.report(cell, t).encode(),
+            headers={"Content-Type": REPORT},
+        )
+        assert r.status_code == 201
+    assert driver.pending == 3
+    assert not driver.step(flush=False)  # 3 < job_size: no job yet
+    assert pair.lctx.store.report_states() == {"start": 3}
+    assert driver.step(flush=True)  # a partial job on flush
+    drain(pair)
+    assert pair.lctx.store.report_states() == {"done": 3}
