@@ -1,0 +1,157 @@
+"""Shuffled k-ary randomized response: an upper bound on δ(ε) that is never below the exact curve.
+
+The n users run k-RR with local ε0: each reports its value w.p. p = e^ε0/(e^ε0 + k − 1) and any other
+given value w.p. q = 1/(e^ε0 + k − 1).  Equivalently every report is a *blanket* draw (uniform on
+[k]) w.p. γ = kq, else the true value.  Neighbouring datasets differ in the victim's value, a or b.
+
+**The bound.** Reveal to the adversary which of the other n − 1 users did *not* draw from the blanket
+(and so their values) — a post-processing in reverse, so the divergence can only grow.  What is left is
+the victim's report mixed into M ~ Bin(n − 1, γ) uniform draws, M known.  Hockey-stick divergence is
+jointly convex, so the true δ(ε) is at most the average over M of these conditional divergences, for
+*every* choice of the other users' values.  Summing the multinomial likelihoods in closed form (a draw
+from Mult(M, U) seen with the victim's report at j has weight proportional to the count h_j) gives
+
+    δ(ε) ≤ E[(α_a X_a + α_b X_b + α_r X_r)_+] / (nq),
+    (X_a, X_b, X_r, ·) ~ Multinomial(n; q, q, (k − 2)q, 1 − kq),
+    α_a = p − e^ε q,  α_b = q − e^ε p,  α_r = (1 − e^ε) q,
+
+the same for both directions (swap a and b).  With S = X_a + X_b, U = 2X_a − S and
+d = (p − q)(1 + e^ε), κ = (e^ε − 1)(p + q)/2, the integrand is (d/2)U − κS − |α_r|X_r, where
+S ~ Bin(n, 2q), X_r | S ~ Bin(n − S, (k − 2)q/(1 − 2q)) and U | S is S centred fair coin flips.
+
+**Computing it (never below).** The inner expectation over U is closed form (a partial binomial mean,
+two binomial tail probabilities).  When S or X_r ranges over more values than :data:`EXACT_CELLS`
+allows, they are grouped into bins and each bin is bounded from above by three facts:
+(i) f(s, c) = E[((d/2)U_s − c)_+] increases with s (adding a fair ±1 step to U is a mean-zero
+perturbation of a convex function), so a bin uses U at its largest s; (ii) X_r | S = s is
+stochastically decreasing in s and the integrand decreases in X_r, so a bin uses X_r's law at its
+largest s; (iii) the result is convex in κs and in |α_r|X_r (f is convex in c), so within a bin it
+lies below the chord between the bin's end values, whose weights are exact binomial partial means.
+Every bin of S and X_r together covers 0..n, so no mass is dropped.  The special functions
+(scipy's binomial tails, relative accuracy ~1e-14) are the only rounding; the sum is inflated by a
+relative 1e-9 for it.  With ``exact=True`` (or when the ranges are small, as for every n an exact
+enumeration can reach) each bin is a single value and the sum is the blanket divergence itself.
+
+How close it is: it equals the exact worst case over the other users' values in most small cases
+that can be enumerated and is within a few percent in ε of it in all of them for k ≥ 3; for k = 2
+revealing M costs more (the reports of non-blanket users fall on a or b).
+
+>>> d = krr_shuffle_delta(0.5, 3.0, 10_000, 16)
+>>> bool(0 < d < 1e-6)
+True
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import NDArray
+
+from privstats.privacy.clone_pairs import bin_edges, binom_sf, edge_weights, window
+
+__all__ = ["EXACT_CELLS", "krr_shuffle_delta"]
+
+#: grids up to this many (S, X_r) cells are summed value by value (no binning)
+EXACT_CELLS = 20_000
+_TAU_U = 1e-3  # a bin of S spans at most this fraction of its s (U's spread grows by < TAU_U/2)
+_ETA_C = 0.1  # a bin moves the threshold by at most this fraction of the standard deviation of (d/2)U
+_SLACK = 1e-9
+_R_GROUPS = 16  # S-bins share X_r's law in this many runs
+
+F = NDArray[np.float64]
+
+
+def _excess(s: F, c: F, d: float) -> F:
+    """E[((d/2) U − c)_+] with U = 2A − s, A ~ Bin(s, 1/2).
+
+    With t = c/d + s/2 and T the smallest integer above t it is d (s/2 P(B ≥ T−1) − t P(A ≥ T)),
+    B ~ Bin(s − 1, 1/2), and P(A ≥ T) = P(B ≥ T − 1) − P(B = T − 1)/2: one tail and one pmf.
+    """
+    from scipy import special
+
+    t = c / d + s / 2
+    big_t = np.floor(t) + 1
+    s1 = np.maximum(s - 1, 0)
+    tail = binom_sf(big_t - 1, s1, 0.5)
+    a = np.clip(big_t - 1, 0, s1)
+    log_pmf = (
+        special.gammaln(s1 + 1) - special.gammaln(a + 1) - special.gammaln(s1 - a + 1) - s1 * math.log(2)
+    )
+    pmf = np.where((big_t - 1 >= 0) & (big_t - 1 <= s1), np.exp(log_pmf), 0.0)
+    val = np.where(s > 0, (s / 2 - t) * tail + t * pmf / 2, np.maximum(-t, 0.0))
+    return d * np.maximum(val, 0.0)
+
+
+def krr_shuffle_delta(eps: float, epsilon0: float, n: int, k: int, *, exact: bool = False) -> float:
+    """Upper bound on δ(ε) of n shuffled k-RR reports at local ε0 (replace-one neighbours, n public).
+
+    ``exact=True`` sums every value (no bins): the blanket divergence itself, up to rounding.
+
+    >>> krr_shuffle_delta(2.0, 2.0, 100, 4)
+    0.0
+    """
+    if not 0 <= eps < epsilon0:
+        return 0.0 if eps >= epsilon0 else 1.0
+    t0 = math.exp(-epsilon0)
+    q = t0 / (1 + (k - 1) * t0)
+    p = 1 / (1 + (k - 1) * t0)
+    e = math.exp(eps)
+    if p - e * q <= 0:
+        return 0.0
+    d = (p - q) * (1 + e)
+    kappa = (e - 1) * (p + q) / 2
+    ar = (e - 1) * q
+    rho = (k - 2) * q / (1 - 2 * q)
+    s_lo, s_hi = window(2 * n * q, math.sqrt(2 * n * q * (1 - 2 * q)), n)
+    sd_r = math.sqrt(n * rho * (1 - rho))
+    r_lo, r_hi = window(rho * (n - s_hi), sd_r, n)[0], window(rho * (n - s_lo), sd_r, n)[1]
+    ws = wr = 1
+    if not exact and (s_hi - s_lo + 1) * (r_hi - r_lo + 1) > EXACT_CELLS:
+        # widths sized for s five standard deviations below the mean (bins further down are looser)
+        s_ref = max(1.0, 2 * n * q - 5 * math.sqrt(2 * n * q))
+        sd_u = d / 2 * math.sqrt(s_ref)  # standard deviation of (d/2)U there
+        ws = int(min(_TAU_U * s_ref, _ETA_C * sd_u / kappa if kappa > 0 else math.inf))
+        wr = int(_ETA_C * sd_u / ar) if ar > 0 else n + 1
+    s_edges = bin_edges(s_lo, s_hi, ws, n)
+    r_edges = bin_edges(r_lo, r_hi, wr, n)
+    groups = s_edges.size if exact else _R_GROUPS
+    total = _sum_cells(s_edges, r_edges, n, q, rho, d, kappa, ar, groups)
+    return min(1.0, total / (n * q) * (1 + _SLACK))
+
+
+def _sum_cells(
+    s_edges: F, r_edges: F, n: int, q: float, rho: float, d: float, kappa: float, ar: float, groups: int
+) -> float:
+    """Σ over S-bins of the chord bound described in the module docstring."""
+    p_s, ex_s = edge_weights(s_edges, np.float64(n), 2 * q)
+    s_a, s_b = s_edges[:-1], np.minimum(s_edges[1:] - 1, n)  # S-bin j is [s_a, s_b]
+    keep = p_s > 0
+    s_a, s_b, p_s, ex_s = s_a[keep], s_b[keep], p_s[keep], ex_s[keep]
+    if rho > 0:
+        # X_r | S = s ~ Bin(n − s, ρ) is stochastically decreasing in s: each run of S-bins uses the law
+        # at the run's largest s (``groups`` runs, so the weights are computed once per run)
+        group = np.minimum(np.arange(s_a.size) * groups // max(s_a.size, 1), groups - 1)
+        starts = np.flatnonzero(np.diff(group, prepend=-1))
+        ends = np.append(starts[1:], s_a.size) - 1
+        m = (n - s_b[ends])[:, None]
+        p_g, ex_g = edge_weights(r_edges[None, :], m, rho)
+        run = np.cumsum(np.diff(group, prepend=-1) > 0) - 1
+        p_r, ex_r = p_g[run], ex_g[run]
+    else:  # k = 2: no third symbol
+        r_edges = np.array([0.0, n + 1.0])
+        p_r, ex_r = np.ones((s_a.size, 1)), np.zeros((s_a.size, 1))
+    width_r = r_edges[None, 1:] - r_edges[None, :-1]
+
+    def g(rows: NDArray[np.bool_], c0: F) -> F:  # chord bound on E_{X_r}[f(s_b, c0 + ar X_r)] per S-bin
+        f_at = _excess(s_b[rows, None], c0[rows, None] + ar * r_edges[None, :], d)
+        slope = (f_at[:, 1:] - f_at[:, :-1]) / width_r
+        return np.asarray(np.sum(p_r[rows] * f_at[:, :-1] + ex_r[rows] * slope, axis=1), dtype=np.float64)
+
+    g_a = g(np.ones(s_a.size, dtype=bool), kappa * s_a)
+    wide = s_b > s_a
+    total = float(np.sum(p_s * g_a))
+    if np.any(wide):
+        g_b = g(wide, kappa * s_b)
+        total += float(np.sum(ex_s[wide] * (g_b - g_a[wide]) / (s_b[wide] - s_a[wide])))
+    return total
