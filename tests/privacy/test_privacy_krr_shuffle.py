@@ -72,7 +72,7 @@ def blanket_pair_by_definition(eps, e0, n, k):
     """E over M ~ Bin(n−1, γ) of δ(ε) between (victim a or b) + M uniform draws, by enumerating multisets."""
     gamma = k / (math.exp(e0) + k - 1)
     out = krr(k, e0)
-    uniform = lambda x: [1 / k] * k  # noqa: E731
+    uniform = lambda x: [1 / k] * k
     total = 0.0
     for m in range(n):
         P = multiset_law([0], out)

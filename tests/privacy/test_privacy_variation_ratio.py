@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from privacy_shuffle_enumeration import exact_worst, krr, rappor
 
 from privstats.privacy.amplification import (
@@ -29,7 +28,6 @@ from privstats.privacy.variation_ratio import (
     variation_ratio_parameters,
 )
 from privstats.shuffle.single import ShuffledKRR, ShuffledRAPPOR, krr_exact_delta
-
 
 _exact_worst = exact_worst
 _krr = krr
