@@ -1,10 +1,14 @@
 """Privacy amplification by shuffling: the central (ε, δ) of n shuffled ε0-LDP reports.
 
-Five methods, all for replace-one neighbours with n public (``"tightest"`` is the default):
+Six methods, all for replace-one neighbours with n public (``"tightest"`` is the default):
 
 * ``"tightest"`` — the smallest ε certified by any of the valid bounds below that apply
   (``"fmt-numeric"`` and ``"variation-ratio"`` for the generic and, when ``randomizer`` is
-  named, the randomizer-specific parameters): δ(ε) is the minimum of their δ(ε).
+  named, the randomizer-specific parameters, and ``"krr-blanket"`` for ``randomizer="krr"``):
+  δ(ε) is the minimum of their δ(ε).
+* ``"krr-blanket"`` — shuffled k-ary randomized response only (``randomizer="krr"``, ``k``): the
+  blanket pair of :mod:`privstats.privacy.krr_shuffle`, never below the exact privacy curve and
+  within a few percent of it in ε for k ≥ 3.
 * ``"variation-ratio"`` — the randomizer-aware clone bound after Wang et al. (CCS 2024), see
   :mod:`privstats.privacy.variation_ratio` (``randomizer`` = "generic", "krr", "rappor",
   "oue", "olh" or "hadamard", with ``k`` the domain size or number of hash buckets).
@@ -15,8 +19,10 @@ Five methods, all for replace-one neighbours with n public (``"tightest"`` is th
 * ``"fmt-numeric"`` — the same paper's clone reduction (their Thm 3.2): the shuffled
   output is a post-processing of the pair (P, Q) with C ~ Bin(n−1, e^−ε0),
   A ~ Bin(C, ½) and P = A + Bern(1/(e^ε0+1)), Q = A + Bern(e^ε0/(e^ε0+1)).  Here its
-  hockey-stick divergence is computed *exactly* (a sum over C with a closed-form
-  binomial-CDF cutoff per C), not by their step-wise discretisation.  Valid for all ε0.
+  hockey-stick divergence is computed as a sum over C with a closed-form binomial-CDF cutoff
+  per C (exact for small n; for large n the values of C are grouped into bins charged at their
+  smallest C, an upper bound within ~1% in δ), not by their step-wise discretisation.  Valid for
+  all ε0.
 * ``"balle"`` — Balle, Bell, Gascón and Nissim, *The Privacy Blanket of the Shuffle
   Model* (CRYPTO 2019; arXiv:1903.02837).  With ``k`` (k-ary randomized response): their
   Thm 3.1, ε = max(√(14 ln(2/δ)(e^ε0+k−1)/(n−1)), 27(e^ε0+k−1)/(n−1)), valid when that
@@ -231,7 +237,8 @@ def shuffled_epsilon(
     """Central ε of the shuffled output of n ε0-LDP reports at the given δ.
 
     ``method`` is ``"tightest"`` (default: the minimum over the valid bounds),
-    ``"variation-ratio"`` (randomizer-aware clones, ``randomizer`` and ``k``), ``"fmt"``
+    ``"variation-ratio"`` (randomizer-aware clones, ``randomizer`` and ``k``), ``"krr-blanket"``
+    (k-ary randomized response: ``randomizer="krr"`` and ``k``), ``"fmt"``
     (closed form), ``"fmt-numeric"`` (exact clone divergence) or ``"balle"`` (privacy
     blanket: Thm 3.1 for k-ary RR when ``k`` is given, else the generic ε0-LDP Hoeffding
     bound).  Raises ValueError when ε0 is outside the chosen bound's validity range.
@@ -305,26 +312,7 @@ def local_epsilon_for(
         hi = max(epsilon, 0.5 * math.log(n)) + 1.0
     elif method == "balle":
         assert k is not None
-        # ε ≤ 1 and ε grows with ε0: the largest valid ε0 solves 14 ln(2/δ)(e^ε0+k−1)/(n−1) = min(ε,1)^2
-        _balle(1e-9, n, delta, k)  # raises for a bad k or hopeless n
-        target = min(epsilon, 1.0)
-        m = min(target**2 / (14 * math.log(2 / delta)), target / 27)
-        val = m * (n - 1) - (k - 1)
-        if val <= 0:
-            raise ValueError(
-                f"no epsilon0 > 0 reaches epsilon={epsilon} with the Balle et al. bound for "
-                f"n={n}, k={k}, delta={delta}"
-            )
-        if math.log(val) <= 0:
-            _raise_small(epsilon, n, k, delta)
-        # the closed form can land a rounding error above the target (or above Thm 3.1's ε <= 1):
-        # step down until shuffled_epsilon accepts it, so the pair is consistent
-        e0 = math.log(val)
-        for _ in range(200):
-            if ok(e0):
-                return e0
-            e0 -= max(abs(e0) * 1e-12, 1e-300)
-        _raise_small(epsilon, n, k, delta)
+        return _balle_local_epsilon(epsilon, n, delta, k, ok)
     else:
         hi = max(epsilon, math.log(n) + 2.0)
     lo = epsilon if ok(epsilon) else 0.0
@@ -344,6 +332,30 @@ def local_epsilon_for(
         else:
             hi = mid
     return lo
+
+
+def _balle_local_epsilon(epsilon: float, n: int, delta: float, k: int, ok: Callable[[float], bool]) -> float:
+    """Largest ε0 by Balle et al.'s Thm 3.1 for k-RR (closed form, stepped down until ``ok`` accepts it)."""
+    # ε ≤ 1 and ε grows with ε0: the largest valid ε0 solves 14 ln(2/δ)(e^ε0+k−1)/(n−1) = min(ε,1)^2
+    _balle(1e-9, n, delta, k)  # raises for a bad k or hopeless n
+    target = min(epsilon, 1.0)
+    m = min(target**2 / (14 * math.log(2 / delta)), target / 27)
+    val = m * (n - 1) - (k - 1)
+    if val <= 0:
+        raise ValueError(
+            f"no epsilon0 > 0 reaches epsilon={epsilon} with the Balle et al. bound for "
+            f"n={n}, k={k}, delta={delta}"
+        )
+    if math.log(val) <= 0:
+        _raise_small(epsilon, n, k, delta)
+    # the closed form can land a rounding error above the target (or above Thm 3.1's ε <= 1):
+    # step down until shuffled_epsilon accepts it, so the pair is consistent
+    e0 = math.log(val)
+    for _ in range(200):
+        if ok(e0):
+            return e0
+        e0 -= max(abs(e0) * 1e-12, 1e-300)
+    _raise_small(epsilon, n, k, delta)
 
 
 def _raise_small(epsilon: float, n: int, k: int, delta: float) -> NoReturn:

@@ -12,7 +12,7 @@ each bin D at its smallest C is an upper bound; bins are used only when C ranges
 percent.  The bins cover 0..n_clones, so no mass is dropped.
 
 >>> round(pair_delta(0.5, 0.9, 0, 0.0), 6)   # no clones: randomized response, (α − e^ε(1−α))
-0.751279
+0.735128
 """
 
 from __future__ import annotations
