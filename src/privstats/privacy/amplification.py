@@ -260,7 +260,11 @@ def shuffled_epsilon(
         return _balle_generic(epsilon0, n, delta) if k is None else _balle(epsilon0, n, delta, k)
     if n == 1:
         return epsilon0
-    return smallest_eps(_delta_function(method, epsilon0, n, randomizer, k), delta, epsilon0, 1e-7)
+    hi = epsilon0
+    if method == "tightest" and randomizer == "krr":
+        # the variation-ratio bound is one of the minimum's terms and cheap: its ε brackets the search
+        hi = smallest_eps(_delta_function("variation-ratio", epsilon0, n, randomizer, k), delta, hi, 1e-9)
+    return smallest_eps(_delta_function(method, epsilon0, n, randomizer, k), delta, hi, 1e-7)
 
 
 def local_epsilon_for(

@@ -45,6 +45,7 @@ True
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -60,7 +61,9 @@ BINARY_EXACT_MAX = 2000
 #: grids up to this many (S, X_r) cells are summed value by value (no binning)
 EXACT_CELLS = 20_000
 _TAU_U = 1e-3  # a bin of S spans at most this fraction of its s (U's spread grows by < TAU_U/2)
-_ETA_C = 0.1  # a bin moves the threshold by at most this fraction of the standard deviation of (d/2)U
+_ETA_C = 0.01  # a bin moves the threshold by at most this fraction of the standard deviation of (d/2)U
+_ETA_D = 0.25  # ... and by at most this many lattice steps d of (d/2)U
+_MAX_BINS = 1500  # at most this many bins of S (and of X_r per run) in the window
 _SLACK = 1e-9
 _R_GROUPS = 16  # S-bins share X_r's law in this many runs
 
@@ -105,60 +108,84 @@ def krr_shuffle_delta(eps: float, epsilon0: float, n: int, k: int, *, exact: boo
     e = math.exp(eps)
     if p - e * q <= 0:
         return 0.0
-    d = (p - q) * (1 + e)
-    kappa = (e - 1) * (p + q) / 2
-    ar = (e - 1) * q
-    rho = (k - 2) * q / (1 - 2 * q)
+    c = _Coeffs(n, q, (k - 2) * q / (1 - 2 * q), (p - q) * (1 + e), (e - 1) * (p + q) / 2, (e - 1) * q)
     s_lo, s_hi = window(2 * n * q, math.sqrt(2 * n * q * (1 - 2 * q)), n)
-    sd_r = math.sqrt(n * rho * (1 - rho))
-    r_lo, r_hi = window(rho * (n - s_hi), sd_r, n)[0], window(rho * (n - s_lo), sd_r, n)[1]
-    ws = wr = 1
-    if not exact and (s_hi - s_lo + 1) * (r_hi - r_lo + 1) > EXACT_CELLS:
-        # widths sized for s five standard deviations below the mean (bins further down are looser)
-        s_ref = max(1.0, 2 * n * q - 5 * math.sqrt(2 * n * q))
-        sd_u = d / 2 * math.sqrt(s_ref)  # standard deviation of (d/2)U there
-        ws = int(min(_TAU_U * s_ref, _ETA_C * sd_u / kappa if kappa > 0 else math.inf))
-        wr = int(_ETA_C * sd_u / ar) if ar > 0 else n + 1
-    s_edges = bin_edges(s_lo, s_hi, ws, n)
-    r_edges = bin_edges(r_lo, r_hi, wr, n)
-    groups = s_edges.size if exact else _R_GROUPS
-    total = _sum_cells(s_edges, r_edges, n, q, rho, d, kappa, ar, groups)
+    sd_r = math.sqrt(n * c.rho * (1 - c.rho))
+    r_span = window(c.rho * (n - s_hi), sd_r, n)[0], window(c.rho * (n - s_lo), sd_r, n)[1]
+    fine = exact or (s_hi - s_lo + 1) * (r_span[1] - r_span[0] + 1) <= EXACT_CELLS
+    s_edges = bin_edges(s_lo, s_hi, 1, n) if fine else _s_edges(s_lo, s_hi, c)
+    total = _sum_cells(s_edges, r_span, c, s_edges.size if exact else _R_GROUPS, fine)
     return min(1.0, total / (n * q) * (1 + _SLACK))
 
 
-def _sum_cells(
-    s_edges: F, r_edges: F, n: int, q: float, rho: float, d: float, kappa: float, ar: float, groups: int
-) -> float:
+@dataclass(frozen=True)
+class _Coeffs:
+    """n, q, ρ = (k−2)q/(1−2q) and the integrand (d/2)U − κS − ar·X_r."""
+
+    n: int
+    q: float
+    rho: float
+    d: float
+    kappa: float
+    ar: float
+
+    def width(self, s: float, coef: float) -> int:
+        """Widest bin (at s) moving coef·(bin) by at most _ETA_C standard deviations of (d/2)U_s and at
+        most _ETA_D lattice steps d of it (where U takes few values its tail decays fast)."""
+        sd_u = self.d / 2 * math.sqrt(max(s, 1.0))
+        return max(1, int(min(_ETA_C * sd_u, _ETA_D * self.d) / coef)) if coef > 0 else self.n + 1
+
+
+def _s_edges(lo: int, hi: int, c: _Coeffs) -> F:
+    """S-bin edges on [lo, hi], each bin narrow for its own s (U's spread and the chord in κS)."""
+    edges = [0.0]
+    s = lo
+    floor = math.ceil((hi - lo + 1) / _MAX_BINS)  # far in the tail (δ tiny) coarser bins are enough
+    while s <= hi:
+        edges.append(float(s))
+        s += max(floor, min(int(_TAU_U * s), c.width(s, c.kappa)))
+    edges.append(hi + 1.0)
+    edges.append(c.n + 1.0)
+    return np.unique(np.clip(edges, 0, c.n + 1))
+
+
+def _sum_cells(s_edges: F, r_span: tuple[int, int], c: _Coeffs, groups: int, fine: bool) -> float:
     """Σ over S-bins of the chord bound described in the module docstring."""
-    p_s, ex_s = edge_weights(s_edges, np.float64(n), 2 * q)
-    s_a, s_b = s_edges[:-1], np.minimum(s_edges[1:] - 1, n)  # S-bin j is [s_a, s_b]
+    p_s, ex_s = edge_weights(s_edges, np.float64(c.n), 2 * c.q)
+    s_a, s_b = s_edges[:-1], np.minimum(s_edges[1:] - 1, c.n)  # S-bin j is [s_a, s_b]
     keep = p_s > 0
     s_a, s_b, p_s, ex_s = s_a[keep], s_b[keep], p_s[keep], ex_s[keep]
-    if rho > 0:
-        # X_r | S = s ~ Bin(n − s, ρ) is stochastically decreasing in s: each run of S-bins uses the law
-        # at the run's largest s (``groups`` runs, so the weights are computed once per run)
-        group = np.minimum(np.arange(s_a.size) * groups // max(s_a.size, 1), groups - 1)
-        starts = np.flatnonzero(np.diff(group, prepend=-1))
-        ends = np.append(starts[1:], s_a.size) - 1
-        m = (n - s_b[ends])[:, None]
-        p_g, ex_g = edge_weights(r_edges[None, :], m, rho)
-        run = np.cumsum(np.diff(group, prepend=-1) > 0) - 1
-        p_r, ex_r = p_g[run], ex_g[run]
-    else:  # k = 2: no third symbol
-        r_edges = np.array([0.0, n + 1.0])
-        p_r, ex_r = np.ones((s_a.size, 1)), np.zeros((s_a.size, 1))
+    group = np.minimum(np.arange(s_a.size) * groups // max(s_a.size, 1), groups - 1)
+    total = 0.0
+    for g in np.unique(group):
+        # X_r | S = s ~ Bin(n − s, ρ) is stochastically decreasing in s: a run of S-bins uses the law at
+        # its largest s, with X_r-bins as narrow as its smallest s needs
+        rows = group == g
+        m = c.n - float(s_b[rows].max())
+        if c.rho > 0:
+            floor = math.ceil((r_span[1] - r_span[0] + 1) / _MAX_BINS)
+            wr = 1 if fine else max(floor, c.width(float(s_a[rows].min()), c.ar))
+            r_edges = bin_edges(r_span[0], r_span[1], wr, c.n)
+            p_r, ex_r = edge_weights(r_edges[None, :], m, c.rho)
+        else:  # k = 2: no third symbol
+            r_edges, p_r, ex_r = np.array([0.0, c.n + 1.0]), np.ones((1, 1)), np.zeros((1, 1))
+        total += _group_sum(s_a[rows], s_b[rows], p_s[rows], ex_s[rows], r_edges, p_r, ex_r, c)
+    return total
+
+
+def _group_sum(s_a: F, s_b: F, p_s: F, ex_s: F, r_edges: F, p_r: F, ex_r: F, c: _Coeffs) -> float:
     width_r = r_edges[None, 1:] - r_edges[None, :-1]
 
     def g(rows: NDArray[np.bool_], c0: F) -> F:  # chord bound on E_{X_r}[f(s_b, c0 + ar X_r)] per S-bin
-        f_at = _excess(s_b[rows, None], c0[rows, None] + ar * r_edges[None, :], d)
+        f_at = _excess(s_b[rows, None], c0[rows, None] + c.ar * r_edges[None, :], c.d)
         slope = (f_at[:, 1:] - f_at[:, :-1]) / width_r
-        return np.asarray(np.sum(p_r[rows] * f_at[:, :-1] + ex_r[rows] * slope, axis=1), dtype=np.float64)
+        return np.asarray(np.sum(p_r * f_at[:, :-1] + ex_r * slope, axis=1), dtype=np.float64)
 
-    g_a = g(np.ones(s_a.size, dtype=bool), kappa * s_a)
+    g_a = g(np.ones(s_a.size, dtype=bool), c.kappa * s_a)
     wide = s_b > s_a
     total = float(np.sum(p_s * g_a))
     if np.any(wide):
-        g_b = g(wide, kappa * s_b)
+        g_b = g(wide, c.kappa * s_b)
         total += float(np.sum(ex_s[wide] * (g_b - g_a[wide]) / (s_b[wide] - s_a[wide])))
     return total
 
