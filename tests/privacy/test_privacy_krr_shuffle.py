@@ -127,6 +127,15 @@ def test_calibration_uses_it():
         assert krr_blanket_delta(1.0, gamma, k, 10_000) <= 1e-6 < krr_revealed_delta(1.0, gamma, k, 10_000)
 
 
+def test_edge_values():
+    assert krr_shuffle_delta(0.5, 0.5, 1000, 4) == 0.0  # ε >= ε0: nothing left to leak
+    assert krr_shuffle_delta(1.0, 800.0, 1000, 4) == 1.0  # no noise at all
+    assert krr_shuffle_delta(-0.1, 1.0, 1000, 4) == 1.0
+    assert krr_shuffle_delta(0.2, 1.0, 1, 4) == pytest.approx(  # one user: randomized response itself
+        (math.e - math.exp(0.2)) / (math.e + 3), rel=1e-8
+    )
+
+
 def test_refuses_other_randomizers():
     with pytest.raises(ValueError, match="krr"):
         shuffled_epsilon(1.0, 1000, 1e-6, "krr-blanket", k=4)

@@ -106,6 +106,8 @@ def krr_shuffle_delta(eps: float, epsilon0: float, n: int, k: int, *, exact: boo
     q = t0 / (1 + (k - 1) * t0)
     p = 1 / (1 + (k - 1) * t0)
     e = math.exp(eps)
+    if q <= 0:  # e^ε0 overflows: the report is the value
+        return 1.0
     if p - e * q <= 0:
         return 0.0
     c = _Coeffs(n, q, (k - 2) * q / (1 - 2 * q), (p - q) * (1 + e), (e - 1) * (p + q) / 2, (e - 1) * q)
