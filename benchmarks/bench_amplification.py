@@ -1,15 +1,18 @@
-"""Benchmark: what the variation-ratio / strong-clone accounting buys at fixed (ε, δ).
+"""Benchmark: what the k-RR blanket-pair accounting buys at fixed (ε, δ) (issue 22, item 8).
 
-Prints, for n ∈ {1e4, 1e6}, ε ∈ {0.5, 1}, δ = 1e-6:
+For shuffled k-ary randomized response, k = 3..256, n = 1e4..1e6, ε ∈ {0.5, 1}, δ = 1e-6, it prints
 
-* the local ε0 a shuffle protocol may use under the previous default (``"fmt-numeric"``) and the
-  new one (``"tightest"``), and the gain;
-* shuffled k-ary randomized response (k = 2, 16, 256): the blanket probability γ under the
-  previous calibration (k-RR's own blanket only) and the new one (the minimum with the generic
-  clone bounds), and the standard error of a count (at a value held by 10% of the users) under
-  both, with their ratio;
-* the lower bound on ε at the new calibration (how far from tight the claim is);
-* the time of one calibration.
+* the local ε0 the previous calibration allowed (the smaller of the revealed-residual clone pair
+  ``krr_revealed_delta`` and the generic clone bounds — the old ``krr_exact_delta``) and the new one
+  (``ShuffledKRR``'s calibration, which now uses the blanket pair of ``privstats.privacy.krr_shuffle``);
+* the standard error of a count (a value held by 10% of the users) under both, and their ratio
+  (new/old < 1: the same guarantee with less noise);
+* the lower bound on ε at the new calibration (a concrete pair of datasets: the claim is within
+  this factor of exact) and the CPU time of one new calibration;
+
+then the time of ``shuffled_epsilon`` at n = 1e9.  A first table gives ε at fixed ε0 (n = 1e4, 1e6):
+the previous bound, the new one and the lower bound, with their ratios to the lower bound (hence
+upper bounds on their ratios to the exact curve).
 
 Run: ``python benchmarks/bench_amplification.py``.
 """
@@ -21,58 +24,89 @@ import time
 
 import numpy as np
 
-from privstats.privacy.amplification import krr_blanket_delta, local_epsilon_for
+from privstats.privacy.amplification import krr_revealed_delta, shuffled_epsilon, tightest_delta
+from privstats.privacy.clone_pairs import smallest_eps
+from privstats.privacy.variation_ratio import shuffled_epsilon_lower
 from privstats.shuffle.single import ShuffledKRR
 
 
+def _old_delta(eps: float, gamma: float, k: int, n: int) -> float:
+    d = krr_revealed_delta(eps, gamma, k, n)
+    if d > 0 and 0 < gamma < 1:
+        d = min(d, tightest_delta(eps, math.log(k / gamma - k + 1), n))
+    return d
+
+
 def _old_gamma(k: int, n: int, eps: float, delta: float) -> float:
+    if _old_delta(eps, 1.0, k, n) > delta:
+        return math.inf
     lo, hi = 0.0, 1.0
     while hi - lo > 1e-4 * hi:
         mid = 0.5 * (lo + hi)
-        if krr_blanket_delta(eps, mid, k, n) <= delta:
-            hi = mid
-        else:
-            lo = mid
+        lo, hi = (lo, mid) if _old_delta(eps, mid, k, n) <= delta else (mid, hi)
     return hi
+
+
+def _row(n: int, eps: float, k: int, delta: float) -> str:
+    g_old = _old_gamma(k, n, eps, delta)
+    t0 = time.process_time()
+    try:
+        new = ShuffledKRR(k, n=n, epsilon=eps, delta=delta)
+    except ValueError:
+        return f"{n:>9} {eps:>4} {k:>4} | cannot reach (eps, delta)"
+    dt = time.process_time() - t0
+    if g_old >= 1:
+        return (
+            f"{n:>9} {eps:>4} {k:>4} | old calibration cannot reach (eps, delta); new eps0 {new.epsilon0:.3f}"
+        )
+    old = ShuffledKRR(k, n=n, epsilon=eps, delta=delta, gamma=g_old)
+    counts = np.full(k, (0.9 * n) / (k - 1))
+    counts[0] = 0.1 * n
+    se_old = math.sqrt(float(old.variance(counts)[0]))
+    se_new = math.sqrt(float(new.variance(counts)[0]))
+    lb = new.epsilon_lower_bound or 0.0
+    return (
+        f"{n:>9} {eps:>4} {k:>4} | {old.epsilon0:>8.3f} {new.epsilon0:>8.3f} | "
+        f"{se_old:>9.1f} {se_new:>9.1f} {se_new / se_old:>7.3f} | {lb:>9.4f} {eps / lb:>7.3f} | {dt:>5.2f}"
+    )
+
+
+def _fixed_eps0_table(delta: float) -> None:
+    """ε at fixed ε0: previous tightest bound, new bound, and a lower bound (a concrete pair of datasets)."""
+    head = f"{'eps old':>8} {'eps new':>8} {'eps lower':>9} | {'old/lb':>6} {'new/lb':>6}"
+    print(f"{'n':>9} {'k':>4} {'eps0':>5} | {head}")
+    old_ratio: dict[int, list[float]] = {}
+    for n in (10_000, 1_000_000):
+        for k in (3, 4, 8, 16, 100):
+            for e0 in (1.0, 2.0, 4.0):
+                g = k / (math.exp(e0) + k - 1)
+                old = smallest_eps(lambda e, g=g, e0=e0: _old_delta(e, g, k, n), delta, e0, 1e-7)
+                new = shuffled_epsilon(e0, n, delta, k=k, randomizer="krr")
+                lb = shuffled_epsilon_lower(e0, n, delta, "krr", k=k) or 0.0
+                old_ratio.setdefault(k, []).append(old / lb)
+                print(
+                    f"{n:>9} {k:>4} {e0:>5} | {old:>8.4f} {new:>8.4f} {lb:>9.4f} | {old / lb:>6.3f} {new / lb:>6.3f}"
+                )
+    print("median old/lb by k:", {k: round(float(np.median(v)), 3) for k, v in old_ratio.items()})
+    print()
 
 
 def main() -> int:
     delta = 1e-6
-    print(f"{'n':>9} {'eps':>4} | {'eps0 fmt-numeric':>16} {'eps0 tightest':>13} {'gain':>6} | time (s)")
-    for n in (10_000, 1_000_000):
-        for eps in (0.5, 1.0):
-            old = local_epsilon_for(eps, n, delta, "fmt-numeric")
-            t0 = time.perf_counter()
-            new = local_epsilon_for(eps, n, delta)
-            dt = time.perf_counter() - t0
-            print(f"{n:>9} {eps:>4} | {old:>16.4f} {new:>13.4f} {new - old:>6.3f} | {dt:.2f}")
-    print()
+    _fixed_eps0_table(delta)
     print(
-        f"{'n':>9} {'eps':>4} {'k':>4} | {'gamma old':>9} {'gamma new':>9} | "
-        f"{'SE old':>8} {'SE new':>8} {'new/old':>7} | {'eps lower':>9}"
+        f"{'n':>9} {'eps':>4} {'k':>4} | {'eps0 old':>8} {'eps0 new':>8} | "
+        f"{'SE old':>9} {'SE new':>9} {'new/old':>7} | {'eps lower':>9} {'claim/lb':>7} | cpu s"
     )
-    for n in (10_000, 1_000_000):
+    for n in (10_000, 100_000, 1_000_000):
         for eps in (0.5, 1.0):
-            for k in (2, 16, 256):
-                try:
-                    g_old = _old_gamma(k, n, eps, delta)
-                    new = ShuffledKRR(k, n=n, epsilon=eps, delta=delta)
-                except ValueError:
-                    print(f"{n:>9} {eps:>4} {k:>4} | cannot reach (eps, delta)")
-                    continue
-                if g_old >= 1:
-                    print(f"{n:>9} {eps:>4} {k:>4} | old calibration cannot reach (eps, delta)")
-                    continue
-                old = ShuffledKRR(k, n=n, epsilon=eps, delta=delta, gamma=g_old)
-                counts = np.full(k, (0.9 * n) / max(k - 1, 1))
-                counts[0] = 0.1 * n
-                se_old = math.sqrt(float(old.variance(counts)[0]))
-                se_new = math.sqrt(float(new.variance(counts)[0]))
-                lb = new.epsilon_lower_bound
-                print(
-                    f"{n:>9} {eps:>4} {k:>4} | {g_old:>9.4f} {new.gamma:>9.4f} | "
-                    f"{se_old:>8.1f} {se_new:>8.1f} {se_new / se_old:>7.3f} | {lb:>9.4f}"
-                )
+            for k in (3, 4, 8, 16, 64, 256):
+                print(_row(n, eps, k, delta), flush=True)
+    print()
+    for kw in ({}, {"randomizer": "krr", "k": 16}):
+        t0 = time.process_time()
+        e = shuffled_epsilon(2.0, 10**9, 1e-6, **kw)  # type: ignore[arg-type]
+        print(f"shuffled_epsilon(2.0, 10**9, 1e-6, {kw}) = {e:.6f} in {time.process_time() - t0:.2f} s CPU")
     return 0
 
 

@@ -5,15 +5,20 @@ reports of n users for every dataset of the other n−1 users (worst case over t
 k-ary randomized response and 3-bit RAPPOR.
 """
 
-import itertools
 import math
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from privacy_shuffle_enumeration import exact_worst, krr, rappor
 
-from privstats.privacy.amplification import krr_blanket_delta, local_epsilon_for, shuffled_epsilon
+from privstats.privacy.amplification import (
+    krr_blanket_delta,
+    krr_revealed_delta,
+    local_epsilon_for,
+    shuffled_epsilon,
+)
 from privstats.privacy.variation_ratio import (
     _binary_rr_delta,
     lower_pair,
@@ -24,46 +29,9 @@ from privstats.privacy.variation_ratio import (
 )
 from privstats.shuffle.single import ShuffledKRR, ShuffledRAPPOR, krr_exact_delta
 
-
-def _multiset_law(values, out_probs):
-    law = {(): 1.0}
-    for x in values:
-        new: dict = {}
-        for h, p in law.items():
-            for y, py in enumerate(out_probs(x)):
-                hh = tuple(sorted((*h, y)))
-                new[hh] = new.get(hh, 0.0) + p * py
-        law = new
-    return law
-
-
-def _divergence(P, Q, eps):
-    e = math.exp(eps)
-    keys = set(P) | set(Q)
-    return max(
-        sum(max(P.get(h, 0.0) - e * Q.get(h, 0.0), 0.0) for h in keys),
-        sum(max(Q.get(h, 0.0) - e * P.get(h, 0.0), 0.0) for h in keys),
-    )
-
-
-def _exact_worst(eps, n, k, out_probs):
-    """max over the other users' values of δ(ε) between victim value 0 and victim value 1."""
-    return max(
-        _divergence(_multiset_law((0, *o), out_probs), _multiset_law((1, *o), out_probs), eps)
-        for o in itertools.combinations_with_replacement(range(k), n - 1)
-    )
-
-
-def _krr(k, e0):
-    hi, lo = math.exp(e0) / (math.exp(e0) + k - 1), 1 / (math.exp(e0) + k - 1)
-    return lambda x: [hi if y == x else lo for y in range(k)]
-
-
-def _rappor(bits, e0):
-    f = 1 / (1 + math.exp(e0 / 2))
-    return lambda x: [
-        math.prod((1 - f) if ((y >> j) & 1) == (j == x) else f for j in range(bits)) for y in range(2**bits)
-    ]
+_exact_worst = exact_worst
+_krr = krr
+_rappor = rappor
 
 
 CASES = [("krr", 2, _krr, 6), ("krr", 3, _krr, 6), ("krr", 4, _krr, 5), ("rappor", 3, _rappor, 4)]
@@ -128,9 +96,12 @@ def test_the_papers_mixed_form_is_caught_by_exact_enumeration():
 def test_krr_form_equals_the_independent_blanket_derivation(k, e0):
     gamma = k / (math.exp(e0) + k - 1)
     for eps in (0.1, 0.3, 0.6):
+        revealed = krr_revealed_delta(eps, gamma, k, 10_000)
         assert variation_ratio_delta(eps, e0, 10_000, "krr", k) == pytest.approx(
-            krr_blanket_delta(eps, gamma, k, 10_000), rel=1e-9, abs=1e-300
+            revealed, rel=1e-9, abs=1e-300
         )
+        # the blanket pair (the k-RR default) hides the victim's residual too: never looser
+        assert krr_blanket_delta(eps, gamma, k, 10_000) <= revealed
 
 
 def test_under_noised_krr_is_caught():
@@ -190,7 +161,9 @@ def test_krr_calibration_uses_the_smaller_bound():
     k, n, eps, delta = 64, 100_000, 0.3, 1e-6
     proto = ShuffledKRR(k, n=n, epsilon=eps, delta=delta)
     assert krr_exact_delta(eps, proto.gamma, k, n) <= delta
-    assert krr_blanket_delta(eps, proto.gamma, k, n) > delta  # the old calibration would refuse this γ
+    assert (
+        krr_revealed_delta(eps, proto.gamma, k, n) > delta
+    )  # the revealed-residual form would refuse this γ
 
 
 def test_bad_randomizer_and_k_are_refused():

@@ -28,6 +28,7 @@ import numpy as np
 from scipy import special
 
 from privstats.privacy.guarantees import ZCDP, ApproxDP, Guarantee, PureDP
+from privstats.privacy.zcdp_conversion import zcdp_epsilon
 from privstats.validation import check_choice, check_delta, check_epsilon, check_positive_int
 
 __all__ = [
@@ -263,47 +264,16 @@ def zcdp_composition(guarantees: Iterable[Guarantee]) -> ZCDP:
     return ZCDP(math.fsum(rhos))
 
 
-def _zcdp_eps_bun_steinke(rho: float, delta: float) -> float:
-    return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
-
-
-def _zcdp_eps_cks(rho: float, delta: float, alpha: float) -> float:
-    """ε(α) = αρ + (ln(1/δ) + (α−1) ln(1 − 1/α) − ln α)/(α − 1), valid for every α > 1."""
-    am1 = alpha - 1.0
-    return alpha * rho + (math.log(1.0 / delta) + am1 * math.log1p(-1.0 / alpha) - math.log(alpha)) / am1
-
-
 def zcdp_to_approx(rho: float, delta: float) -> ApproxDP:
     """The tightest available (ε, δ) implied by ρ-zCDP (Canonne–Kamath–Steinke 2020, Prop. 2.3;
-    never worse than Bun–Steinke's ρ + 2√(ρ ln 1/δ)).
-
-    CKS 2020 (Prop. 12 / Cor. 13 of the arXiv version; Asoodeh et al. 2020): ρ-zCDP
-    gives Rényi DP of order α with divergence αρ, hence (ε(α), δ)-DP with
-    ε(α) = αρ + (ln(1/δ) + (α−1) ln(1−1/α) − ln α)/(α−1) for every α > 1.  α is
-    optimised numerically; since every α gives a valid bound, the optimiser's
-    tolerance only affects tightness, never validity.
+    never worse than Bun–Steinke's ρ + 2√(ρ ln 1/δ)); see :func:`~privstats.privacy.zcdp_conversion.zcdp_epsilon`.
 
     >>> round(zcdp_to_approx(0.5, 1e-6).epsilon, 3)
     5.222
     """
     rho = _check_nonneg(rho, "rho")
     delta = check_delta(delta, "delta")
-    if rho == 0:
-        return ApproxDP(0.0, delta)
-    bs = _zcdp_eps_bun_steinke(rho, delta)
-
-    # optimise over u = log(α − 1); the bound is smooth and quasi-convex in α
-    def f(u: float) -> float:
-        return _zcdp_eps_cks(rho, delta, 1.0 + math.exp(u))
-
-    a_star = math.log1p(math.sqrt(math.log(1 / delta) / rho))  # α ≈ 1 + √(ln(1/δ)/ρ) is near-optimal
-    from scipy import optimize  # imported here: scipy.optimize is slow to import
-
-    res = optimize.minimize_scalar(f, bracket=(a_star - 1.0, a_star + 1.0), tol=1e-12)
-    cands = [bs, f(a_star)]
-    if res.success and math.isfinite(res.fun):
-        cands.append(float(res.fun))
-    return ApproxDP(max(0.0, min(cands)), delta)
+    return ApproxDP(zcdp_epsilon(rho, delta), delta)
 
 
 def parallel_composition(guarantees: Iterable[Guarantee]) -> Guarantee:

@@ -19,6 +19,9 @@ import numbers
 from dataclasses import dataclass
 from typing import Any
 
+from privstats.privacy.zcdp_conversion import zcdp_epsilon
+from privstats.validation import check_delta
+
 __all__ = ["ZCDP", "ApproxDP", "Guarantee", "PureDP", "guarantee_from_dict"]
 
 
@@ -110,9 +113,8 @@ class ZCDP(Guarantee):
         and Canonne–Kamath–Steinke 2020 (see :func:`privstats.privacy.composition.zcdp_to_approx`)."""
         if delta is None:
             raise ValueError("delta is required to convert zCDP to (epsilon, delta)-DP")
-        from privstats.privacy.composition import zcdp_to_approx
-
-        return zcdp_to_approx(self.rho, delta)
+        delta = check_delta(delta, "delta")
+        return ApproxDP(zcdp_epsilon(self.rho, delta), delta)
 
     def __str__(self) -> str:
         return f"ρ={self.rho:.4g} (zCDP)"

@@ -39,9 +39,10 @@ True
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import numpy as np
+
+from privstats.privacy.clone_pairs import pair_delta, smallest_eps
 
 __all__ = [
     "RANDOMIZERS",
@@ -161,14 +162,12 @@ def variation_ratio_delta(
     >>> bool(0 <= d < 1e-6)
     True
     """
-    from privstats.privacy.amplification import _pair_delta  # amplification dispatches to this module
-
     p, beta, q = variation_ratio_parameters(epsilon0, randomizer, k)
     if epsilon0 == 0:
         return 0.0  # the reports do not depend on the data
     alpha = beta / math.expm1(epsilon0)
     victim = (p + 1) * alpha  # probability that the victim's report is symbol 0 or 1
-    return min(1.0, victim * float(_pair_delta(eps, p / (p + 1), n - 1, min(1.0, 2 * alpha * p / q))))
+    return min(1.0, victim * float(pair_delta(eps, p / (p + 1), n - 1, min(1.0, 2 * alpha * p / q))))
 
 
 def lower_pair(epsilon0: float, randomizer: str, k: int | None = None) -> tuple[float, float, float] | None:
@@ -219,20 +218,6 @@ def _binary_rr_delta(eps: float, n: int, f: float) -> float:
     return float(np.sum(np.maximum(p1 - e * p0, 0.0)))
 
 
-def _bisect(delta_of_eps: Callable[[float], float], delta: float, hi: float, tol: float) -> float:
-    """Smallest ε in [0, hi] with delta_of_eps(ε) ≤ δ (non-increasing); hi if none smaller."""
-    if delta_of_eps(0.0) <= delta:
-        return 0.0
-    lo = 0.0
-    while hi - lo > tol * max(1.0, hi):
-        mid = 0.5 * (lo + hi)
-        if delta_of_eps(mid) <= delta:
-            hi = mid
-        else:
-            lo = mid
-    return hi
-
-
 def shuffled_epsilon_vr(
     epsilon0: float, n: int, delta: float, randomizer: str = "generic", *, k: int | None = None
 ) -> float:
@@ -244,7 +229,7 @@ def shuffled_epsilon_vr(
     """
     if n == 1:
         return epsilon0
-    return _bisect(lambda e: variation_ratio_delta(e, epsilon0, n, randomizer, k), delta, epsilon0, tol=1e-7)
+    return smallest_eps(lambda e: variation_ratio_delta(e, epsilon0, n, randomizer, k), delta, epsilon0, 1e-7)
 
 
 def shuffled_epsilon_lower(
