@@ -517,7 +517,7 @@ def _open_hl(spec: SecureSpec, parts, meta, groups: int, rng: RNGLike):
 def _open_roc(spec: SecureSpec, parts, meta):
     from privstats.estimate import Estimate
     from privstats.privacy import PureDP
-    from privstats.stats.distribution import _auc_terms, auc_variance, raw_covariance
+    from privstats.cdf.covariance import _auc_terms, auc_variance, raw_covariance
 
     smoothing = spec.smoothing or "isotonic"
     pos, neg = (_curve(spec, p, None, smoothing) for p in parts)

@@ -62,7 +62,7 @@ class Release:
 
 
 Predictor = Callable[..., Any]
-Run = Callable[[Call], Release]
+Run = Callable[[Call], Any]  # pairwise units return a Release; curve units their own tuple
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,10 @@ _FAMILIES = {
     "gini_coefficient": "privstats.stats.pairwise",
     "collision_probability": "privstats.stats.pairwise",
     "ustatistic": "privstats.stats.pairwise",
+    "ecdf": "privstats.stats.distribution",
+    "quantiles": "privstats.stats.distribution",
+    "roc_curve": "privstats.stats.distribution",
+    "hosmer_lemeshow": "privstats.stats.distribution",
 }
 
 
