@@ -92,6 +92,7 @@ _FAMILIES = {
     "quantiles": "privstats.stats.distribution",
     "roc_curve": "privstats.stats.distribution",
     "hosmer_lemeshow": "privstats.stats.distribution",
+    "range_counts": "privstats.stats.frequency",
 }
 
 
