@@ -100,13 +100,17 @@ def unit(
     statistic: str,
     model: str,
     protocol: str,
-    *,
     method: str,
     options: tuple[str, ...] = (),
     predictor: Predictor | None = None,
 ) -> Callable[[Run], Run]:
     """Register the decorated run as the unit of ``protocol`` (trust ``model``) for ``statistic``;
     its ``predictor`` (if any) is registered with the planner under the same names."""
+
+    if not (isinstance(options, tuple) and all(isinstance(o, str) for o in options)):
+        raise TypeError(f"options must be a tuple of option names, got {options!r}")
+    if predictor is not None and not callable(predictor):
+        raise TypeError(f"predictor must be callable, got {predictor!r}")
 
     def deco(run: Run) -> Run:
         entries = _UNITS.setdefault(statistic, [])

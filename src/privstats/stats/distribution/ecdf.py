@@ -26,6 +26,8 @@ from privstats.validation import (
     check_rng,
 )
 
+SECURE_OPTIONS = ("grid", "method", "neighbours", "n_servers", "protocol")
+
 
 def _thresholds(grid, bounds) -> np.ndarray:
     lo, hi = bounds
@@ -95,14 +97,7 @@ def _curve(c: Call, mech, noisy, name: str, cost: dict):
     return F[:k], se[:k], mech, name, cost, noise_model
 
 
-@unit(
-    "ecdf",
-    "central",
-    "tree",
-    method="auto",
-    options=("grid", "method", "neighbours"),
-    predictor=_plan_ecdf_central,
-)
+@unit("ecdf", "central", "tree", "auto", ("grid", "method", "neighbours"), _plan_ecdf_central)
 def central_counts(c: Call):
     """The curator's grid histogram, cumulated, through the tree mechanism."""
     mech = choose_mechanism(c.internal.size, c.epsilon, c.neighbours, c.method)
@@ -130,14 +125,7 @@ def _fss_counts(c: Call, mech, cells):
     return noisy, cost, mech.name + "+fss-dcf", 2.0
 
 
-@unit(
-    "ecdf",
-    "secure",
-    "tree+secure-aggregation",
-    method="auto",
-    options=("grid", "method", "neighbours", "n_servers", "protocol"),
-    predictor=_plan_ecdf_secure,
-)
+@unit("ecdf", "secure", "tree+secure-aggregation", "auto", SECURE_OPTIONS, _plan_ecdf_secure)
 def secure_counts(c: Call):
     """Secret-shared one-hot cells (``protocol="aggregation"``, m servers) or DCF keys (``"fss"``),
     each server adding a full noise share."""
@@ -162,14 +150,7 @@ def secure_counts(c: Call):
     return _curve(c, DistributedNoiseMechanism(mech, factor), noisy, name, cost)
 
 
-@unit(
-    "ecdf",
-    "local",
-    "hierarchical-histogram",
-    method="auto",
-    options=("grid", "method"),
-    predictor=_plan_ecdf_local,
-)
+@unit("ecdf", "local", "hierarchical-histogram", "auto", ("grid", "method"), _plan_ecdf_local)
 def local_counts(c: Call):
     """Local model: each user reports its cell through a hierarchical histogram (see privstats.cdf.local)."""
     from privstats.cdf.local import LocalPrefixNoise, local_hierarchy, release_local_prefix_counts

@@ -39,7 +39,7 @@ def _plan_auc_central(*, n, epsilon, n_pos=None, **_):
     return Option("central", "central-exact", {"sensitivity": sens}, _central_std(sens, epsilon))
 
 
-@unit("auc", "central", "central-exact", method="exact", options=("ties",), predictor=_plan_auc_central)
+@unit("auc", "central", "central-exact", "exact", ("ties",), _plan_auc_central)
 def auc_central(c: Call) -> Release:
     t = c.ties or "half"
     sens = 1.0 / min(c.n_pos, c.n_neg)
@@ -53,14 +53,7 @@ def _plan_tau_central(*, n, epsilon, variant="b", **_):
     return Option("central", "central-exact", {"variant": variant}, _central_std(4.0 / n, eps))
 
 
-@unit(
-    "kendall_tau",
-    "central",
-    "central-exact",
-    method="exact",
-    options=("variant",),
-    predictor=_plan_tau_central,
-)
+@unit("kendall_tau", "central", "central-exact", "exact", ("variant",), _plan_tau_central)
 def kendall_tau_central(c: Call) -> Release:
     """tau-a with the whole ε; tau-b: tau-a and the two non-tie fractions with ε/3 each."""
     ex = C.exact_kendall(c.xs, c.ys)
@@ -88,7 +81,7 @@ def _plan_gmd_central(*, n, epsilon, bounds=None, **_):
     return Option("central", "central-exact", {}, _central_std(2 * w / n, epsilon))
 
 
-@unit("gini_mean_difference", "central", "central-exact", method="exact", predictor=_plan_gmd_central)
+@unit("gini_mean_difference", "central", "central-exact", "exact", (), _plan_gmd_central)
 def gini_mean_difference_central(c: Call) -> Release:
     sens = 2 * c.w / c.n
     return _release(c, C.exact_gini_mean_difference(c.xs), sens, {"sensitivity": sens})
@@ -99,7 +92,7 @@ def _plan_collision_central(*, n, epsilon, **_):
     return Option("central", "central-exact", {}, _central_std(2.0 / n, epsilon))
 
 
-@unit("collision_probability", "central", "central-exact", method="exact", predictor=_plan_collision_central)
+@unit("collision_probability", "central", "central-exact", "exact", (), _plan_collision_central)
 def collision_probability_central(c: Call) -> Release:
     sens = 2.0 / c.n
     return _release(c, C.exact_collision(c.xs), sens, {"sensitivity": sens})
@@ -116,14 +109,7 @@ def _plan_ustat_central(*, n, epsilon, kernel_range=None, kernel=None, **_):
     )
 
 
-@unit(
-    "ustatistic",
-    "central",
-    "central-exact",
-    method="exact",
-    options=("kernel_range",),
-    predictor=_plan_ustat_central,
-)
+@unit("ustatistic", "central", "central-exact", "exact", ("kernel_range",), _plan_ustat_central)
 def ustatistic_central(c: Call) -> Release:
     exact = C.exact_matrix_ustat(c.xs, c.A) if c.A is not None else C.exact_callable(c.xs, c.f)
     exact = float(np.clip(exact, *c.kr))

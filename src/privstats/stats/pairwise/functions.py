@@ -17,13 +17,10 @@ from privstats.plan import check_model
 from privstats.privacy.randomness import RNGLike
 from privstats.stats.pairwise.plumbing import (
     _auto_local_auc,
-    _backend_model,
-    _check_backend,
-    _common,
-    _options,
     _pair_bounds,
     _probe_kernel,
     _resolve_model,
+    _validate,
 )
 from privstats.stats.pairwise.secure_pairs import ustatistic_named_kernel
 from privstats.stats.units import Call, choose, finish
@@ -94,25 +91,16 @@ def auc(
     >>> est.model, est.params["sensitivity"]
     ('central', 0.5)
     """
-    model = _backend_model(model, backend)
-    epsilon, delta, model = _common(
-        epsilon,
-        delta,
-        model,
-        method,
-        "auc",
-        postprocess,
-        (
-            domain_size,
-            smoothing,
-            None if splitting == "users" else splitting,
-            None if discard == "half" else discard,
-            a,
-            None if oracle == "auto" else oracle,
-        ),
+    local = (
+        domain_size,
+        smoothing,
+        None if splitting == "users" else splitting,
+        None if discard == "half" else discard,
+        a,
     )
-    _check_backend(backend, model, method)
-    _options(P=P, oracle=oracle)
+    epsilon, delta, model = _validate(
+        "auc", epsilon, delta, model, method, postprocess, backend, P=P, oracle=oracle, local=local
+    )
     if a is not None:
         check_real(a, "a")
     labels = as_binary_labels(y_true, "y_true")
@@ -186,18 +174,9 @@ def kendall_tau(
     >>> est.params["variant"]
     'b'
     """
-    model = _backend_model(model, backend)
-    epsilon, delta, model = _common(
-        epsilon,
-        delta,
-        model,
-        method,
-        "kendall_tau",
-        postprocess,
-        (bins, None if oracle == "auto" else oracle),
+    epsilon, delta, model = _validate(
+        "kendall_tau", epsilon, delta, model, method, postprocess, backend, P=P, oracle=oracle, bins=bins
     )
-    _check_backend(backend, model, method)
-    _options(P=P, oracle=oracle, bins=bins)
     check_choice(variant, "variant", ("a", "b"))
     if model == "local" or bounds is not None:  # only the local quantisation uses bounds
         bx, by = _pair_bounds(bounds)
@@ -243,18 +222,10 @@ def gini_mean_difference(
     >>> bool(abs(est.value - 1 / 3) < 5 * est.stderr + 0.01)
     True
     """
-    model = _backend_model(model, backend)
-    epsilon, delta, model = _common(
-        epsilon,
-        delta,
-        model,
-        method,
-        "gini_mean_difference",
-        postprocess,
-        (bins, None if quantization == "avg" else quantization, None if oracle == "auto" else oracle),
+    opts = {"P": P, "oracle": oracle, "bins": bins, "quantization": quantization}
+    epsilon, delta, model = _validate(
+        "gini_mean_difference", epsilon, delta, model, method, postprocess, backend, **opts
     )
-    _check_backend(backend, model, method)
-    _options(P=P, oracle=oracle, bins=bins, quantization=quantization)
     lo, hi = check_bounds(bounds)
     xs = as_float_array(x, "x", bounds=(lo, hi))
     n, w = xs.size, hi - lo
@@ -326,18 +297,9 @@ def collision_probability(
     >>> bool(abs(est.value - 0.25) < 5 * est.stderr)
     True
     """
-    model = _backend_model(model, backend)
-    epsilon, delta, model = _common(
-        epsilon,
-        delta,
-        model,
-        method,
-        "collision_probability",
-        postprocess,
-        (None if oracle == "auto" else oracle,),
+    epsilon, delta, model = _validate(
+        "collision_probability", epsilon, delta, model, method, postprocess, backend, P=P, oracle=oracle
     )
-    _check_backend(backend, model, method)
-    _options(P=P, oracle=oracle)
     d = check_positive_int(domain_size, "domain_size", minimum=2, maximum=STRUCTURED_MAX_CATEGORIES)
     xs = as_domain_values(x, d, "x")
     n = xs.size
@@ -387,18 +349,10 @@ def ustatistic(
     >>> bool(abs(est.value - 1 / 12) < 5 * est.stderr)
     True
     """
-    model = _backend_model(model, backend)
-    epsilon, delta, model = _common(
-        epsilon,
-        delta,
-        model,
-        method,
-        "ustatistic",
-        postprocess,
-        (bins, None if quantization == "avg" else quantization, None if oracle == "auto" else oracle),
+    opts = {"P": P, "oracle": oracle, "bins": bins, "quantization": quantization}
+    epsilon, delta, model = _validate(
+        "ustatistic", epsilon, delta, model, method, postprocess, backend, **opts
     )
-    _check_backend(backend, model, method)
-    _options(P=P, oracle=oracle, bins=bins, quantization=quantization)
     lipschitz = check_real(lipschitz, "lipschitz")
     if lipschitz <= 0:
         raise ValueError(f"lipschitz must be > 0, got {lipschitz!r}")

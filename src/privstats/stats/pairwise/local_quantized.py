@@ -38,6 +38,9 @@ from privstats.ustat.quantized import DENSE_MAX_CATEGORIES, STRUCTURED_MAX_CATEG
 from privstats.validation import MAX_CELLS, check_positive_int
 
 OPTIONS = ("bins", "oracle")
+AUC_OPTIONS = ("domain_size", "oracle", "ties", "smoothing")
+GMD_OPTIONS = (*OPTIONS, "quantization")
+USTAT_OPTIONS = (*OPTIONS, "quantization", "lipschitz")
 
 
 def _max_categories(oracle: str) -> int:
@@ -86,14 +89,7 @@ def _plan_auc_quantized(
     )
 
 
-@unit(
-    "auc",
-    "local",
-    "ustat-quantized",
-    method="quantized",
-    options=("domain_size", "oracle", "ties", "smoothing"),
-    predictor=_plan_auc_quantized,
-)
+@unit("auc", "local", "ustat-quantized", "quantized", AUC_OPTIONS, _plan_auc_quantized)
 def auc_quantized(c: Call) -> Release:
     """Bins and oracle as the predictor chooses them (or ``domain_size``); one report per user."""
     t = c.ties or "half"
@@ -141,14 +137,7 @@ def _plan_tau_local(*, n, epsilon, bins=None, oracle="auto", **_):
     )
 
 
-@unit(
-    "kendall_tau",
-    "local",
-    "ustat-quantized",
-    method="quantized",
-    options=(*OPTIONS, "variant"),
-    predictor=_plan_tau_local,
-)
+@unit("kendall_tau", "local", "ustat-quantized", "quantized", (*OPTIONS, "variant"), _plan_tau_local)
 def kendall_tau_quantized(c: Call) -> Release:
     """One report of the (x, y) cell on the bins × bins grid; tau-b's non-tie fractions come from the
     same reports (delta method, exact to first order)."""
@@ -193,14 +182,7 @@ def _plan_gmd_local(*, n, epsilon, bounds=None, bins=None, oracle="auto", quanti
     )
 
 
-@unit(
-    "gini_mean_difference",
-    "local",
-    "ustat-quantized",
-    method="quantized",
-    options=(*OPTIONS, "quantization"),
-    predictor=_plan_gmd_local,
-)
+@unit("gini_mean_difference", "local", "ustat-quantized", "quantized", GMD_OPTIONS, _plan_gmd_local)
 def gini_mean_difference_quantized(c: Call) -> Release:
     n, epsilon = c.n, c.epsilon
     k = c.bins or choose_bins(n, epsilon, lipschitz=1.0, assumption="kernel")
@@ -238,14 +220,7 @@ def _plan_collision_local(*, n, epsilon, domain_size=None, oracle="auto", **_):
     )
 
 
-@unit(
-    "collision_probability",
-    "local",
-    "ustat-quantized",
-    method="quantized",
-    options=("oracle",),
-    predictor=_plan_collision_local,
-)
+@unit("collision_probability", "local", "ustat-quantized", "quantized", ("oracle",), _plan_collision_local)
 def collision_probability_quantized(c: Call) -> Release:
     d = c.d
     _check_structured(d, "domain_size", c.oracle)  # before the choice: it scores O(d) histograms
@@ -312,14 +287,7 @@ def _callable_matrix(c: Call) -> tuple[Any, np.ndarray, dict]:
     return A, K.quantize(c.xs, (lo, hi), k), {"bins": k, "quantization": how}
 
 
-@unit(
-    "ustatistic",
-    "local",
-    "ustat-quantized",
-    method="quantized",
-    options=(*OPTIONS, "quantization", "lipschitz"),
-    predictor=_plan_ustat_local,
-)
+@unit("ustatistic", "local", "ustat-quantized", "quantized", USTAT_OPTIONS, _plan_ustat_local)
 def ustatistic_quantized(c: Call) -> Release:
     if c.A is None:
         A, cells, params = _callable_matrix(c)

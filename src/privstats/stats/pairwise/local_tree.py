@@ -65,7 +65,7 @@ def _tree_states(proto: TreeAUC, bins_p, bins_n, c: Call):
     return client_state(bins_p), client_state(bins_n)
 
 
-@unit("auc", "local", "ustat-tree", method="tree", options=OPTIONS, predictor=_plan_auc_tree)
+@unit("auc", "local", "ustat-tree", "tree", OPTIONS, _plan_auc_tree)
 def auc_tree(c: Call) -> Release:
     if c.smoothing is not None:
         raise ValueError("smoothing applies to Protocol A (method='quantized'), not to method='tree'")

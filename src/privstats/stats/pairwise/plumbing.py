@@ -75,6 +75,37 @@ def _options(*, P=None, oracle="auto", bins=None, quantization="avg") -> None:
     check_choice(quantization, "quantization", K.QUANTISATIONS)
 
 
+def _validate(
+    statistic,
+    epsilon,
+    delta,
+    model,
+    method,
+    postprocess,
+    backend,
+    *,
+    P=None,
+    oracle="auto",
+    bins=None,
+    quantization="avg",
+    local=(),
+):
+    """The checks every pairwise statistic makes first, in one order: the backend's model, ε, δ, the
+    model (``None``: from the method, or ``"local"`` when a local-only option is given) and method,
+    ``postprocess``, the backend, then the protocol options.  Returns ``(epsilon, delta, model)``."""
+    model = _backend_model(model, backend)
+    local_options = (
+        *local,
+        bins,
+        None if quantization == "avg" else quantization,
+        None if oracle == "auto" else oracle,
+    )
+    epsilon, delta, model = _common(epsilon, delta, model, method, statistic, postprocess, local_options)
+    _check_backend(backend, model, method)
+    _options(P=P, oracle=oracle, bins=bins, quantization=quantization)
+    return epsilon, delta, model
+
+
 def _simulating(rng) -> bool:
     return rng is not None
 

@@ -29,14 +29,14 @@ def _release(
     )
 
 
-@unit("auc", "secure", "ustat-all-pairs", method="all-pairs", options=(*OPTIONS, "ties"))
+@unit("auc", "secure", "ustat-all-pairs", "all-pairs", (*OPTIONS, "ties"))
 def auc_all_pairs(c: Call) -> Release:
     t = c.ties or "half"
     exact = C.exact_auc(c.pos, c.neg, t)
     return _release(c, exact, 1.0, max(c.n_pos, c.n_neg), c.n_pos * c.n_neg, {"ties": t})
 
 
-@unit("kendall_tau", "secure", "ustat-all-pairs", method="all-pairs", options=(*OPTIONS, "variant"))
+@unit("kendall_tau", "secure", "ustat-all-pairs", "all-pairs", (*OPTIONS, "variant"))
 def kendall_tau_all_pairs(c: Call) -> Release:
     """tau-a with the whole budget; tau-b: tau-a and the two non-tie fractions with a third each."""
     ex = C.exact_kendall(c.xs, c.ys)
@@ -62,7 +62,7 @@ def kendall_tau_all_pairs(c: Call) -> Release:
     )
 
 
-@unit("gini_mean_difference", "secure", "ustat-all-pairs", method="all-pairs", options=OPTIONS)
+@unit("gini_mean_difference", "secure", "ustat-all-pairs", "all-pairs", OPTIONS)
 def gini_mean_difference_all_pairs(c: Call) -> Release:
     """Noise on the [0, 1] scale, scaled by the bounds' width w."""
     n, w = c.n, c.w
@@ -78,13 +78,13 @@ def gini_mean_difference_all_pairs(c: Call) -> Release:
     )
 
 
-@unit("collision_probability", "secure", "ustat-all-pairs", method="all-pairs", options=OPTIONS)
+@unit("collision_probability", "secure", "ustat-all-pairs", "all-pairs", OPTIONS)
 def collision_probability_all_pairs(c: Call) -> Release:
     n = c.n
     return _release(c, C.exact_collision(c.xs), 1.0, n - 1, n * (n - 1) / 2, {})
 
 
-@unit("ustatistic", "secure", "ustat-all-pairs", method="all-pairs", options=(*OPTIONS, "kernel_range"))
+@unit("ustatistic", "secure", "ustat-all-pairs", "all-pairs", (*OPTIONS, "kernel_range"))
 def ustatistic_all_pairs(c: Call) -> Release:
     exact = C.exact_matrix_ustat(c.xs, c.A) if c.A is not None else C.exact_callable(c.xs, c.f)
     n = c.n

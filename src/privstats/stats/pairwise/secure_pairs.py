@@ -48,7 +48,7 @@ def _plan_auc_pairs(*, n, epsilon, n_pos=None, zeta=None, P=None, **_):
     return _pairs_option(P, math.sqrt(var), note="pairs of users run 2PC; ζ worst case")
 
 
-@unit("auc", "secure", "ustat-pairs", method="pairs", options=(*OPTIONS, "ties"), predictor=_plan_auc_pairs)
+@unit("auc", "secure", "ustat-pairs", "pairs", (*OPTIONS, "ties"), _plan_auc_pairs)
 def auc_pairs(c: Call) -> Release:
     """Bipartite pairs (one positive, one negative); ties ``"zero"`` use randomized response."""
     t = c.ties or "half"
@@ -138,14 +138,7 @@ def _tau_b_pairs(c: Call, xy: np.ndarray) -> Release:
     return Release(value, var, params, float(P), delta=d_be, details={**info, **det_be})
 
 
-@unit(
-    "kendall_tau",
-    "secure",
-    "ustat-pairs",
-    method="pairs",
-    options=(*OPTIONS, "variant"),
-    predictor=_plan_tau_pairs,
-)
+@unit("kendall_tau", "secure", "ustat-pairs", "pairs", (*OPTIONS, "variant"), _plan_tau_pairs)
 def kendall_tau_pairs(c: Call) -> Release:
     xy = np.stack([c.xs, c.ys], axis=1)
     return _tau_a_pairs(c, xy) if c.variant == "a" else _tau_b_pairs(c, xy)
@@ -160,14 +153,7 @@ def _plan_gmd_pairs(*, n, epsilon, bounds=None, P=None, zeta=None, **_):
     return _pairs_option(P, w * math.sqrt(proto.variance(n, z1, z2)))
 
 
-@unit(
-    "gini_mean_difference",
-    "secure",
-    "ustat-pairs",
-    method="pairs",
-    options=(*OPTIONS, "grid_bits"),
-    predictor=_plan_gmd_pairs,
-)
+@unit("gini_mean_difference", "secure", "ustat-pairs", "pairs", (*OPTIONS, "grid_bits"), _plan_gmd_pairs)
 def gini_mean_difference_pairs(c: Call) -> Release:
     """|u_i − u_j| on values scaled to [0, 1]; ``backend="spu"`` rounds them to a 2^-grid_bits grid."""
     P = _resolve_P(c.P, c.epsilon, c.n, (0.0, 1.0), "laplace", c.zeta)
@@ -189,14 +175,7 @@ def _plan_collision_pairs(*, n, epsilon, P=None, zeta=None, domain_size=None, **
     return _pairs_option(P, math.sqrt(proto.variance(n, z1, z2)))
 
 
-@unit(
-    "collision_probability",
-    "secure",
-    "ustat-pairs",
-    method="pairs",
-    options=OPTIONS,
-    predictor=_plan_collision_pairs,
-)
+@unit("collision_probability", "secure", "ustat-pairs", "pairs", OPTIONS, _plan_collision_pairs)
 def collision_probability_pairs(c: Call) -> Release:
     """I[x_i = x_j] with randomized response in 2PC (the backend's δ is reported in details only)."""
     P = _resolve_P(c.P, c.epsilon, c.n, (0.0, 1.0), "rr", c.zeta)
@@ -226,14 +205,7 @@ def _plan_ustat_pairs(*, n, epsilon, kernel_range=None, kernel=None, P=None, zet
     )
 
 
-@unit(
-    "ustatistic",
-    "secure",
-    "ustat-pairs",
-    method="pairs",
-    options=(*OPTIONS, "kernel_range"),
-    predictor=_plan_ustat_pairs,
-)
+@unit("ustatistic", "secure", "ustat-pairs", "pairs", (*OPTIONS, "kernel_range"), _plan_ustat_pairs)
 def ustatistic_pairs(c: Call) -> Release:
     P = _resolve_P(c.P, c.epsilon, c.n, c.kr, "laplace", c.zeta)
     be = _pair_backend(c.backend, None, c.epsilon, P, "laplace")
