@@ -19,28 +19,34 @@ True
 
 from __future__ import annotations
 
-from privstats.demo.collect import collect
-from privstats.demo.config import (
-    HEADLINE_EPSILON,
-    HEADLINE_ONLY,
-    INCOME_BOUNDS,
-    INCOME_THRESHOLD,
-    ORACLE_COLUMNS,
-    ORDINAL_LEVELS,
-    QUANTILE_LEVELS,
-    ROW_COLUMNS,
-    SHUFFLE_DELTA,
-    SHUFFLE_QUANTILE_USERS,
-    SHUFFLE_RANGE_USERS,
-    SIZES,
-    DemoSize,
-)
-from privstats.demo.data import demo_data, gini_mean_difference_exact
-from privstats.demo.report import _jsonable, run_demo, write_report
-from privstats.demo.running import DemoResult, _call, _estimate_of, scenario_seed
-from privstats.demo.scenarios import SCENARIOS
-from privstats.demo.scenarios.distribution import hosmer_lemeshow_exact
-from privstats.demo.scenarios.pairwise import _roc_parts, collision_probability_exact, gini_coefficient_exact
+from privstats.demo.collect import collect as collect
+from privstats.demo.config import HEADLINE_EPSILON as HEADLINE_EPSILON
+from privstats.demo.config import HEADLINE_ONLY as HEADLINE_ONLY
+from privstats.demo.config import INCOME_BOUNDS as INCOME_BOUNDS
+from privstats.demo.config import INCOME_THRESHOLD as INCOME_THRESHOLD
+from privstats.demo.config import ORACLE_COLUMNS as ORACLE_COLUMNS
+from privstats.demo.config import ORDINAL_LEVELS as ORDINAL_LEVELS
+from privstats.demo.config import QUANTILE_LEVELS as QUANTILE_LEVELS
+from privstats.demo.config import ROW_COLUMNS as ROW_COLUMNS
+from privstats.demo.config import SHUFFLE_DELTA as SHUFFLE_DELTA
+from privstats.demo.config import SHUFFLE_QUANTILE_USERS as SHUFFLE_QUANTILE_USERS
+from privstats.demo.config import SHUFFLE_RANGE_USERS as SHUFFLE_RANGE_USERS
+from privstats.demo.config import SIZES as SIZES
+from privstats.demo.config import DemoSize as DemoSize
+from privstats.demo.data import demo_data as demo_data
+from privstats.demo.data import gini_mean_difference_exact as gini_mean_difference_exact
+from privstats.demo.report import _jsonable as _jsonable
+from privstats.demo.report import run_demo as run_demo
+from privstats.demo.report import write_report as write_report
+from privstats.demo.running import DemoResult as DemoResult
+from privstats.demo.running import _call as _call
+from privstats.demo.running import _estimate_of as _estimate_of
+from privstats.demo.running import scenario_seed as scenario_seed
+from privstats.demo.scenarios import SCENARIOS as SCENARIOS
+from privstats.demo.scenarios.distribution import hosmer_lemeshow_exact as hosmer_lemeshow_exact
+from privstats.demo.scenarios.pairwise import _roc_parts as _roc_parts
+from privstats.demo.scenarios.pairwise import collision_probability_exact as collision_probability_exact
+from privstats.demo.scenarios.pairwise import gini_coefficient_exact as gini_coefficient_exact
 
 __all__ = [
     "SCENARIOS",
@@ -52,26 +58,3 @@ __all__ = [
     "scenario_seed",
     "write_report",
 ]
-# also importable from here (tests, the CLI): constants, exact references and helpers
-_REEXPORTED = (
-    DemoSize,
-    HEADLINE_EPSILON,
-    HEADLINE_ONLY,
-    INCOME_BOUNDS,
-    INCOME_THRESHOLD,
-    ORACLE_COLUMNS,
-    ORDINAL_LEVELS,
-    QUANTILE_LEVELS,
-    ROW_COLUMNS,
-    SHUFFLE_DELTA,
-    SHUFFLE_QUANTILE_USERS,
-    SHUFFLE_RANGE_USERS,
-    gini_mean_difference_exact,
-    hosmer_lemeshow_exact,
-    gini_coefficient_exact,
-    collision_probability_exact,
-    _call,
-    _estimate_of,
-    _jsonable,
-    _roc_parts,
-)

@@ -30,7 +30,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from privstats.estimate import Estimate, constrain
-from privstats.plan import register, warn_if_useless
+from privstats.plan import _MODULES, register, warn_if_useless
 from privstats.privacy.guarantees import ApproxDP, PureDP
 
 __all__ = ["Call", "Release", "Unit", "choose", "finish", "unit", "units_for"]
@@ -80,20 +80,8 @@ class Unit:
 
 _UNITS: dict[str, list[Unit]] = {}
 
-# modules whose import registers the units of a statistic family
-_FAMILIES = {
-    "auc": "privstats.stats.pairwise",
-    "kendall_tau": "privstats.stats.pairwise",
-    "gini_mean_difference": "privstats.stats.pairwise",
-    "gini_coefficient": "privstats.stats.pairwise",
-    "collision_probability": "privstats.stats.pairwise",
-    "ustatistic": "privstats.stats.pairwise",
-    "ecdf": "privstats.stats.distribution",
-    "quantiles": "privstats.stats.distribution",
-    "roc_curve": "privstats.stats.distribution",
-    "hosmer_lemeshow": "privstats.stats.distribution",
-    "range_counts": "privstats.stats.frequency",
-}
+# modules whose import registers the units of a statistic family (the planner's map)
+_FAMILIES = _MODULES
 
 
 def unit(

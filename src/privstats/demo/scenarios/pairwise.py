@@ -98,15 +98,15 @@ def scenario_kendall(ctx: _Context) -> None:
     ctx.each_model("kendall_tau", TRUST_MODELS, body, plan={"n": a.size, "bounds": bounds})
 
 
-def scenario_gini(ctx: _Context) -> None:
-    """``privstats.gini_mean_difference`` of incomes."""
-    fn = _public("gini_mean_difference")
+def _incomes_scalar(ctx: _Context, statistic: str, label: str, exact_of) -> None:
+    """One scalar statistic of the incomes (public bounds) under every trust model."""
+    fn = _public(statistic)
     x = ctx.data("incomes")
-    exact = gini_mean_difference_exact(x)
+    exact = exact_of(x)
 
     def body(model, eps):
         ctx.measure(
-            "Gini mean difference",
+            label,
             model,
             eps,
             lambda seed: _call(fn, x, epsilon=eps, model=model, bounds=INCOME_BOUNDS, rng=seed),
@@ -115,7 +115,12 @@ def scenario_gini(ctx: _Context) -> None:
             note="incomes",
         )
 
-    ctx.each_model("gini_mean_difference", TRUST_MODELS, body, plan={"n": x.size, "bounds": INCOME_BOUNDS})
+    ctx.each_model(statistic, TRUST_MODELS, body, plan={"n": x.size, "bounds": INCOME_BOUNDS})
+
+
+def scenario_gini(ctx: _Context) -> None:
+    """``privstats.gini_mean_difference`` of incomes."""
+    _incomes_scalar(ctx, "gini_mean_difference", "Gini mean difference", gini_mean_difference_exact)
 
 
 def gini_coefficient_exact(x) -> float:
@@ -126,22 +131,7 @@ def gini_coefficient_exact(x) -> float:
 
 def scenario_gini_coefficient(ctx: _Context) -> None:
     """``privstats.gini_coefficient`` of incomes (part of ε pays for the mean)."""
-    fn = _public("gini_coefficient")
-    x = ctx.data("incomes")
-    exact = gini_coefficient_exact(x)
-
-    def body(model, eps):
-        ctx.measure(
-            "Gini coefficient",
-            model,
-            eps,
-            lambda seed: _call(fn, x, epsilon=eps, model=model, bounds=INCOME_BOUNDS, rng=seed),
-            _scalar_reader,
-            exact,
-            note="incomes",
-        )
-
-    ctx.each_model("gini_coefficient", TRUST_MODELS, body, plan={"n": x.size, "bounds": INCOME_BOUNDS})
+    _incomes_scalar(ctx, "gini_coefficient", "Gini coefficient", gini_coefficient_exact)
 
 
 def collision_probability_exact(values, d: int) -> float:

@@ -18,23 +18,23 @@ True
 from __future__ import annotations
 
 # isort: off
-from privstats.stats.distribution.ecdf import ecdf
-from privstats.stats.distribution.quantiles import quantiles
-from privstats.stats.distribution.roc import roc_curve
-from privstats.stats.distribution.calibration import (
-    HL_BUDGETS,
-    HL_QUANTILE_FRACTION,
-    HL_STEPS,
-    _hl_statistic,
-    hl_group_sums,
-    hl_uncertainty,
-    hosmer_lemeshow,
-    hosmer_lemeshow_accounting,
-)
+from privstats.stats.distribution.ecdf import ecdf as ecdf
+from privstats.stats.distribution.quantiles import quantiles as quantiles
+from privstats.stats.distribution.roc import roc_curve as roc_curve
+from privstats.stats.distribution.calibration import HL_BUDGETS as HL_BUDGETS
+from privstats.stats.distribution.calibration import HL_QUANTILE_FRACTION as HL_QUANTILE_FRACTION
+from privstats.stats.distribution.calibration import HL_STEPS as HL_STEPS
+from privstats.stats.distribution.calibration import _hl_statistic as _hl_statistic
+from privstats.stats.distribution.calibration import hl_group_sums as hl_group_sums
+from privstats.stats.distribution.calibration import hl_uncertainty as hl_uncertainty
+from privstats.stats.distribution.calibration import hosmer_lemeshow as hosmer_lemeshow
+from privstats.stats.distribution.calibration import hosmer_lemeshow_accounting as hosmer_lemeshow_accounting
 
 # isort: on
-from privstats.cdf.covariance import _auc_terms, auc_variance, raw_covariance
-from privstats.stats.distribution.plumbing import NEIGHBOURS
+from privstats.cdf.covariance import _auc_terms as _auc_terms
+from privstats.cdf.covariance import auc_variance as auc_variance
+from privstats.cdf.covariance import raw_covariance as raw_covariance
+from privstats.stats.distribution.plumbing import NEIGHBOURS as NEIGHBOURS
 
 __all__ = [
     "auc_variance",
@@ -45,6 +45,3 @@ __all__ = [
     "raw_covariance",
     "roc_curve",
 ]
-# also importable from here (tests, services): constants and internals of the statistics
-_REEXPORTED: tuple = (HL_BUDGETS, HL_QUANTILE_FRACTION, HL_STEPS, NEIGHBOURS, _auc_terms, _hl_statistic)
-_REEXPORTED += (hl_group_sums, hl_uncertainty)

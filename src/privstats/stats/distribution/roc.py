@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from privstats.cdf.covariance import _auc_terms, auc_variance, raw_covariance
+from privstats.cdf.covariance import auc_variance, roc_points
 from privstats.cdf.smoothing import SMOOTHING_METHODS
 from privstats.cdf.tree import choose_mechanism
 from privstats.estimate import Estimate
@@ -119,13 +119,7 @@ def _release(c: Call, pos, neg):
         c.eps_each,
         c.y,
     )
-    tau = pos.quantiles
-    tpr = np.concatenate([[0.0], 1.0 - pos.probabilities[::-1], [1.0]])
-    fpr = np.concatenate([[0.0], 1.0 - neg.probabilities[::-1], [1.0]])
-    thresholds = np.concatenate([[np.inf], tau[::-1], [-np.inf]])
-    auc = float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2))
-    auc_raw, _, _ = _auc_terms(pos.raw, neg.raw)
-    _, var_hat = auc_variance(pos.raw, neg.raw, raw_covariance(pos), raw_covariance(neg))
+    fpr, tpr, thresholds, auc, auc_raw, var_hat = roc_points(pos, neg)
     est = Estimate(
         auc,
         stderr=float(np.sqrt(max(var_hat, 0.0))),

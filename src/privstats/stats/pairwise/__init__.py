@@ -56,7 +56,9 @@ from privstats.stats.pairwise.functions import (
     kendall_tau,
     ustatistic,
 )
-from privstats.stats.pairwise.plumbing import METHODS, MODELS, PAIR_BACKENDS
+from privstats.stats.pairwise.plumbing import METHODS as METHODS
+from privstats.stats.pairwise.plumbing import MODELS as MODELS
+from privstats.stats.pairwise.plumbing import PAIR_BACKENDS as PAIR_BACKENDS
 
 __all__ = [
     "auc",
@@ -66,4 +68,3 @@ __all__ = [
     "kendall_tau",
     "ustatistic",
 ]
-_CONSTANTS = (METHODS, MODELS, PAIR_BACKENDS)

@@ -40,15 +40,6 @@ from privstats.validation import (
     check_same_length,
 )
 
-__all__ = [
-    "auc",
-    "collision_probability",
-    "gini_coefficient",
-    "gini_mean_difference",
-    "kendall_tau",
-    "ustatistic",
-]
-
 
 def auc(
     y_true,
