@@ -17,26 +17,33 @@ def _scalar_reader(out):
     return est.value, est.stderr
 
 
-def scenario_auc(ctx: _Context) -> None:
-    """``privstats.auc`` of a logistic-regression score on breast cancer (569 patients)."""
+def _auc_scenario(ctx: _Context, data: str, statistic: str, label: str, note: str) -> None:
+    """``privstats.auc`` of a scored, labelled data set under every trust model."""
     fn = _public("auc")
     from sklearn.metrics import roc_auc_score
 
-    y, s = ctx.data("breast_cancer")
+    y, s = ctx.data(data)
     exact = float(roc_auc_score(y, s))
 
     def body(model, eps):
         ctx.measure(
-            "AUC",
+            label,
             model,
             eps,
             lambda seed: _call(fn, y, s, epsilon=eps, model=model, bounds=(0.0, 1.0), rng=seed),
             _scalar_reader,
             exact,
-            note="breast cancer, n=569",
+            note=note.format(n=y.size),
         )
 
-    ctx.each_model("auc", TRUST_MODELS, body, plan={"n": y.size, "n_pos": int(y.sum()), "bounds": (0.0, 1.0)})
+    ctx.each_model(
+        statistic, TRUST_MODELS, body, plan={"n": y.size, "n_pos": int(y.sum()), "bounds": (0.0, 1.0)}
+    )
+
+
+def scenario_auc(ctx: _Context) -> None:
+    """``privstats.auc`` of a logistic-regression score on breast cancer (569 patients)."""
+    _auc_scenario(ctx, "breast_cancer", "auc", "AUC", "breast cancer, n=569")
 
 
 def _roc_parts(out):
@@ -51,25 +58,8 @@ def _roc_parts(out):
 
 def scenario_auc_scale(ctx: _Context) -> None:
     """``privstats.auc`` of a calibrated synthetic score for many users (where the local model pays off)."""
-    fn = _public("auc")
-    from sklearn.metrics import roc_auc_score
-
-    y, s = ctx.data("scores")
-    exact = float(roc_auc_score(y, s))
-
-    def body(model, eps):
-        ctx.measure(
-            "AUC (synthetic scores)",
-            model,
-            eps,
-            lambda seed: _call(fn, y, s, epsilon=eps, model=model, bounds=(0.0, 1.0), rng=seed),
-            _scalar_reader,
-            exact,
-            note=f"calibrated Beta(2,5) scores, n={y.size}",
-        )
-
-    ctx.each_model(
-        "auc (synthetic)", TRUST_MODELS, body, plan={"n": y.size, "n_pos": int(y.sum()), "bounds": (0.0, 1.0)}
+    _auc_scenario(
+        ctx, "scores", "auc (synthetic)", "AUC (synthetic scores)", "calibrated Beta(2,5) scores, n={n}"
     )
 
 
