@@ -19,6 +19,7 @@ import importlib
 from privstats.estimate import Estimate
 
 # the planner function shadows its module's name on the package (light: stdlib only at import)
+from privstats.plan import _MODULES as _STATISTIC_MODULES
 from privstats.plan import plan
 
 __version__ = "0.2.0"
@@ -26,22 +27,8 @@ __version__ = "0.2.0"
 # Public statistics, imported on first use so that ``import privstats`` stays light
 # and optional extras are only needed by the functions that use them.
 _LAZY = {
-    # pairwise statistics (U-statistics)
-    "auc": "privstats.stats.pairwise",
-    "kendall_tau": "privstats.stats.pairwise",
-    "gini_mean_difference": "privstats.stats.pairwise",
-    "gini_coefficient": "privstats.stats.pairwise",
-    "collision_probability": "privstats.stats.pairwise",
-    "ustatistic": "privstats.stats.pairwise",
-    # distributions: ECDF, quantiles, ROC, calibration
-    "ecdf": "privstats.stats.distribution",
-    "quantiles": "privstats.stats.distribution",
-    "roc_curve": "privstats.stats.distribution",
-    "hosmer_lemeshow": "privstats.stats.distribution",
-    # frequencies, ranges, heavy hitters
-    "frequencies": "privstats.stats.frequency",
-    "range_counts": "privstats.stats.frequency",
-    "heavy_hitters": "privstats.stats.frequency",
+    # pairwise statistics, distributions, frequencies: the planner's map of statistic -> module
+    **_STATISTIC_MODULES,
     # training-set summarization
     "summarize": "privstats.stats.summarization",
 }

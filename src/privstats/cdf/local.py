@@ -97,7 +97,7 @@ def local_hierarchy(n_cells: int, epsilon: float, n: int, method: str = "auto") 
 
 
 class LocalPrefixNoise:
-    """The released counts' noise model (for :func:`privstats.stats.distribution.raw_covariance`).
+    """The released counts' noise model (for :func:`privstats.cdf.covariance.raw_covariance`).
 
     ``count_covariance()`` is the exact covariance of the consistent prefix counts at the
     plug-in cell counts (dense, computed on demand).

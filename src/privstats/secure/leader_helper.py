@@ -515,19 +515,13 @@ def _open_hl(spec: SecureSpec, parts, meta, groups: int, rng: RNGLike):
 
 
 def _open_roc(spec: SecureSpec, parts, meta):
+    from privstats.cdf.covariance import roc_points
     from privstats.estimate import Estimate
     from privstats.privacy import PureDP
-    from privstats.stats.distribution import _auc_terms, auc_variance, raw_covariance
 
     smoothing = spec.smoothing or "isotonic"
     pos, neg = (_curve(spec, p, None, smoothing) for p in parts)
-    tau = pos.quantiles
-    tpr = np.concatenate([[0.0], 1.0 - pos.probabilities[::-1], [1.0]])
-    fpr = np.concatenate([[0.0], 1.0 - neg.probabilities[::-1], [1.0]])
-    thresholds = np.concatenate([[np.inf], tau[::-1], [-np.inf]])
-    auc = float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2))
-    auc_raw, _, _ = _auc_terms(pos.raw, neg.raw)
-    _, var_hat = auc_variance(pos.raw, neg.raw, raw_covariance(pos), raw_covariance(neg))
+    fpr, tpr, thresholds, auc, auc_raw, var_hat = roc_points(pos, neg)
     est = Estimate(
         auc,
         stderr=float(np.sqrt(var_hat)),

@@ -32,6 +32,7 @@ from privstats.shuffle.hadamard import HadamardMultiMessage
 from privstats.shuffle.heavy import prefix_tree_heavy_hitters
 from privstats.shuffle.ranges import box_terms, support_nd
 from privstats.shuffle.single import ShuffledKRR, ShuffledRAPPOR
+from privstats.stats.units import Call, choose, unit
 from privstats.validation import (
     MAX_CELLS,
     as_domain_values,
@@ -317,7 +318,6 @@ def _prefix_boxes(domain: int) -> list[tuple[tuple[int, int], ...]]:
     return [((0, j),) for j in range(1, domain + 1)]
 
 
-@register("range_counts", "central", "tree-discrete-laplace")
 def _plan_ranges_central(*, n, epsilon, domain=None, **_):
     """RMS over the prefix ranges of the exact stderr: each range sums its dyadic nodes' noise."""
     if domain is None:
@@ -330,7 +330,6 @@ def _plan_ranges_central(*, n, epsilon, domain=None, **_):
     return Option("central", "tree-discrete-laplace", {"k": k}, math.sqrt(node_var * float(np.mean(coef2))))
 
 
-@register("range_counts", "local", "flat-oracle")
 def _plan_ranges_local(*, n, epsilon, domain=None, **_):
     """RMS over the prefix ranges of the exact stderr of the summed cells (uniform data, n/d per cell)."""
     if domain is None:
@@ -353,7 +352,6 @@ def _plan_ranges_local(*, n, epsilon, domain=None, **_):
     )
 
 
-@register("range_counts", "shuffle", "tree-shuffle-hadamard")
 def _plan_ranges_shuffle(*, n, epsilon, delta=0.0, domain=None, **_):
     """RMS over the prefix ranges of the exact stderr: the Hadamard node estimates' variance
     (N − x)·2^−τ/(1 − 2^−τ) at the node counts of uniform data, summed over each range's nodes."""
@@ -419,6 +417,21 @@ def range_counts(
         check_delta(delta)
     B0 = check_domain_size(domain, "domain")
     B = _pad_pow2(B0)
+    pts, dim = _points(values, B0)
+    boxes = _boxes(ranges, dim, B0)
+    M = B**dim
+    if M > MAX_CELLS:  # the tree keeps B^dim node counts (and local: B^dim cells x dim coordinates)
+        raise ValueError(
+            f"domain: {B}^{dim} = {M:.3g} cells exceed {MAX_CELLS} (2 GiB of counts); use a smaller "
+            "domain or fewer dimensions"
+        )
+    c = Call.of("range_counts", locals(), n=pts.shape[0], k=(1 + int(math.log2(B))) ** dim)
+    c.terms = [box_terms(b, B) for b in boxes]
+    return _in_range(choose("range_counts", model, "auto").run(c), c.n, postprocess, "range_counts")
+
+
+def _points(values, B0: int) -> tuple[np.ndarray, int]:
+    """Item codes as an (n, dim) array and dim (values: 1-d codes or an (n, dim) array)."""
     raw = check_array(values, "values", kind="any", ndim=None)
     dim = 1 if raw.ndim == 1 else raw.shape[1] if raw.ndim == 2 else 0
     if dim == 0:
@@ -426,119 +439,131 @@ def range_counts(
     pts = np.column_stack(
         [as_domain_values(raw if dim == 1 else raw[:, s], B0, "values") for s in range(dim)]
     )
-    n = pts.shape[0]
+    return pts, dim
+
+
+def _boxes(ranges, dim: int, B0: int) -> list[tuple[tuple[int, int], ...]]:
+    """The queried boxes, checked: half-open integer (lo, hi) per axis inside [0, B0]; None: prefixes."""
     if ranges is None:
         if dim != 1:
             raise ValueError("ranges is required for multi-dimensional values")
-        boxes: list[tuple[tuple[int, int], ...]] = [((0, j),) for j in range(1, B0 + 1)]
-    else:
-        boxes = []
-        shape = "(lo, hi)" if dim == 1 else f"{dim} pairs (lo, hi)"
-        if not hasattr(ranges, "__len__") or isinstance(ranges, (str, bytes)):
-            raise ValueError(f"ranges must be a list of (lo, hi) pairs or None, got {ranges!r}")
-        single = dim == 1 and len(ranges) == 2 and all(np.isscalar(e) for e in ranges)  # one (lo, hi)
-        for r in [ranges] if single else ranges:
-            try:
-                box = ((r[0], r[1]),) if dim == 1 and len(r) == 2 else tuple((b[0], b[1]) for b in r)
-                if len(box) != dim or any(len(b) != 2 for b in (r if dim > 1 else [r])):
-                    raise TypeError
-            except (TypeError, IndexError):
-                raise ValueError(
-                    f"ranges must be a list of {shape} (half-open, integer ends), got {r!r}"
-                ) from None
-            if any(not isinstance(e, (int, np.integer)) or isinstance(e, bool) for b in box for e in b):
-                raise ValueError(
-                    f"ranges: range ends must be integers (half-open [lo, hi) over item codes), got {r!r}"
-                )
-            if any(not (0 <= lo <= hi <= B0) for lo, hi in box):
-                raise ValueError(
-                    f"ranges: each range must be {shape} with 0 <= lo <= hi <= {B0}, got {r!r:.80}"
-                )
-            boxes.append(tuple((int(lo), int(hi)) for lo, hi in box))
-    L = int(math.log2(B))
-    k = (1 + L) ** dim
-    M = B**dim
-    if M > MAX_CELLS:  # the tree keeps B^dim node counts (and local: B^dim cells x dim coordinates)
-        raise ValueError(
-            f"domain: {B}^{dim} = {M:.3g} cells exceed {MAX_CELLS} (2 GiB of counts); use a smaller "
-            "domain or fewer dimensions"
-        )
-    terms = [box_terms(b, B) for b in boxes]
-    if model == "local":
-        from privstats.local.choose import linear_variance, make_oracle
+        return _prefix_boxes(B0)
+    boxes = []
+    shape = "(lo, hi)" if dim == 1 else f"{dim} pairs (lo, hi)"
+    if not hasattr(ranges, "__len__") or isinstance(ranges, (str, bytes)):
+        raise ValueError(f"ranges must be a list of (lo, hi) pairs or None, got {ranges!r}")
+    single = dim == 1 and len(ranges) == 2 and all(np.isscalar(e) for e in ranges)  # one (lo, hi)
+    for r in [ranges] if single else ranges:
+        try:
+            box = ((r[0], r[1]),) if dim == 1 and len(r) == 2 else tuple((b[0], b[1]) for b in r)
+            if len(box) != dim or any(len(b) != 2 for b in (r if dim > 1 else [r])):
+                raise TypeError
+        except (TypeError, IndexError):
+            raise ValueError(
+                f"ranges must be a list of {shape} (half-open, integer ends), got {r!r}"
+            ) from None
+        if any(not isinstance(e, (int, np.integer)) or isinstance(e, bool) for b in box for e in b):
+            raise ValueError(
+                f"ranges: range ends must be integers (half-open [lo, hi) over item codes), got {r!r}"
+            )
+        if any(not (0 <= lo <= hi <= B0) for lo, hi in box):
+            raise ValueError(f"ranges: each range must be {shape} with 0 <= lo <= hi <= {B0}, got {r!r:.80}")
+        boxes.append(tuple((int(lo), int(hi)) for lo, hi in box))
+    return boxes
 
-        flat = np.zeros(n, dtype=np.int64)
-        for s in range(dim):
-            flat += pts[:, s] * B**s
-        oracle = make_oracle(options.get("protocol", "auto"), M, epsilon)
-        est = oracle.estimate(_draw_state(oracle, flat, rng))
-        grids = np.indices((B,) * dim).reshape(
-            dim, -1
-        )  # axis s of flattened cell (sum id_s B^s, C-order reversed)
-        coords = [np.asarray(grids[dim - 1 - s]) for s in range(dim)]
-        inside = [
-            np.all([(coords[s] >= lo) & (coords[s] < hi) for s, (lo, hi) in enumerate(b)], axis=0)
-            for b in boxes
-        ]
-        plug = np.clip(est.value, 0, n)
-        value = np.array([est.value[m].sum() for m in inside])
-        se = np.array([math.sqrt(max(linear_variance(oracle, plug, m.astype(float)), 0.0)) for m in inside])
-        return _in_range(
-            Estimate(
-                value=value,
-                stderr=se,
-                guarantee=est.guarantee,
-                model="local",
-                protocol=f"flat-{est.protocol}",
-                params={**est.params, "domain": B0, "dims": dim},
-                n=n,
-                messages_per_user=est.messages_per_user,
-                bits_per_user=est.bits_per_user,
-            ),
-            n,
-            postprocess,
-            "range_counts",
-        )
-    sets = support_nd(pts, B)
-    guarantee: PureDP | ApproxDP
-    bpu: float
-    if model == "central":
-        ids = sets[sets >= 0]
-        scale = 2.0 * k / epsilon
-        noisy = add_count_noise(np.bincount(ids, minlength=M), epsilon, sensitivity=2 * k, rng=rng).astype(
-            float
-        )
-        node_se = np.full(M, math.sqrt(discrete_laplace_variance(scale)))
-        guarantee, proto_name = PureDP(epsilon), "tree-discrete-laplace"
-        params = {"domain": B0, "dims": dim, "tree_leaves": B, "k": k, "scale": scale}
-        mpu = bpu = 0
-    else:
-        delta = require_delta(delta, n)
-        proto = HadamardMultiMessage(M, n=n, epsilon=epsilon, delta=delta, k=k, **options)
-        est = proto.estimate(_draw_state(proto, sets, rng))
-        noisy, node_se = est.value, est.stderr
-        guarantee, proto_name = ApproxDP(epsilon, delta), "tree-shuffle-hadamard"
-        params = {**proto.params, "domain": B0, "dims": dim, "tree_leaves": B}
-        mpu, bpu = proto.messages_per_user, proto.bits_per_user
-    value = np.array([sum(c * noisy[node] for node, c in t.items()) for t in terms])
-    se = np.array([math.sqrt(sum(c * c * node_se[node] ** 2 for node, c in t.items())) for t in terms])
-    return _in_range(
-        Estimate(
-            value=value,
-            stderr=se,
-            guarantee=guarantee,
-            model=model,
-            protocol=proto_name,
-            params=params,
-            n=n,
-            messages_per_user=mpu,
-            bits_per_user=bpu,
-            details={"max_terms": max((len(t) for t in terms), default=0)},
-        ),
-        n,
-        postprocess,
-        "range_counts",
+
+def _ranges_local(c: Call) -> Estimate:
+    """Local model: one report of the flattened cell to a frequency oracle; a box sums its cells."""
+    from privstats.local.choose import linear_variance, make_oracle
+
+    pts, dim, B, n = c.pts, c.dim, c.B, c.n
+    flat = np.zeros(n, dtype=np.int64)
+    for s in range(dim):
+        flat += pts[:, s] * B**s
+    oracle = make_oracle(c.options.get("protocol", "auto"), c.M, c.epsilon)
+    est = oracle.estimate(_draw_state(oracle, flat, c.rng))
+    grids = np.indices((B,) * dim).reshape(
+        dim, -1
+    )  # axis s of flattened cell (sum id_s B^s, C-order reversed)
+    coords = [np.asarray(grids[dim - 1 - s]) for s in range(dim)]
+    inside = [
+        np.all([(coords[s] >= lo) & (coords[s] < hi) for s, (lo, hi) in enumerate(b)], axis=0)
+        for b in c.boxes
+    ]
+    plug = np.clip(est.value, 0, n)
+    value = np.array([est.value[m].sum() for m in inside])
+    se = np.array([math.sqrt(max(linear_variance(oracle, plug, m.astype(float)), 0.0)) for m in inside])
+    return Estimate(
+        value=value,
+        stderr=se,
+        guarantee=est.guarantee,
+        model="local",
+        protocol=f"flat-{est.protocol}",
+        params={**est.params, "domain": c.B0, "dims": dim},
+        n=n,
+        messages_per_user=est.messages_per_user,
+        bits_per_user=est.bits_per_user,
     )
+
+
+def _tree_estimate(c: Call, noisy, node_se, guarantee, protocol: str, params: dict, mpu, bpu) -> Estimate:
+    """A box's count sums its dyadic nodes' noisy counts (shared by the central and shuffle trees)."""
+    value = np.array([sum(w * noisy[node] for node, w in t.items()) for t in c.terms])
+    se = np.array([math.sqrt(sum(w * w * node_se[node] ** 2 for node, w in t.items())) for t in c.terms])
+    return Estimate(
+        value=value,
+        stderr=se,
+        guarantee=guarantee,
+        model=c.model,
+        protocol=protocol,
+        params=params,
+        n=c.n,
+        messages_per_user=mpu,
+        bits_per_user=bpu,
+        details={"max_terms": max((len(t) for t in c.terms), default=0)},
+    )
+
+
+def _ranges_central(c: Call) -> Estimate:
+    """Central model: discrete Laplace on every node of the dyadic tree (sensitivity 2k)."""
+    sets = support_nd(c.pts, c.B)
+    ids = sets[sets >= 0]
+    k, epsilon, M = c.k, c.epsilon, c.M
+    scale = 2.0 * k / epsilon
+    noisy = add_count_noise(np.bincount(ids, minlength=M), epsilon, sensitivity=2 * k, rng=c.rng).astype(
+        float
+    )
+    node_se = np.full(M, math.sqrt(discrete_laplace_variance(scale)))
+    params = {"domain": c.B0, "dims": c.dim, "tree_leaves": c.B, "k": k, "scale": scale}
+    return _tree_estimate(c, noisy, node_se, PureDP(epsilon), "tree-discrete-laplace", params, 0, 0)
+
+
+def _ranges_shuffle(c: Call) -> Estimate:
+    """Shuffle model: the Hadamard multi-message oracle over the k tree nodes of each user."""
+    sets = support_nd(c.pts, c.B)
+    delta = require_delta(c.delta, c.n)
+    proto = HadamardMultiMessage(c.M, n=c.n, epsilon=c.epsilon, delta=delta, k=c.k, **c.options)
+    est = proto.estimate(_draw_state(proto, sets, c.rng))
+    params = {**proto.params, "domain": c.B0, "dims": c.dim, "tree_leaves": c.B}
+    guarantee = ApproxDP(c.epsilon, delta)
+    return _tree_estimate(
+        c,
+        est.value,
+        est.stderr,
+        guarantee,
+        "tree-shuffle-hadamard",
+        params,
+        proto.messages_per_user,
+        proto.bits_per_user,
+    )
+
+
+for _model, _protocol, _predictor, _run in (
+    ("central", "tree-discrete-laplace", _plan_ranges_central, _ranges_central),
+    ("local", "flat-oracle", _plan_ranges_local, _ranges_local),
+    ("shuffle", "tree-shuffle-hadamard", _plan_ranges_shuffle, _ranges_shuffle),
+):
+    unit("range_counts", _model, _protocol, method="auto", predictor=_predictor)(_run)
 
 
 def shuffle_quantiles(
@@ -617,6 +642,37 @@ def _leaf_se(model: str, B: int, m: int, epsilon: float, delta: float, count: fl
     return _worst_se(HadamardMultiMessage(B, n=m, epsilon=epsilon, delta=delta))
 
 
+def _level_estimator(model: str, epsilon: float, shuffle_delta: float, rng: RNGLike, comm: dict):
+    """The prefix tree's per-level estimator of the model: ``(level, items, g) -> (counts, stderr)``;
+    records the communication cost of the oracle levels in ``comm``."""
+
+    def level_estimator(level, items, g):
+        size = 1 << level
+        m = max(items.size, 2)
+        if items.size == 0:  # no user drew this level (tiny n): it finds nothing
+            return np.zeros(size), np.full(size, np.inf)
+        if model == "central":
+            # one stream for all levels: re-seeding every level with the caller's int seed would
+            # reuse the same noise sequence; rng=None keeps the OS CSPRNG for real data
+            noisy = add_count_noise(
+                np.bincount(items, minlength=size), epsilon, sensitivity=2, rng=None if rng is None else g
+            )
+            return noisy.astype(float), np.full(size, math.sqrt(discrete_laplace_variance(2 / epsilon)))
+        if model == "local":
+            from privstats.local.choose import make_oracle
+
+            oracle = make_oracle("auto", size, epsilon)
+            est = oracle.estimate(_draw_state(oracle, items, g))
+        else:
+            proto = HadamardMultiMessage(size, n=m, epsilon=epsilon, delta=shuffle_delta)
+            est = proto.estimate(_draw_state(proto, items, g))
+        comm["messages"] = est.messages_per_user
+        comm["bits"] = max(comm.get("bits", 0), est.bits_per_user)
+        return np.asarray(est.value, float), np.asarray(est.stderr, float)
+
+    return level_estimator
+
+
 def heavy_hitters(
     values,
     *,
@@ -655,31 +711,7 @@ def heavy_hitters(
         delta = require_delta(delta, n)
     shuffle_delta = float(delta or 0.0)  # the shuffle model's δ (unused by the other models)
     comm: dict[str, Any] = {}
-
-    def level_estimator(level, items, g):
-        size = 1 << level
-        m = max(items.size, 2)
-        if items.size == 0:  # no user drew this level (tiny n): it finds nothing
-            return np.zeros(size), np.full(size, np.inf)
-        if model == "central":
-            # one stream for all levels: re-seeding every level with the caller's int seed would
-            # reuse the same noise sequence; rng=None keeps the OS CSPRNG for real data
-            noisy = add_count_noise(
-                np.bincount(items, minlength=size), epsilon, sensitivity=2, rng=None if rng is None else g
-            )
-            return noisy.astype(float), np.full(size, math.sqrt(discrete_laplace_variance(2 / epsilon)))
-        if model == "local":
-            from privstats.local.choose import make_oracle
-
-            oracle = make_oracle("auto", size, epsilon)
-            est = oracle.estimate(_draw_state(oracle, items, g))
-        else:
-            proto = HadamardMultiMessage(size, n=m, epsilon=epsilon, delta=shuffle_delta)
-            est = proto.estimate(_draw_state(proto, items, g))
-        comm["messages"] = est.messages_per_user
-        comm["bits"] = max(comm.get("bits", 0), est.bits_per_user)
-        return np.asarray(est.value, float), np.asarray(est.stderr, float)
-
+    level_estimator = _level_estimator(model, epsilon, shuffle_delta, rng, comm)
     if threshold is None:
         m = max(n // L, 2)
         threshold = 5 * _leaf_se(model, B, m, epsilon, shuffle_delta) * n / m

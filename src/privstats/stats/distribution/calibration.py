@@ -1,0 +1,433 @@
+"""The private Hosmer–Lemeshow statistic: Algorithm 2 (central) and two class ECDFs (secure leader/helper)."""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+from scipy import stats
+
+from privstats.central import discrete_laplace_variance
+from privstats.estimate import Estimate
+from privstats.plan import Option, check_model, warn_if_useless
+from privstats.privacy import PureDP, discrete_laplace
+from privstats.privacy.randomness import RNGLike, as_source
+from privstats.stats.distribution.ecdf import ecdf
+from privstats.stats.distribution.plumbing import _central_curve, _dlap_sim
+from privstats.stats.units import Call, choose, unit
+from privstats.validation import (
+    as_binary_labels,
+    as_float_array,
+    check_choice,
+    check_epsilon,
+    check_positive_int,
+    check_real,
+    check_same_length,
+)
+
+HL_BUDGETS = ("split", "tight", "paper")
+
+
+HL_QUANTILE_FRACTION = 0.2  # "split": share of ε for the quantile ECDF
+
+
+HL_STEPS = 1 << 20  # predicted probabilities are snapped to multiples of 2^-20
+
+
+def hosmer_lemeshow_accounting(epsilon: float, depth: int, budget: str = "tight") -> dict:
+    """Privacy accounting of :func:`hosmer_lemeshow`, computed from sensitivities and noise scales.
+
+    Each record's predicted probability is snapped to k/K (K = 2^20) *before* summing,
+    so E_1q = sum k / K and E_0q = sum (K - k) / K are integers in steps of 1/K and
+    rounding adds no slack to the sensitivities (snapping the sums instead could move
+    each of the 4 changed E coordinates one extra step).  Under replace-one a record
+    leaves group a and joins group b:
+
+    * ``"tight"`` (ε' = ε/(L+5)): the E vector (2Q coordinates) changes by at most
+      p + (1-p) + p' + (1-p') = 2 in L1 (2K steps), the O vector by 2, so per-coordinate
+      noise of scale K/ε' steps (E) and 1/ε' (O) costs 2ε' + 2ε';
+    * ``"paper"`` (ε' = ε/(L+9), Theorem 5.1): 8 coordinates change, each by at most
+      K steps (E) or 1 (O), each ε'-DP: 8ε'.
+
+    plus (L+1)ε' for the quantile ECDF; ``"split"`` (as tight, but the quantile ECDF gets a
+    fixed 20% of ε whatever L, so the sums get ε' = 0.8ε/4: at L = 10 their noise is 3.75x
+    smaller; the ECDF only places the group cuts, whose error does not bias H).  Returns the per-part
+    guarantees and their
+    basic composition (``total``), which equals ε.
+
+    >>> acc = hosmer_lemeshow_accounting(1.0, 10)
+    >>> round(acc["epsilon_prime"] * 15, 12), round(acc["total"].epsilon, 12)
+    (1.0, 1.0)
+    """
+    from fractions import Fraction
+
+    from privstats.privacy import basic_composition
+
+    check_choice(budget, "budget", HL_BUDGETS)
+    L = int(depth)
+    extra = 4 if budget in ("tight", "split") else 8
+    eps1 = epsilon / (L + 1 + extra)
+    eps_q = (L + 1) * eps1
+    if budget == "split":  # the ECDF only places the group cuts: a fixed share, the sums get the rest
+        eps_q = HL_QUANTILE_FRACTION * epsilon
+        eps1 = (epsilon - eps_q) / 4
+    scale_e = Fraction(HL_STEPS) / Fraction(eps1)  # steps of 1/K
+    scale_o = 1 / Fraction(eps1)
+    if budget in ("tight", "split"):
+        parts = {
+            "quantile_ecdf": PureDP(eps_q),
+            "expected": PureDP(float(Fraction(2 * HL_STEPS) / scale_e)),  # L1 sensitivity 2K steps
+            "observed": PureDP(float(Fraction(2) / scale_o)),
+        }  # L1 sensitivity 2
+    else:
+        parts = {
+            "quantile_ecdf": PureDP(eps_q),
+            "expected": PureDP(float(4 * (Fraction(HL_STEPS) / scale_e))),  # 4 coordinates, K steps each
+            "observed": PureDP(float(4 * (Fraction(1) / scale_o))),
+        }  # 4 coordinates, 1 each
+    return {
+        "budget": budget,
+        "epsilon_prime": eps1,
+        "scale_expected_steps": scale_e,
+        "scale_observed": scale_o,
+        "epsilon_quantile": eps_q,
+        "steps": HL_STEPS,
+        "parts": parts,
+        "total": basic_composition(list(parts.values())),
+    }
+
+
+def hl_group_sums(y: np.ndarray, prob: np.ndarray, cuts: np.ndarray, groups: int):
+    """Integer group sums (E_1, E_0 in steps of 1/K; O_1, O_0) over (t_{q-1}, t_q]."""
+    g = np.searchsorted(cuts, prob, side="left")
+    k = np.rint(prob * HL_STEPS).astype(np.int64)
+    E1 = np.bincount(g, weights=k, minlength=groups).astype(np.int64)
+    size = np.bincount(g, minlength=groups).astype(np.int64)
+    O1 = np.bincount(g, weights=y, minlength=groups).astype(np.int64)
+    return E1, size * HL_STEPS - E1, O1, size - O1
+
+
+def _hl_statistic(E1, E0, O1, O0, min_expected):
+    E1c, E0c = np.maximum(E1, min_expected), np.maximum(E0, min_expected)
+    return np.sum((O1 - E1c) ** 2 / E1c + (O0 - E0c) ** 2 / E0c, axis=-1)
+
+
+def _hl_simulate(E1, E0, O1, O0, scale_e_steps, scale_o, min_expected, gen, reps):
+    """H of ``reps`` re-noised copies of the given true-count plug-ins (post-processing only)."""
+    Q = E1.size
+    ne = _dlap_sim(gen, scale_e_steps, (reps, 2, Q)) / HL_STEPS
+    no = _dlap_sim(gen, scale_o, (reps, 2, Q))
+    return _hl_statistic(E1 + ne[:, 0], E0 + ne[:, 1], O1 + no[:, 0], O0 + no[:, 1], min_expected)
+
+
+def hl_uncertainty(
+    E1n,
+    E0n,
+    O1n,
+    O0n,
+    accounting: dict,
+    *,
+    min_expected: float = 0.5,
+    bootstrap: int = 2000,
+    rng=None,
+    shrink: bool = True,
+) -> tuple[float, float]:
+    """(p-value, stderr) of the DP Hosmer–Lemeshow statistic from the released sums (post-processing).
+
+    See :func:`hosmer_lemeshow`; ``shrink=False`` plugs the raw noisy residuals in (biased
+    upwards: their square carries the noise variance twice), kept for tests.
+    """
+    gen = np.random.default_rng(rng)
+    scale_e, scale_o = float(accounting["scale_expected_steps"]), float(accounting["scale_observed"])
+    var_e = discrete_laplace_variance(scale_e) / HL_STEPS**2
+    var_o = discrete_laplace_variance(scale_o)
+    H = float(_hl_statistic(E1n, E0n, O1n, O0n, min_expected))
+    E1h, E0h = np.maximum(E1n, min_expected), np.maximum(E0n, min_expected)
+    Q = E1h.size
+    n_q = np.maximum(np.rint(E1h + E0h), 1).astype(np.int64)
+    O1_null = gen.binomial(n_q, np.clip(E1h / (E1h + E0h), 0, 1), size=(bootstrap, Q)).astype(np.float64)
+    null = _hl_simulate(E1h, E0h, O1_null, n_q - O1_null, scale_e, scale_o, min_expected, gen, bootstrap)
+    p_value = float((1 + np.count_nonzero(null >= H)) / (1 + bootstrap))
+    plug = []
+    for O, E in ((O1n, E1h), (O0n, E0h)):
+        d = O - E
+        plug.append(E + np.sign(d) * np.sqrt(np.maximum(d**2 - var_o - var_e, 0.0)) if shrink else O)
+    sims = _hl_simulate(E1h, E0h, plug[0], plug[1], scale_e, scale_o, min_expected, gen, bootstrap)
+    return p_value, float(np.std(sims, ddof=1))
+
+
+def hosmer_lemeshow(
+    y_true,
+    y_prob,
+    *,
+    epsilon: float,
+    groups: int = 10,
+    depth: int | None = None,
+    min_expected: float = 0.5,
+    method: str = "auto",
+    budget: str = "split",
+    bootstrap: int = 2000,
+    rng: RNGLike = None,
+    model: str = "central",
+) -> Estimate:
+    """ε-DP Hosmer–Lemeshow statistic with a noise-aware p-value and standard error (Algorithm 2, corrected).
+
+    The group boundaries are the (q/Q)-quantiles of a private ECDF of the predicted
+    probabilities on a 2^L grid ((L+1)ε'), then the 4Q sums E_1q = Σ p, E_0q = Σ (1-p),
+    O_1q = Σ y, O_0q = Σ (1-y) over half-open groups (t_{q-1}, t_q] get independent
+    exact discrete Laplace noise of scale 1/ε' (E on a 2^-20 grid, each p snapped
+    first).  ``budget="tight"`` uses ε' = ε/(L+5) (the count vectors have L1
+    sensitivity 2 + 2), ``"paper"`` Theorem 5.1's ε/(L+9); see
+    :func:`hosmer_lemeshow_accounting` (in ``details["accounting"]``).  Noisy E below
+    ``min_expected`` is floored.
+
+    Uncertainty (post-processing of the released sums, parametric bootstrap from the
+    known noise distribution, ``bootstrap`` draws):
+
+    * ``details["p_value"]``: null "the model is calibrated": given the released group
+      sizes n_q = E_1q + E_0q and mean probabilities E_1q / n_q, positives are
+      Binomial(n_q, E_1q / n_q) per group (a held-out evaluation; slightly conservative,
+      since a sum of Bernoulli(p_i) is less dispersed), then the same DP noise and
+      flooring; p = (1 + #{H* >= H}) / (1 + B).  ``details["p_value_chi2"]`` is the
+      classical χ²_{Q-2} tail, which ignores the DP noise and is anti-conservative at
+      small ε.
+    * ``stderr``: the standard deviation of H given the data, by re-noising plug-in true
+      sums: E = released E, O - E = released difference shrunk by its noise variance
+      (sign(d) sqrt(max(d² - s², 0))), so the squared residuals are not double-counted.
+
+    ``model="secure"``: two non-colluding servers aggregate each client's label-split one-hot
+    cell of its probability on a 2^depth grid (default depth 6: at n ≈ 6,000 and ε = 1 its
+    stderr is ~4x smaller than at depth 10); H is a post-processing of the two released class
+    curves (:mod:`privstats.secure.hosmer_lemeshow`), identical in law to the leader/helper
+    deployment (``privstats serve leader|helper``, statistic ``hosmer_lemeshow``).
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0); p = rng.uniform(0.1, 0.9, 20_000); y = rng.uniform(size=p.size) < p
+    >>> est = hosmer_lemeshow(y.astype(int), p, epsilon=10.0, budget="tight", rng=1)
+    >>> est.params["epsilon_prime"] == 10.0 / 15, bool(est.details["p_value"] > 0.001)
+    (True, True)
+    """
+    epsilon = check_epsilon(epsilon)
+    check_model("hosmer_lemeshow", model)
+    if depth is None:
+        depth = 6 if model == "secure" else 10
+    L = check_positive_int(depth, "depth", maximum=24)  # the quantile grid has 2^depth cells
+    Q = check_positive_int(groups, "groups", minimum=3, maximum=1 << L)
+    B = check_positive_int(bootstrap, "bootstrap", minimum=100, maximum=10**6)  # B x groups bootstrap draws
+    if check_real(min_expected, "min_expected") <= 0:
+        raise ValueError(
+            f"min_expected must be > 0 (the statistic divides by the floored E), got {min_expected!r}"
+        )
+    if not isinstance(method, str):
+        raise ValueError(f"method must be 'auto', 'binary', 'b-ary' or 'b-ary:<b>', got {method!r}")
+    check_choice(budget, "budget", HL_BUDGETS)
+    y = as_binary_labels(y_true, "y_true").astype(np.float64)
+    p = as_float_array(y_prob, "y_prob", bounds=(0.0, 1.0))
+    check_same_length(y_true=y, y_prob=p)
+    c = Call.of("hosmer_lemeshow", locals(), y=y, p=p, L=L, Q=Q, B=B)
+    est = choose("hosmer_lemeshow", model, "auto").run(c)
+    warn_if_useless(
+        "hosmer_lemeshow",
+        est.stderr,
+        n=int(y.size),
+        epsilon=epsilon,
+        model=model,
+        protocol=est.protocol,
+        stacklevel=3,
+    )
+    return est
+
+
+def secure_run(c: Call) -> Estimate:
+    """Two servers aggregate each client's label-split cell; H post-processes the two class curves."""
+    from privstats.secure.leader_helper import SecureSpec, release_in_process
+
+    spec = SecureSpec("hosmer_lemeshow", epsilon=c.epsilon, bounds=(0.0, 1.0), grid=1 << c.L)
+    return release_in_process(spec, c.p, c.y.astype(np.int64), rng=c.rng, groups=c.Q)
+
+
+def _noisy_sums(c: Call, acc: dict, src):
+    """Algorithm 2's release: group cuts from a private ECDF, then the 4Q sums with discrete Laplace."""
+    y, p, Q, L = c.y, c.p, c.Q, c.L
+    curve = ecdf(
+        p,
+        epsilon=acc["epsilon_quantile"],
+        bounds=(0.0, 1.0),
+        grid=1 << L,
+        smoothing="isotonic",
+        method=c.method,
+        rng=src,
+    )
+    cuts = np.maximum.accumulate(np.asarray(curve.quantile(np.arange(1, Q) / Q)))
+    E1, E0, O1, O0 = hl_group_sums(y, p, cuts, Q)
+    noise_e = np.asarray(discrete_laplace(acc["scale_expected_steps"], size=2 * Q, rng=src), dtype=np.int64)
+    noise_o = np.asarray(discrete_laplace(acc["scale_observed"], size=2 * Q, rng=src), dtype=np.int64)
+    E1n, E0n = (E1 + noise_e[:Q]) / HL_STEPS, (E0 + noise_e[Q:]) / HL_STEPS
+    O1n, O0n = (O1 + noise_o[:Q]).astype(np.float64), (O0 + noise_o[Q:]).astype(np.float64)
+    return curve, cuts, E1n, E0n, O1n, O0n
+
+
+def central_run(c: Call) -> Estimate:
+    """Algorithm 2 (corrected): the released sums, the debiased H and its bootstrap p-value and stderr."""
+    epsilon, L, Q, B, y, min_expected, budget, rng = (
+        c.epsilon,
+        c.L,
+        c.Q,
+        c.B,
+        c.y,
+        c.min_expected,
+        c.budget,
+        c.rng,
+    )
+    acc = hosmer_lemeshow_accounting(epsilon, L, budget)
+    eps1 = acc["epsilon_prime"]
+    src = as_source(rng)
+    curve, cuts, E1n, E0n, O1n, O0n = _noisy_sums(c, acc, src)
+    H = float(_hl_statistic(E1n, E0n, O1n, O0n, min_expected))
+    # the noise adds about (var_O + var_E)/E to each of the 2Q cells in expectation: remove it
+    noise_var = (
+        discrete_laplace_variance(float(acc["scale_observed"]))
+        + discrete_laplace_variance(float(acc["scale_expected_steps"])) / HL_STEPS**2
+    )
+    H_unbiased = H - float(np.sum(noise_var / np.maximum(np.r_[E1n, E0n], min_expected)))
+
+    gen = np.random.default_rng(src.uint64(4).tolist() if rng is None else int(src.integers(2**62)))
+    p_value, stderr = hl_uncertainty(E1n, E0n, O1n, O0n, acc, min_expected=min_expected, bootstrap=B, rng=gen)
+    return Estimate(
+        max(H_unbiased, 0.0),
+        stderr=stderr,
+        support=(0.0, math.inf),
+        guarantee=acc["total"],
+        model="central",
+        protocol="hosmer-lemeshow-algorithm2",
+        params={
+            "groups": Q,
+            "depth": L,
+            "budget": budget,
+            "epsilon_prime": eps1,
+            "min_expected": min_expected,
+            "bootstrap": B,
+            "quantile_curve": curve.estimate.protocol,
+        },
+        n=int(y.size),
+        neighbours="replace",
+        details={
+            "p_value": p_value,
+            "p_value_chi2": float(stats.chi2.sf(H, Q - 2)),
+            "unbiased": H_unbiased,
+            "H_plain": H,
+            "noise_bias": H - H_unbiased,
+            "thresholds": cuts,
+            "E1": E1n,
+            "E0": E0n,
+            "O1": O1n,
+            "O0": O0n,
+            "dof": Q - 2,
+            "accounting": acc,
+            "p_value_method": "parametric bootstrap under calibration (Binomial) with DP noise",
+            "stderr_method": "parametric bootstrap of the DP noise at shrunk plug-in sums",
+        },
+    )
+
+
+def _hl_groups_uniform(n: int, groups: int, mean_probabilities) -> tuple[np.ndarray, np.ndarray]:
+    """Per group (n_g, π_g): equal sizes; π_g public, default evenly spread (g + ½)/Q."""
+    pi = (np.arange(groups) + 0.5) / groups if mean_probabilities is None else np.asarray(mean_probabilities)
+    if pi.shape != (groups,) or np.any((pi <= 0) | (pi >= 1)):
+        raise ValueError(f"mean_probabilities must be {groups} probabilities in (0, 1)")
+    return np.full(groups, n / groups), pi.astype(float)
+
+
+def _hl_cut_variance(n: int, pi: np.ndarray, d2: np.ndarray, depth: int, se_f: float) -> float:
+    """Variance H gains from private cuts: a cut snapped to the 2^depth grid and placed by a noisy
+    ECDF (stderr ``se_f``) moves E|m| = n (1/(2·2^depth) + √(2/π) se_f) users between neighbouring
+    groups, each changing the residual d by a term of variance π(1−π): Σ 4 Var(Δ_g) / D_g."""
+    moved = n * (0.5 / (1 << depth) + math.sqrt(2 / math.pi) * se_f)
+    cuts = np.full(pi.size, 2.0)
+    cuts[[0, -1]] = 1.0  # the outer groups end at the bounds
+    return float(np.sum(4 * pi * (1 - pi) * moved * cuts / d2))
+
+
+@lru_cache(maxsize=64)
+def _hl_central_rmse(n: int, epsilon: float, groups: int, depth: int, pi: tuple[float, ...]) -> float:
+    """RMS error of the debiased H: the released sums drawn 4000 times from their law (positives per
+    group Binomial(n_g, π) of a calibrated model, the sums' discrete Laplace noise, E floored as
+    :func:`hosmer_lemeshow` does) with a fixed seed — the 1/E nonlinearity at small expected
+    counts has no closed form — plus the private cuts' share (:func:`_hl_cut_variance`)."""
+    acc = hosmer_lemeshow_accounting(epsilon, depth, "split")
+    scale_e, scale_o = float(acc["scale_expected_steps"]), float(acc["scale_observed"])
+    var_noise = discrete_laplace_variance(scale_o) + discrete_laplace_variance(scale_e) / HL_STEPS**2
+    p = np.asarray(pi)
+    size = max(round(n / groups), 1)
+    e1, e0, d2 = size * p, size * (1 - p), size * p * (1 - p)
+    g = np.random.default_rng(20261125)
+    d = g.binomial(size, p, (4000, groups)) - e1  # O1 − E1 of calibrated data
+    true = _hl_statistic(e1, e0, e1 + d, e0 - d, 0.5)
+    ne = _dlap_sim(g, scale_e, (4000, 2, groups)) / HL_STEPS
+    no = _dlap_sim(g, scale_o, (4000, 2, groups))
+    E1n, E0n = e1 + ne[:, 0], e0 + ne[:, 1]
+    H = _hl_statistic(E1n, E0n, e1 + d + no[:, 0], e0 - d + no[:, 1], 0.5)
+    H = H - var_noise * np.sum(1 / np.maximum(np.c_[E1n, E0n], 0.5), axis=1)
+    _, se_f = _central_curve(n, float(acc["epsilon_quantile"]), 1 << depth)
+    return math.sqrt(float(np.mean((H - true) ** 2)) + _hl_cut_variance(n, p, d2, depth, se_f))
+
+
+def _plan_hl_central(*, n, epsilon, groups=10, depth=10, mean_probabilities=None, **_) -> Option:
+    """Simulated from the released sums' law (:func:`_hl_central_rmse`); groups of equal size
+    at public mean probabilities (default evenly spread (g + ½)/Q), a calibrated model."""
+    pi = _hl_groups_uniform(n, int(groups), mean_probabilities)[1]
+    se = _hl_central_rmse(int(n), float(epsilon), int(groups), int(depth), tuple(pi.tolist()))
+    return Option("central", "hosmer-lemeshow-algorithm2", {"groups": groups, "budget": "split"}, se)
+
+
+def _plan_hl_secure(*, n, epsilon, groups=10, depth=6, **_) -> Option:
+    """Noise stderr of H = Σ r_g² w_g from the two class curves (w = 1/E1 + 1/E0): with the
+    residuals' exact noise covariance S (Gaussian), Var H = 4 Σ w² E[d²] S_gg + 2 Σ w_g w_h S_gh²,
+    at probabilities uniform on (0, 1) (the grid's cells share n evenly) and a calibrated model."""
+    from privstats.secure.aggregation import DistributedNoiseMechanism
+    from privstats.secure.hosmer_lemeshow import _diff_cov, _groups
+    from privstats.secure.leader_helper import SecureSpec
+    from privstats.secure.noise import noise_variance_factor
+
+    spec = SecureSpec("hosmer_lemeshow", epsilon=epsilon, bounds=(0.0, 1.0), grid=1 << int(depth))
+    cov = DistributedNoiseMechanism(spec.mechanism, noise_variance_factor(2)).count_covariance()
+    k = int(spec.internal.size)
+    edges = np.concatenate([[0.0], spec.internal])
+    mid = 0.5 * (edges[:-1] + edges[1:])
+    per_cell = np.full(k, n / k)
+    ends = _groups(np.cumsum(per_cell), int(groups))
+    starts = np.concatenate([[0], ends[:-1] + 1])
+    c = np.arange(k)
+    G = ((c[None, :] >= starts[:, None]) & (c[None, :] <= ends[:, None])).astype(np.float64)
+    C = _diff_cov(cov, k)
+    a1, a0 = G * (1 - mid)[None, :], -G * mid[None, :]
+    S = a1 @ C @ a1.T + a0 @ C @ a0.T
+    e1, e0, d2 = G @ (per_cell * mid), G @ (per_cell * (1 - mid)), G @ (per_cell * mid * (1 - mid))
+    w = 1 / e1 + 1 / e0
+    var = 4 * np.sum(w**2 * d2 * np.diag(S)) + 2 * float(w @ (S**2) @ w)
+    se_f = math.sqrt(float(np.mean(np.diag(cov)[:k]))) / n  # the pooled curve places the cuts
+    var += _hl_cut_variance(n, G @ (per_cell * mid) / (G @ per_cell), d2, int(depth), se_f)
+    return Option(
+        "secure",
+        "hosmer-lemeshow-two-ecdfs+leader-helper",
+        {"groups": groups, "depth": depth},
+        math.sqrt(var),
+        messages_per_user=2.0,
+        bits_per_user=64.0 * spec.layout.share_length + 256.0,
+    )
+
+
+# the predictors are registered with their units (central first: the planner's order)
+for _model, _protocol, _predictor, _run in (
+    ("central", "hosmer-lemeshow-algorithm2", _plan_hl_central, central_run),
+    ("secure", "hosmer-lemeshow-two-ecdfs", _plan_hl_secure, secure_run),
+):
+    unit(
+        "hosmer_lemeshow",
+        _model,
+        _protocol,
+        method="auto",
+        options=("groups", "depth", "budget", "min_expected", "bootstrap", "method"),
+        predictor=_predictor,
+    )(_run)

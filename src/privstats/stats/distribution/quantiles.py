@@ -1,0 +1,412 @@
+"""Private quantiles: exponential, independent and joint exponential mechanisms (central), Algorithm 1 on
+a private ECDF (central, secure, local) and the shuffled range counts (shuffle)."""
+
+from __future__ import annotations
+
+import functools
+import math
+from functools import lru_cache
+
+import numpy as np
+
+from privstats.cdf.quantiles import OutputGrid, independent_exponential_quantiles, joint_exponential_quantiles
+from privstats.cdf.smoothing import smooth
+from privstats.cdf.tree import choose_mechanism, uniform_grid
+from privstats.estimate import Estimate
+from privstats.plan import Option, check_model
+from privstats.privacy import PureDP
+from privstats.privacy.randomness import RNGLike, as_source
+from privstats.stats.distribution.ecdf import _plan_ecdf_central, _plan_ecdf_local, _plan_ecdf_secure, ecdf
+from privstats.stats.distribution.plumbing import NEIGHBOURS, _dlap_sim, _quantile_levels, _width
+from privstats.stats.units import Call, choose, unit
+from privstats.validation import (
+    MAX_GRID,
+    as_float_array,
+    check_array,
+    check_bounds,
+    check_choice,
+    check_epsilon,
+    check_positive_int,
+    check_rng,
+)
+
+
+def _auto_quantile_method(qs, n: int | None, epsilon: float, bounds, grid: int, ci_fraction: float) -> str:
+    """The central method with the smallest predicted error (:func:`privstats.plan`), public values only.
+
+    ``n`` is public under replace-one neighbours and passed then; under add/remove it is private
+    (``None``) and the choice cannot use it: one quantile → exponential, 2..16 → independent
+    (never slow, whatever the private n), more → tree.
+    """
+    from privstats.plan import plan
+
+    m = np.asarray(qs).size
+    if n is None:
+        return "exponential" if m == 1 else "independent" if m <= 16 else "tree"
+    best = plan(
+        "quantiles",
+        n=max(int(n), 2),
+        epsilon=epsilon,
+        bounds=bounds,
+        q=qs,
+        grid=grid,
+        ci_fraction=ci_fraction,
+        model="central",
+        warn=False,
+    ).best
+    methods = {
+        "exponential": "exponential",
+        "independent-exponential": "independent",
+        "joint-exponential": "joint",
+    }
+    return methods.get(best.protocol, "tree")
+
+
+def _band_interval(thresholds, raw, se, qs, level, lo_bound):
+    """Quantile intervals by inverting the pointwise band of a raw (unbiased) ECDF on a grid.
+
+    The sample q-quantile lies in (t_{j-1}, t_j] for the first grid point t_j with F_n(t_j) >= q;
+    the curve inverted is the isotonic projection of the raw one;
+    the interval runs from the grid cell below the first point whose upper band reaches q to
+    the first point whose lower band does (each side misses with probability ~(1 - level)/2).
+    """
+    from scipy.special import ndtri
+
+    z = float(ndtri(0.5 + level / 2))
+    t = np.asarray(thresholds, dtype=float)
+    # the isotonic projection of the raw curve: a first crossing of a raw noisy curve over
+    # thousands of grid points would be biased early (multiple comparisons)
+    F = smooth(np.asarray(raw, dtype=float), "isotonic")
+    up, down = F + z * np.asarray(se), F - z * np.asarray(se)
+    i_lo = np.searchsorted(np.maximum.accumulate(up), qs, side="left")
+    i_hi = np.searchsorted(np.maximum.accumulate(down), qs, side="left")
+    grid = np.concatenate([[lo_bound], t])  # t_{-1} = lower bound
+    top = t[-1]
+    lo = grid[np.clip(i_lo, 0, t.size)]  # t_{i_lo - 1}
+    hi = np.where(i_hi >= t.size, top, t[np.clip(i_hi, 0, t.size - 1)])
+    return lo, np.maximum(hi, lo)
+
+
+def quantiles(
+    x,
+    q,
+    *,
+    epsilon: float,
+    bounds,
+    model: str = "central",
+    method: str = "auto",
+    neighbours: str = "replace",
+    grid: int = 4096,
+    rng: RNGLike = None,
+    delta: float | None = None,
+    ci_fraction: float = 0.1,
+    postprocess: str = "clip",
+    **kwargs,
+) -> Estimate:
+    """ε-DP quantiles of ``x`` at probabilities ``q``, with confidence intervals.
+
+    ``method``: ``"exponential"`` (Smith 2011, one quantile, or ε/m each for several
+    — ``"independent"``), ``"joint"`` (JointExp, GJK 2021; 2..16 quantiles, n <= 50,000),
+    ``"tree"`` (Algorithm 1 on a private ECDF: any number of quantiles for one budget), or
+    ``"auto"``: the one with the smallest predicted error (``privstats.plan("quantiles", ...,
+    model="central")``).  The choice uses only public information: n only under
+    ``neighbours="replace"`` (where it is public); under ``"add-remove"`` n is private and
+    one quantile uses exponential, 2..16 independent, more the tree.  ``model="shuffle"`` delegates to
+    ``privstats.stats.frequency.shuffle_quantiles`` ((ε, δ), δ required); ``model="secure"``
+    and ``"local"`` use the tree method over secure aggregation or local hierarchies.
+
+    Uncertainty: ``est.ci(level)`` inverts the pointwise band of a raw private ECDF (the
+    tree's own curve; for the exponential mechanisms a separate central ECDF with
+    ``ci_fraction`` of ε, the point estimate getting the rest; ``ci_fraction=0``: no
+    interval).  ``stderr`` is the 95% interval's half-width / 1.96.  Values are clipped into
+    ``bounds`` and ordered with q (raw values in ``details["unbiased"]``; ``postprocess="none"``).
+
+    >>> import numpy as np
+    >>> x = np.random.default_rng(1).uniform(0, 10, 5000)
+    >>> est = quantiles(x, [0.1, 0.9], epsilon=1.0, bounds=(0, 10), rng=2)
+    >>> est.params["method"], bool(est.ci()[0][0] < 1.0 < est.ci()[1][0])  # m = 2: joint ties, slower
+    ('independent', True)
+    """
+    epsilon = check_epsilon(epsilon)
+    bounds = check_bounds(bounds)
+    check_choice(neighbours, "neighbours", NEIGHBOURS)
+    check_model("quantiles", model)
+    check_choice(postprocess, "postprocess", ("clip", "none"))
+    if not (isinstance(ci_fraction, (int, float)) and 0 <= ci_fraction < 1):
+        raise ValueError(f"ci_fraction must be in [0, 1), got {ci_fraction!r}")
+    qs = np.atleast_1d(check_array(q, "q", ndim=None))
+    if qs.ndim != 1 or qs.size == 0 or not np.all(np.isfinite(qs)) or np.any((qs < 0) | (qs > 1)):
+        raise ValueError("q must be probabilities in [0, 1]")
+    check_choice(method, "method", ("auto", "exponential", "independent", "joint", "tree"))
+    check_rng(rng)
+    check_positive_int(grid, "grid", maximum=MAX_GRID)  # checked even where the method ignores it
+    if "bins" in kwargs:
+        check_positive_int(kwargs["bins"], "bins", minimum=2, maximum=MAX_GRID)
+    c = Call.of("quantiles", locals(), qs=qs)
+    if model == "shuffle":
+        est, band = choose("quantiles", "shuffle", "auto").run(c)
+        return _finish_quantiles(est, qs, band, bounds, postprocess)
+    c.xs = as_float_array(x, "x", bounds=bounds)
+    c.n = public_n = c.xs.size if neighbours == "replace" else None  # n is private under add/remove
+    chosen = _quantile_method(c)
+    unit_ = choose("quantiles", model, "exponential" if chosen == "independent" else chosen)
+    values, protocol, params, cost, band = unit_.run(Call(**{**vars(c), "method": chosen}))
+    params.update(method=chosen, q=qs.tolist())
+    if model == "local":
+        protocol = "ecdf-local-hierarchy+algorithm1"
+    est = Estimate(
+        values,
+        stderr=None,
+        guarantee=PureDP(epsilon),
+        model=model,
+        protocol=protocol,
+        params=params,
+        n=public_n,
+        neighbours=neighbours,
+        **cost,
+    )  # n is private (None) under add/remove
+    return _finish_quantiles(est, qs, band, bounds, postprocess)
+
+
+def _quantile_method(c: Call) -> str:
+    """The named method, the planner's (central ``"auto"``), or the tree (secure, local)."""
+    model, method = c.model, c.method
+    if model in ("secure", "local") or method != "auto":
+        chosen = method
+    else:
+        chosen = _auto_quantile_method(c.qs, c.n, c.epsilon, c.bounds, c.grid, c.ci_fraction)
+    if model in ("secure", "local"):
+        if method not in ("auto", "tree"):
+            raise ValueError(
+                f"model={model!r} quantiles use method='tree' (Algorithm 1 on a private ECDF), "
+                f"got method={method!r}"
+            )
+        chosen = "tree"
+    return check_choice(chosen, "method", ("exponential", "independent", "joint", "tree"))
+
+
+def shuffle_run(c: Call):
+    """The shuffle model: prefix counts of a shuffled dyadic tree (``privstats.stats.frequency``)."""
+    from privstats.stats.frequency import shuffle_quantiles
+
+    bounds = c.bounds
+    est = shuffle_quantiles(c.x, c.q, epsilon=c.epsilon, delta=c.delta, bounds=bounds, rng=c.rng, **c.kwargs)
+    d = est.details
+    edges = bounds[0] + d["bin_width"] * np.arange(1, d["prefix_counts"].size + 1)
+    n = est.n or 1
+    return est, (edges, d["prefix_counts"] / n, np.asarray(d["prefix_stderr"]) / n)
+
+
+def tree_run(c: Call):
+    """Algorithm 1 on the model's isotonic private ECDF; its raw curve's band gives the intervals."""
+    res = ecdf(
+        c.xs,
+        epsilon=c.epsilon,
+        bounds=c.bounds,
+        grid=c.grid,
+        smoothing="isotonic",
+        neighbours=c.neighbours,
+        model=c.model,
+        rng=c.rng,
+        **c.kwargs,
+    )
+    values = np.asarray(res.quantile(c.qs))
+    cost = {"messages_per_user": res.estimate.messages_per_user, "bits_per_user": res.estimate.bits_per_user}
+    return values, "ecdf-tree+algorithm1", {**res.estimate.params}, cost, (res.quantiles, res.raw, res.stderr)
+
+
+def exponential_run(c: Call):
+    """Exponential mechanisms on the sorted values (independent ε/m each, or JointExp), with a central
+    ECDF band from ``ci_fraction`` of ε for the intervals."""
+    qs, bounds, neighbours, ci_fraction = c.qs, c.bounds, c.neighbours, c.ci_fraction
+    src = as_source(c.rng) if c.rng is not None else None
+    eps_point = c.epsilon * (1 - ci_fraction)
+    band = None
+    if ci_fraction > 0:
+        res = ecdf(
+            c.xs,
+            epsilon=c.epsilon * ci_fraction,
+            bounds=bounds,
+            grid=min(c.grid, 1024),
+            smoothing="none",
+            neighbours=neighbours,
+            model="central",
+            rng=src,
+        )
+        band = (res.quantiles, res.raw, res.stderr)
+    order = np.argsort(qs)
+    sx = np.sort(c.xs)
+    mechanism = joint_exponential_quantiles if c.method == "joint" else independent_exponential_quantiles
+    v = mechanism(sx, qs[order], epsilon=eps_point, bounds=bounds, rng=src, neighbours=neighbours)
+    if c.method != "joint":
+        v = np.maximum.accumulate(v)  # post-processing: quantiles ordered like their levels
+    values = np.empty(qs.size)
+    values[order] = v
+    protocol = {
+        "joint": "joint-exponential",
+        "exponential": "exponential",
+        "independent": "independent-exponential",
+    }
+    params: dict = OutputGrid(bounds).params  # every release is a point of this public grid
+    if ci_fraction > 0:
+        params.update(ci_fraction=ci_fraction, interval="central ECDF band")
+    return values, protocol[c.method], params, {"messages_per_user": 0.0, "bits_per_user": 0.0}, band
+
+
+def _finish_quantiles(est: Estimate, qs, band, bounds, postprocess) -> Estimate:
+    """Clip into bounds, order with q, attach the band-inverted intervals (95%: ``stderr``)."""
+    from dataclasses import replace
+
+    raw = np.asarray(est.value, dtype=float)
+    details = dict(est.details)
+    value = raw
+    if postprocess == "clip":
+        order = np.argsort(qs, kind="stable")
+        v = np.clip(raw, *bounds)
+        v[order] = np.maximum.accumulate(v[order])
+        value, details["unbiased"] = v, raw
+    stderr = None
+    if band is not None:
+        t, F, se = band
+
+        def ci_fn(level, t=t, F=F, se=se, qs=qs, lo=bounds[0]):
+            return _band_interval(t, F, se, qs, level, lo)
+
+        details["ci_fn"] = ci_fn
+        lo95, hi95 = ci_fn(0.95)
+        stderr = (hi95 - lo95) / (2 * 1.959963984540054)
+        details["interval_method"] = "inverted pointwise band of a raw private ECDF"
+    return replace(
+        est, value=value, stderr=stderr, details=details, support=(float(bounds[0]), float(bounds[1]))
+    )
+
+
+def _plan_quantiles_exp(*, n, epsilon, bounds=None, q=(0.5,), ci_fraction=0.1, **_):
+    """Independent exponential mechanisms at ε' = ε(1 − ci_fraction)/m each: rank error
+    Laplace(2m/ε') (variance 8m²/ε'²) plus ≈ 4 ranks² from the random spacing it samples
+    within (uniform data, where one rank is (hi − lo)/n in value)."""
+    m = len(_quantile_levels(q))
+    eps = epsilon * (1 - ci_fraction) / m
+    return Option(
+        "central",
+        "exponential" if m == 1 else "independent-exponential",
+        {"ci_fraction": ci_fraction},
+        _width(bounds) * math.sqrt(8 / eps**2 + 4) / n,
+    )
+
+
+JOINT_MAX_N = 50_000  # JointExp costs O(m n log n) per call: larger n use the independent mechanisms
+
+
+def _plan_quantiles_joint(*, n, epsilon, bounds=None, q=(0.5,), ci_fraction=0.1, **_):
+    """JointExp (2..16 quantiles, n <= 50,000): its density is a product over the quantiles of
+    exp(−ε'|rank error|/4) under the ordering constraint, so each rank error ≈ Laplace(4/ε')
+    (variance 32/ε'²) plus the spacing's 4 ranks².  Measured/predicted at n = 2e4, ε = 1:
+    1.02 (m = 3), 0.91 (m = 5), 1.5 (m = 16: the ordering couples close quantiles)."""
+    m = len(_quantile_levels(q))
+    if not 2 <= m <= 16 or n > JOINT_MAX_N:
+        return None
+    eps = epsilon * (1 - ci_fraction)
+    return Option(
+        "central",
+        "joint-exponential",
+        {"ci_fraction": ci_fraction},
+        _width(bounds) * math.sqrt(32 / eps**2 + 4) / n,
+    )
+
+
+@lru_cache(maxsize=64)
+def _tree_quantile_rmse(model: str, n: int, epsilon: float, grid: int, qs: tuple[float, ...]) -> float:
+    """RMS error (in units of the bounds' width) of Algorithm 1 on the isotonic private ECDF at uniform data.
+
+    Isotonic smoothing pools the tree's strongly correlated noise around the crossing (about 0.6x the
+    curve's own stderr for the local tree at n = 2e4, ε = 1), which no closed form captures; so the
+    release is drawn 200 times from its law with a fixed seed: the local protocol's aggregate from its
+    sufficient statistic (``simulate_counts``: the clients' law), the central tree's noise (the
+    secure model's: two full noise shares).  Public parameters only; a few ms a draw at any n.
+    """
+    from privstats.cdf.local import local_hierarchy
+    from privstats.cdf.quantiles import inverse_ecdf
+
+    t = uniform_grid((0.0, 1.0), grid)  # the last threshold is the upper bound: grid cells
+    # evenly spread (uniform) data (i + ½)/n: #{i : (i + ½)/n <= t} per threshold, in O(grid)
+    below = np.clip(np.floor(t * n - 0.5) + 1, 0, n).astype(np.int64)
+    below[-1] = n
+    counts = np.diff(below, prepend=0)
+    q = np.asarray(qs)
+    truth = t[np.searchsorted(np.cumsum(counts), np.ceil(q * n), side="left")]
+    gen = np.random.default_rng(20261125)
+    errs = np.empty((200, q.size))
+    if model == "local":
+        hh = local_hierarchy(grid, epsilon, n, "auto")
+    else:
+        mech = choose_mechanism(grid, epsilon, "replace", "auto")
+        stat = mech.statistic(np.cumsum(counts))
+        shares = 2 if model == "secure" else 1  # the secure model opens two full noise shares
+        # every draw's node noise at once, by the simulation sampler (a prediction: no data involved)
+        noise = _dlap_sim(gen, float(mech.scale), (errs.shape[0], shares, mech.n_nodes)).sum(axis=1)
+    for r in range(errs.shape[0]):  # a few hundred draws of the aggregate, not per user
+        if model == "local":
+            state = hh.simulate_counts(counts, gen)
+            y = hh.node_estimates(state)
+            F = np.cumsum(hh.consistent_leaves(n, y, hh.level_variances(n, state.level_sizes))[-1])[:grid]
+        else:
+            F = mech.estimate_counts(stat + mech.noise_to_statistic(noise[r]), n)[:grid]
+        errs[r] = inverse_ecdf(t, smooth(F / n, "isotonic"), q) - truth
+    # Algorithm 1 returns a cell's upper edge: the sample quantile sits uniformly inside that cell
+    return float(np.sqrt(np.mean(errs**2) + 1.0 / (3.0 * grid**2)))
+
+
+def _plan_quantiles_tree(model: str, *, n, epsilon, bounds=None, grid=4096, q=(0.5,), **_) -> Option:
+    """Algorithm 1 on the model's isotonic ECDF, simulated at uniform data (:func:`_tree_quantile_rmse`)."""
+    curve = {"central": _plan_ecdf_central, "secure": _plan_ecdf_secure, "local": _plan_ecdf_local}[model]
+    opt = curve(n=n, epsilon=epsilon, grid=grid)
+    se = _tree_quantile_rmse(model, int(n), float(epsilon), int(grid), _quantile_levels(q))
+    return Option(
+        model,
+        opt.protocol + "+algorithm1",
+        opt.params,
+        _width(bounds) * se,
+        messages_per_user=opt.messages_per_user,
+        bits_per_user=opt.bits_per_user,
+    )
+
+
+def _plan_quantiles_shuffle(*, n, epsilon, delta=0.0, bounds=None, bins=64, **_):
+    """Prefix counts of the shuffled dyadic tree (needs δ > 0) plus the bin's half width."""
+    if delta <= 0:
+        return None
+    from privstats.shuffle.hadamard import HadamardMultiMessage
+
+    L = int(math.log2(bins))
+    try:
+        proto = HadamardMultiMessage(bins, n=n, epsilon=epsilon, delta=delta, k=1 + L)
+    except ValueError:
+        return None
+    node_se = float(np.sqrt(proto.variance(np.zeros(1))[0]))
+    F_se = node_se * math.sqrt(L / 2) / n
+    w = _width(bounds)
+    bias = w / bins / math.sqrt(12)
+    return Option(
+        "shuffle",
+        "shuffle-range-quantiles",
+        {"bins": bins},
+        math.hypot(w * F_se, bias),
+        bias=bias,
+        messages_per_user=float(proto.messages_per_user),
+        bits_per_user=float(proto.bits_per_user),
+        delta=delta,
+    )
+
+
+# the units, in the planner's order: a predictor (public parameters) and a run each
+_tree = {m: functools.partial(_plan_quantiles_tree, m) for m in ("central", "secure", "local")}
+for _model, _protocol, _method, _options, _predictor, _run in (
+    ("central", "exponential", "exponential", ("ci_fraction",), _plan_quantiles_exp, exponential_run),
+    ("central", "joint-exponential", "joint", ("ci_fraction",), _plan_quantiles_joint, exponential_run),
+    ("central", "tree", "tree", ("grid",), _tree["central"], tree_run),
+    ("secure", "tree", "tree", ("grid",), _tree["secure"], tree_run),
+    ("local", "tree", "tree", ("grid",), _tree["local"], tree_run),
+    ("shuffle", "range-counts", "auto", ("delta", "bins"), _plan_quantiles_shuffle, shuffle_run),
+):
+    unit("quantiles", _model, _protocol, method=_method, options=_options, predictor=_predictor)(_run)

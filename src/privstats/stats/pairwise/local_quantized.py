@@ -1,0 +1,298 @@
+"""Local model, Protocol A (Bell et al. 2020): each user quantises its value into k cells and sends
+one frequency-oracle report (k-RR, OUE or Hadamard response); the aggregator estimates the
+U-statistic of the cell histogram with the kernel's k×k matrix (structured O(k) operators for the
+built-in kernels).
+
+One unit per statistic, each with its predictor (from public parameters) and its run.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from privstats.plan import Option
+from privstats.privacy.randomness import as_generator
+from privstats.stats.pairwise.plumbing import (
+    _auc_bins,
+    _auc_linear_family_bias,
+    _check_dense,
+    _check_structured,
+    _classes,
+    _collect,
+    _default_smoothing,
+    _kendall_bins,
+    _pick_kernel_oracle,
+    _pick_oracle,
+    _quantization,
+    _run_quantized,
+    _simulating,
+    _tau_b,
+)
+from privstats.stats.units import Call, Release, unit
+from privstats.ustat import kernels as K
+from privstats.ustat.params import choose_bins
+from privstats.ustat.quantized import DENSE_MAX_CATEGORIES, STRUCTURED_MAX_CATEGORIES, QuantizedUStat
+from privstats.validation import MAX_CELLS, check_positive_int
+
+OPTIONS = ("bins", "oracle")
+AUC_OPTIONS = ("domain_size", "oracle", "ties", "smoothing")
+GMD_OPTIONS = (*OPTIONS, "quantization")
+USTAT_OPTIONS = (*OPTIONS, "quantization", "lipschitz")
+
+
+def _max_categories(oracle: str) -> int:
+    """Hadamard response (no structured variance yet) keeps the dense k×k path."""
+    return DENSE_MAX_CATEGORIES if oracle == "hr" else STRUCTURED_MAX_CATEGORIES
+
+
+# ----------------------------------------------------------------------------- AUC
+def _plan_auc_quantized(
+    *, n, epsilon, n_pos=None, domain_size=None, oracle="auto", ties=None, smoothing=None, **_
+):
+    """Protocol A: exact variance at uniform class histograms (the planner's public assumption) plus
+    the largest quantisation bias over class densities linear on the bounds (pooled scores uniform):
+    0 with ``smoothing="linear"`` (exact there), 1/(3k²) without (:func:`_auc_linear_family_bias`).
+    Ties ``"zero"`` count the same-bin pairs 0: bias 1/(2k) at uniform scores."""
+    cls = _classes(n, n_pos)
+    if cls is None:
+        return None
+    n_pos, n_neg = cls
+    t = ties or "half"
+    sm = smoothing or _default_smoothing(t, domain_size)
+    if domain_size:
+        k, orc = int(domain_size), _pick_oracle(oracle, min(cls), epsilon, int(domain_size))
+    else:
+        k, orc = _auc_bins(n_pos, n_neg, epsilon, oracle, t, sm)
+    if k > _max_categories(orc):
+        return None
+    proto = QuantizedUStat(K.AUCOperator(k, t, sm), epsilon, orc)
+    # at huge ε the exact variance is ~0 and can cancel to a tiny negative number
+    var = max(proto.two_sample_variance(np.full(k, n_pos / k), np.full(k, n_neg / k)), 0.0)
+    # + the data's own spread of the pairs sharing a bin around their ½ (Mann–Whitney null variance of
+    # m⁺m⁻(m⁺ + m⁻ + 1)/12 per bin, m± ≈ n±/k): the binned AUC differs from the exact one by it
+    var += (n / k + 1) / (12 * k * n_pos * n_neg)
+    bias = 0.0 if sm == "linear" else (_auc_linear_family_bias(k) if t == "half" else 0.5 / k)
+    return Option(
+        "local",
+        "ustat-quantized",
+        {"domain_size": k, "oracle": orc, **({"smoothing": sm} if sm != "none" else {})},
+        math.sqrt(var + bias**2),
+        bias=bias,
+        messages_per_user=1.0,
+        bits_per_user=proto.bits_per_user,
+        note=f"bias 0 for linear class densities, up to {_auc_linear_family_bias(k):.2g} uncorrected"
+        if sm == "linear"
+        else "worst-case quantisation bias over linear class densities",
+    )
+
+
+@unit("auc", "local", "ustat-quantized", "quantized", AUC_OPTIONS, _plan_auc_quantized)
+def auc_quantized(c: Call) -> Release:
+    """Bins and oracle as the predictor chooses them (or ``domain_size``); one report per user."""
+    t = c.ties or "half"
+    sm = c.smoothing or _default_smoothing(t, c.domain_size)
+    opt = _plan_auc_quantized(
+        n=c.n,
+        epsilon=c.epsilon,
+        n_pos=c.n_pos,
+        domain_size=c.domain_size,
+        oracle=c.oracle,
+        ties=t,
+        smoothing=sm,
+    )
+    k, orc = (
+        (opt.params["domain_size"], opt.params["oracle"]) if opt is not None else (c.domain_size, c.oracle)
+    )
+    if k is None:
+        raise ValueError("domain_size: no quantised AUC protocol fits these parameters; pass domain_size")
+    proto = QuantizedUStat(K.AUCOperator(_check_structured(k, "domain_size", orc), t, sm), c.epsilon, orc)
+    bins_p, bins_n = K.quantize(c.pos, (c.lo, c.hi), k), K.quantize(c.neg, (c.lo, c.hi), k)
+    g = as_generator(c.rng) if _simulating(c.rng) else None
+    sp, sn = _collect(proto, bins_p, c.rng, g), _collect(proto, bins_n, c.rng, g)
+    value, var = proto.estimate_two_sample(sp, sn)
+    params = {"domain_size": k, "oracle": orc, "ties": t, **({"smoothing": sm} if sm != "none" else {})}
+    return Release(value, var, params, bits=proto.bits_per_user)
+
+
+# ----------------------------------------------------------------------------- Kendall's tau
+def _plan_tau_local(*, n, epsilon, bins=None, oracle="auto", **_):
+    """Protocol A on the k×k grid: exact variance at a uniform product histogram (independence)."""
+    k = bins or _kendall_bins(n, epsilon)
+    orc = _pick_oracle(oracle, n, epsilon, k * k)
+    if k * k > _max_categories(orc):
+        return None
+    proto = QuantizedUStat(K.KendallOperator(k, k), epsilon, orc)
+    var = proto.conditional_variance(np.full(k * k, n / (k * k)))
+    nontie = 1 - 1 / k  # tau-b divides by √(non-tie x · non-tie y) = 1 − 1/k
+    return Option(
+        "local",
+        "ustat-quantized",
+        {"bins": k, "oracle": orc},
+        math.sqrt(var) / nontie,
+        messages_per_user=1.0,
+        bits_per_user=proto.bits_per_user,
+    )
+
+
+@unit("kendall_tau", "local", "ustat-quantized", "quantized", (*OPTIONS, "variant"), _plan_tau_local)
+def kendall_tau_quantized(c: Call) -> Release:
+    """One report of the (x, y) cell on the bins × bins grid; tau-b's non-tie fractions come from the
+    same reports (delta method, exact to first order)."""
+    n, epsilon = c.n, c.epsilon
+    k = c.bins or _kendall_bins(n, epsilon)
+    check_positive_int(k, "bins", minimum=2, maximum=math.isqrt(STRUCTURED_MAX_CATEGORIES))  # k² categories
+    cat = K.quantize(c.xs, c.bx, k) * k + K.quantize(c.ys, c.by, k)
+    orc = _pick_oracle(c.oracle, n, epsilon, k * k)
+    _check_structured(k * k, "bins", orc)
+    A = K.KendallOperator(k, k)
+    extra: tuple[Any, ...] = K.kendall_tie_operators(k, k) if c.variant == "b" else ()
+    proto, ta, va, extras = _run_quantized(A, cat, epsilon, orc, c.rng, extra)
+    params = {"bins": k, "categories": k * k, "oracle": orc, "variant": c.variant}
+    if c.variant == "a":
+        return Release(ta, va, params, bits=proto.bits_per_user)
+    (ny, _, S), (nz, _, _) = extras
+    value, grad = _tau_b(ta, ny, nz)
+    # delta method, exact to first order: the three share the reports, and Σ c·Û_B = Û_{Σ c·B}
+    var = proto.plug_in_variance(S, n, A.combine(grad[0], (grad[1], extra[0]), (grad[2], extra[1])))
+    details = {"tau_a": ta, "nontie_x": ny, "nontie_y": nz}
+    return Release(value, var, params, bits=proto.bits_per_user, details=details)
+
+
+# ----------------------------------------------------------------------------- Gini mean difference
+def _plan_gmd_local(*, n, epsilon, bounds=None, bins=None, oracle="auto", quantization="avg", **_):
+    """Protocol A: exact variance at the uniform histogram (the planner's assumption)."""
+    w = 1.0 if bounds is None else float(bounds[1]) - float(bounds[0])
+    k = bins or choose_bins(n, epsilon, lipschitz=1.0, assumption="kernel")
+    if k > _max_categories(oracle):
+        return None
+    op = K.GiniOperator(k, quantization)
+    orc = _pick_kernel_oracle(oracle, n, epsilon, op)
+    proto = QuantizedUStat(op, epsilon, orc)
+    var = proto.conditional_variance(np.full(k, n / k))
+    return Option(
+        "local",
+        "ustat-quantized",
+        {"bins": k, "oracle": orc},
+        w * math.sqrt(var),
+        messages_per_user=1.0,
+        bits_per_user=proto.bits_per_user,
+    )
+
+
+@unit("gini_mean_difference", "local", "ustat-quantized", "quantized", GMD_OPTIONS, _plan_gmd_local)
+def gini_mean_difference_quantized(c: Call) -> Release:
+    n, epsilon = c.n, c.epsilon
+    k = c.bins or choose_bins(n, epsilon, lipschitz=1.0, assumption="kernel")
+    check_positive_int(k, "bins", minimum=2, maximum=STRUCTURED_MAX_CATEGORIES)
+    if c.oracle == "hr":
+        _check_dense(k, "bins")
+    op = K.GiniOperator(k, _quantization(c.quantization))
+    orc = _pick_kernel_oracle(c.oracle, n, epsilon, op)
+    _check_structured(k, "bins", orc)
+    proto, value, var, _ = _run_quantized(op, K.quantize(c.u, (0, 1), k), epsilon, orc, c.rng)
+    w = c.w
+    params = {"bins": k, "oracle": orc, "quantization": c.quantization}
+    return Release(w * value, w * w * var, params, bits=proto.bits_per_user)
+
+
+# ----------------------------------------------------------------------------- collision probability
+def _plan_collision_local(*, n, epsilon, domain_size=None, oracle="auto", **_):
+    if not domain_size:
+        return None
+    d = int(domain_size)
+    if d > STRUCTURED_MAX_CATEGORIES:
+        return None
+    orc = _pick_kernel_oracle(oracle, n, epsilon, K.CollisionOperator(d))
+    if d > _max_categories(orc):
+        return None
+    proto = QuantizedUStat(K.CollisionOperator(d), epsilon, orc)
+    var = proto.conditional_variance(np.full(d, n / d))
+    return Option(
+        "local",
+        "ustat-quantized",
+        {"domain_size": d, "oracle": orc},
+        math.sqrt(var),
+        messages_per_user=1.0,
+        bits_per_user=proto.bits_per_user,
+    )
+
+
+@unit("collision_probability", "local", "ustat-quantized", "quantized", ("oracle",), _plan_collision_local)
+def collision_probability_quantized(c: Call) -> Release:
+    d = c.d
+    _check_structured(d, "domain_size", c.oracle)  # before the choice: it scores O(d) histograms
+    orc = _pick_kernel_oracle(c.oracle, c.n, c.epsilon, K.CollisionOperator(d))
+    proto, value, var, _ = _run_quantized(K.CollisionOperator(d), c.xs, c.epsilon, orc, c.rng)
+    return Release(value, var, {"domain_size": d, "oracle": orc}, 1.0, proto.bits_per_user)
+
+
+# ----------------------------------------------------------------------------- any kernel
+def _plan_ustat_local(
+    *, n, epsilon, kernel=None, bounds=None, bins=None, quantization="avg", lipschitz=1.0, oracle="auto", **_
+):
+    """Protocol A needs the kernel itself (public code, not data): pass ``kernel=`` (a callable with
+    ``bounds``, or a k×k matrix).  Exact variance at a uniform histogram (the planner's assumption;
+    the cell-averaged matrix is then unbiased); None without the kernel, since the noise's variance
+    depends on the whole matrix, not only on its range."""
+    if kernel is None:
+        return None
+    if callable(kernel):
+        if bounds is None:
+            return None
+        lo, hi = float(bounds[0]), float(bounds[1])
+        k = bins or min(choose_bins(n, epsilon, lipschitz=lipschitz, assumption="kernel"), 256)
+        A = K.matrix_from_callable(
+            lambda u, v: kernel(lo + u * (hi - lo), lo + v * (hi - lo)), k, quantization
+        )
+        params = {"bins": k, "quantization": quantization}
+    else:
+        A = K.check_kernel_matrix(kernel)
+        k = A.shape[0]
+        params = {"bins": k}
+    if k > DENSE_MAX_CATEGORIES:
+        return None
+    orc = _pick_kernel_oracle(oracle, n, epsilon, A)
+    proto = QuantizedUStat(A, epsilon, orc)
+    var = max(proto.conditional_variance(np.full(k, n / k)), 0.0)
+    return Option(
+        "local",
+        "ustat-quantized",
+        {**params, "oracle": orc},
+        math.sqrt(var),
+        messages_per_user=1.0,
+        bits_per_user=proto.bits_per_user,
+    )
+
+
+def _callable_matrix(c: Call) -> tuple[Any, np.ndarray, dict]:
+    """A callable kernel averaged over 256 points per cell of the k×k matrix: k is capped so that
+    k²·256 ≤ MAX_CELLS/4 (512 MiB, seconds; the default k = 4096 at ε = 40 allocated 32 GiB); the
+    automatic choice stops at 256 bins, whose quantisation error (≤ lipschitz/256) is below the noise
+    at any n a test can hold."""
+    k_max = math.isqrt(MAX_CELLS // 1024)
+    k = c.bins or min(choose_bins(c.n, c.epsilon, lipschitz=c.lipschitz, assumption="kernel"), 256)
+    check_positive_int(k, "bins", minimum=2)
+    _check_dense(k, "bins")
+    if k > k_max:
+        raise ValueError(
+            f"bins: a callable kernel is averaged over 256 points in each cell of the dense k×k "
+            f"matrix; k={k} exceeds {k_max} ({256 * 8 * k * k / 2**30:.0f} GiB); use fewer bins"
+        )
+    how = _quantization(c.quantization)
+    lo, hi, f = c.lo, c.hi, c.f
+    A = K.matrix_from_callable(lambda u, v: f(lo + u * (hi - lo), lo + v * (hi - lo)), k, how)
+    return A, K.quantize(c.xs, (lo, hi), k), {"bins": k, "quantization": how}
+
+
+@unit("ustatistic", "local", "ustat-quantized", "quantized", USTAT_OPTIONS, _plan_ustat_local)
+def ustatistic_quantized(c: Call) -> Release:
+    if c.A is None:
+        A, cells, params = _callable_matrix(c)
+    else:
+        A, cells, params = c.A, c.xs, {"bins": c.A.shape[0]}
+    orc = _pick_kernel_oracle(c.oracle, c.n, c.epsilon, A)
+    proto, value, var, _ = _run_quantized(A, cells, c.epsilon, orc, c.rng)
+    return Release(value, var, {**params, "oracle": orc}, bits=proto.bits_per_user)
