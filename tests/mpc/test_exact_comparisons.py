@@ -1,0 +1,141 @@
+"""Comparisons are right for every pair of finite values: mixed signs, huge magnitudes, equal values.
+
+The first tests check the circuit's formula on numpy with SPU's ring semantics emulated (``e_a − e_b``
+wraps in int64 exactly as in Z_2^64, the comparison is its sign bit); they run in the main suite.
+The SPU tests run the real two-party computation (``bash .ci/mpc``).
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from privstats.ustat.mpc import encode, kernel_spec  # noqa: E402
+
+FINITE = st.floats(allow_nan=False, allow_infinity=False, width=64)
+EDGE = [
+    0.0,
+    -0.0,
+    5e-324,
+    -5e-324,
+    1e-300,
+    -1e-300,
+    1.0,
+    -1.0,
+    2.0,
+    -2.0,
+    1e10,
+    -1e10,
+    1.7976931348623157e308,
+]
+EDGE += [-1.7976931348623157e308, 8.0, -8.0, 7.999999999999999, -7.999999999999999]
+
+
+def ring_order(ea, sa, eb, sb):
+    """The circuit's [a < b], [a > b] with SPU's comparison emulated: the sign of the wrapped e_a − e_b."""
+    with np.errstate(over="ignore"):
+        d_lt = ((ea - eb) < 0).astype(np.int64)  # int64 arithmetic wraps like the ring
+        d_gt = ((eb - ea) < 0).astype(np.int64)
+    x = sa + sb - 2 * sa * sb
+    return d_lt + x * (sa - d_lt), d_gt + x * (sb - d_gt)
+
+
+def pairs_with_edges(a, b):
+    e = np.array(EDGE)
+    i, j = np.meshgrid(np.arange(e.size), np.arange(e.size))
+    return np.r_[a, e[i.ravel()]], np.r_[b, e[j.ravel()]]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(FINITE, FINITE), min_size=1, max_size=50))
+def test_ring_formula_is_exact(pairs):
+    a, b = pairs_with_edges(*np.array(pairs).T)
+    ea, eb = encode(kernel_spec("greater"), a)[:, 0], encode(kernel_spec("greater"), b)[:, 0]
+    lt, gt = ring_order(ea[:, 0], ea[:, 1], eb[:, 0], eb[:, 1])
+    assert np.array_equal(lt, (a < b).astype(int)) and np.array_equal(gt, (a > b).astype(int))
+
+
+def test_plain_ring_comparison_is_wrong_without_the_sign_bits():
+    """Control: SPU's comparison of the codes alone fails on opposite signs far apart (the reported bug)."""
+    a, b = np.array([2.0, 1e10, 1000.0]), np.array([-2.0, -1e10, -0.01])
+    ea, eb = encode(kernel_spec("greater"), a)[:, 0, 0], encode(kernel_spec("greater"), b)[:, 0, 0]
+    with np.errstate(over="ignore"):
+        assert not np.any((eb - ea) < 0)  # "a > b" computed as the sign of the wrapped difference: all 0
+
+
+def test_reference_kernels_exact_on_edges():
+    a, b = pairs_with_edges(np.zeros(0), np.zeros(0))
+    assert np.array_equal(kernel_spec("greater").reference(a, b), (a > b).astype(int))
+    assert np.array_equal(kernel_spec("greater_half").reference(a, b), (a > b) * 1 + (a >= b) * 1)
+    assert np.array_equal(kernel_spec("equal").reference(a, b), (a == b).astype(int))
+    ab, ba = np.stack([a, b], 1), np.stack([b, -a], 1)
+    want = np.sign(a - b) * np.sign(b + a) + 1
+    assert np.array_equal(kernel_spec("sign_product").reference(ab, ba), want)
+
+
+# ---------------------------------------------------------------------------------------------------
+# the real two-party computation
+# ---------------------------------------------------------------------------------------------------
+M = 256  # one compiled shape for every example
+
+
+@pytest.fixture(scope="module")
+def session():
+    pytest.importorskip("spu")
+    from privstats.ustat.mpc import default_session
+
+    return default_session()
+
+
+def _fill(a, b):
+    k = math.ceil(M / a.size)
+    return np.tile(a, k)[:M], np.tile(b, k)[:M]
+
+
+@settings(max_examples=8, deadline=None)
+@given(
+    st.lists(st.tuples(FINITE, FINITE), min_size=1, max_size=M // 2),
+    st.sampled_from(
+        [(-8.0, 8.0), (-1e10, 1e10), (0.0, 1.0), (-1.7976931348623157e308, 1.7976931348623157e308)]
+    ),
+)
+def test_spu_comparisons_exact_within_bounds(session, pairs, bounds):
+    """Hypothesis: values clipped to public bounds, mixed with their ends and copies (equal values)."""
+    from privstats.ustat.mpc import SpuTwoParty
+
+    a0, b0 = np.clip(np.array(pairs).T, *bounds)
+    lo, hi, same = *bounds, a0[: a0.size // 2 + 1]
+    a = np.r_[a0, lo, hi, lo, hi, same]  # both ends of the bounds, and equal values
+    b = np.r_[b0, hi, lo, lo, hi, same]
+    a, b = _fill(a, b)
+    for kernel, want in (("greater", (a > b) * 1), ("greater_half", (a > b) * 1 + (a >= b) * 1)):
+        out = SpuTwoParty(kernel, pair_epsilon=1.0, mechanism="none", session=session).raw(a, b)
+        assert np.array_equal(out, want)
+
+
+def test_spu_reported_cases_and_every_kernel(session):
+    from privstats.ustat.mpc import SpuTwoParty
+
+    a = np.array([2.0, 3.0, 5.0, 1e10, 1000.0, -2.0])
+    b = np.array([-2.0, -3.0, -5.0, -1e10, -0.01, 2.0])
+    a, b = pairs_with_edges(a, b)
+    a, b = a[:M], b[:M]
+    for kernel, want in (
+        ("greater", (a > b) * 1),
+        ("greater_half", (a > b) * 1 + (a >= b) * 1),
+        ("equal", (a == b) * 1),
+    ):
+        out = SpuTwoParty(kernel, pair_epsilon=1.0, mechanism="none", session=session).raw(a, b)
+        assert np.array_equal(out, want), kernel
+    A, B = np.stack([a, b], 1), np.stack([b, -a], 1)
+    for kernel, want in (
+        ("sign_product", np.sign(a - b) * np.sign(b + a) + 1),
+        ("not_equal_0", (a != b) * 1),
+        ("not_equal_1", (b != -a) * 1),
+    ):
+        out = SpuTwoParty(kernel, pair_epsilon=1.0, mechanism="none", session=session).raw(A, B)
+        assert np.array_equal(out, want), kernel
