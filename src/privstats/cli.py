@@ -1012,6 +1012,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     command = argv[0] if argv else None
+    from privstats.services.party import cli as pairs_cli  # pairs tasks (backend spu): own parser
+
+    if pairs_cli.claims(argv):
+        return pairs_cli.run_argv(argv)
     try:
         if command == "aggregate":
             return _aggregate(argv[1:])

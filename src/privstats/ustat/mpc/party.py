@@ -12,6 +12,7 @@ mode) refuses jobs that differ from the party's own task and pairs beyond the pl
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -48,12 +49,14 @@ class Party:
         *,
         columns: tuple[int, ...] | None = None,
         policy: Any = None,
+        link_timeout_s: float = 300.0,
     ):
         self.rank = 0 if role == "left" else 1
         self.self_addr, self.peer_addr = self_addr, peer_addr
         self.data = None if data is None else np.asarray(data, dtype=np.float64).reshape(len(data), -1)
         self.columns = columns
         self.policy = policy
+        self.link_timeout_ms = int(link_timeout_s * 1000)
         self.spu, self.libspu = require_spu()
         self.cfg = runtime_config(self.libspu)
         self.io = self.spu.Io(2, self.cfg)
@@ -66,7 +69,7 @@ class Party:
             L = self.libspu.link
             desc = L.Desc()
             desc.id = "privstats-pairs"
-            desc.recv_timeout_ms = 300_000
+            desc.recv_timeout_ms = self.link_timeout_ms
             desc.connect_retry_times = 120
             desc.connect_retry_interval_ms = 500
             addrs = [self.self_addr, self.peer_addr] if self.rank == 0 else [self.peer_addr, self.self_addr]
@@ -109,7 +112,7 @@ class Party:
                 raise ValueError("this party's data columns do not match the job's kernel")
             for slot in (0, 1):
                 mine = rows[:, slot] >= 0
-                vals[np.ix_(mine, [slot], cols)] = self.data[rows[mine, slot]][:, None, :]
+                vals[np.ix_(mine, np.array([slot]), np.array(cols))] = self.data[rows[mine, slot]][:, None, :]
             return vals
         if "indices" in header:  # the runner's --data: this party's users fill its own slot
             if self.data is None:
@@ -171,9 +174,17 @@ class Party:
             send_msg(conn, {"ok": True, "phase": "aborted"})
             return
         try:
-            send_msg(conn, {"ok": True}, job if kind == "cached" else self.run_job(*job))
-        except Exception as exc:
-            send_msg(conn, {"ok": False, "error": f"{type(exc).__name__}: {exc}"})
+            reply: tuple[dict, Any] = ({"ok": True}, job if kind == "cached" else self.run_job(*job))
+        except Exception as exc:  # e.g. the peer died mid-run: a fresh link for the next job
+            self._drop_link()
+            reply = ({"ok": False, "error": f"{type(exc).__name__}: {exc}"}, [])
+        send_msg(conn, *reply)
+
+    def _drop_link(self) -> None:
+        if self.lctx is not None:
+            with contextlib.suppress(Exception):  # the link is already broken
+                self.lctx.stop_link()
+        self.lctx = self.rt = None
 
     def serve(self, listen: str, announce=None, hello: dict | None = None) -> None:
         """Serve aggregator connections one after another (each until it disconnects or shuts down)."""
@@ -185,8 +196,11 @@ class Party:
             while True:
                 conn, _ = srv.accept()
                 with conn:
-                    if self._session(conn, hello) == "shutdown":
-                        return
+                    try:
+                        if self._session(conn, hello) == "shutdown":
+                            return
+                    except OSError:  # the aggregator went away mid-job: serve the next one
+                        continue
 
     def _session(self, conn: socket.socket, hello: dict | None) -> str:
         while True:
