@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 
@@ -132,14 +133,17 @@ def run(args) -> int:
             db=args.db,
             listen=args.listen,
             link_timeout=args.link_timeout,
-            announce=lambda port: print(f"party {args.party_role} serving on port {port}", flush=True),
+            announce=lambda port: print(
+                f"party {args.party_role} serving on port {port} (pid {os.getpid()})", flush=True
+            ),
         )
         return 0
     from .collect import collect_pairs
 
     est = collect_pairs(args.task, secrets_path=args.secrets, state_path=args.state)
     if args.json:
-        print(json.dumps(est.to_dict(), allow_nan=False))
+        counts = {k: int(est.details[k]) for k in ("pairs", "pairs_lost")}
+        print(json.dumps({**est.to_dict(), "details": counts}, allow_nan=False))
     else:
         lost = est.details.get("pairs_lost", 0)
         print(f"{est.value:.6f} ± {est.stderr:.6f}  ({est.guarantee}, n {est.n}, pairs lost {lost})")
@@ -149,11 +153,16 @@ def run(args) -> int:
 def run_argv(argv: Sequence[str]) -> int:
     """Parse and run; errors are printed as ``privstats CMD: error: ...`` with exit status 2 (1 if a
     run stopped and can be resumed)."""
+    import os
+
     from .collect import CollectError
+    from .serve import WORKER_ENV, supervise
 
     parser = argparse.ArgumentParser(prog="privstats")
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(list(argv))
+    if args.command == "serve" and not os.environ.get(WORKER_ENV):
+        return supervise(list(argv))
     try:
         return run(args)
     except CollectError as exc:

@@ -141,7 +141,9 @@ def _run_job(sess, task: PairsTask, io, libspu, job_id: str, rows: tuple[np.ndar
     except RuntimeError as exc:
         if "interrupted" in str(exc) or "already run" in str(exc):
             return "lost", str(exc)
-        raise
+        raise CollectError(
+            f"job {job_id} failed ({exc}); the state is kept: collect again to resume"
+        ) from None
     return "done", reconstruct(io, libspu, shares, m, len(task.kernels))
 
 

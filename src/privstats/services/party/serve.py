@@ -20,7 +20,42 @@ from privstats.validation import check_choice
 from .policy import PartyPolicy
 from .task import PairsTask, read_pairs_task, read_role_secrets
 
-__all__ = ["load_column", "party_values", "serve_party"]
+__all__ = ["load_column", "party_values", "serve_party", "supervise"]
+
+WORKER_ENV = "PRIVSTATS_PARTY_WORKER"
+RESTART_EXIT = 75  # a worker whose 2PC link broke exits with this to get a fresh link
+
+
+def supervise(argv: list[str]) -> int:
+    """Run ``privstats serve party ARGS`` as a worker process and restart it if it dies (its ledger is
+    durable, so a restart never re-runs a pair; SPU's link cannot be reopened in-process after the
+    peer died mid-run).  SIGTERM/SIGINT stop the worker and the supervisor.
+    """
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = {**os.environ, WORKER_ENV: "1"}
+    child: list[subprocess.Popen] = []
+
+    def stop(signum, frame):
+        for c in child:
+            if c.poll() is None:
+                c.terminate()
+                c.wait()
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    while True:
+        child[:] = [subprocess.Popen([sys.executable, "-m", "privstats", *argv], env=env)]
+        code = child[0].wait()
+        if code in (0, 2):  # done, or refused to start (bad task or data): do not loop
+            return code
+        print(f"privstats serve party: worker exited ({code}); restarting", file=sys.stderr, flush=True)
+        time.sleep(0.5)
 
 
 def load_column(path: str | Path, column: str | None) -> np.ndarray:
@@ -93,5 +128,6 @@ def serve_party(
         columns=tuple(task.columns[role]),
         policy=policy,
         link_timeout_s=link_timeout,
+        restart_on_link_failure=RESTART_EXIT,
     )
     party.serve(listen or task.parties[role]["listen"], announce=announce)

@@ -50,6 +50,7 @@ class Party:
         columns: tuple[int, ...] | None = None,
         policy: Any = None,
         link_timeout_s: float = 300.0,
+        restart_on_link_failure: int = 0,
     ):
         self.rank = 0 if role == "left" else 1
         self.self_addr, self.peer_addr = self_addr, peer_addr
@@ -57,6 +58,7 @@ class Party:
         self.columns = columns
         self.policy = policy
         self.link_timeout_ms = int(link_timeout_s * 1000)
+        self.restart_on_link_failure = restart_on_link_failure  # exit status for a supervisor
         self.spu, self.libspu = require_spu()
         self.cfg = runtime_config(self.libspu)
         self.io = self.spu.Io(2, self.cfg)
@@ -176,8 +178,12 @@ class Party:
         try:
             reply: tuple[dict, Any] = ({"ok": True}, job if kind == "cached" else self.run_job(*job))
         except Exception as exc:  # e.g. the peer died mid-run: a fresh link for the next job
-            self._drop_link()
             reply = ({"ok": False, "error": f"{type(exc).__name__}: {exc}"}, [])
+            if self.restart_on_link_failure:
+                with contextlib.suppress(OSError):
+                    send_msg(conn, *reply)
+                os._exit(self.restart_on_link_failure)  # SPU's link cannot be reopened in-process
+            self._drop_link()
         send_msg(conn, *reply)
 
     def _drop_link(self) -> None:
