@@ -14,7 +14,7 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from privstats.ustat.mpc import encode, kernel_spec  # noqa: E402
+from privstats.ustat.mpc import encode, encode_sortable, kernel_spec  # noqa: E402
 
 FINITE = st.floats(allow_nan=False, allow_infinity=False, width=64)
 EDGE = [
@@ -35,13 +35,14 @@ EDGE = [
 EDGE += [-1.7976931348623157e308, 8.0, -8.0, 7.999999999999999, -7.999999999999999]
 
 
-def ring_order(ea, sa, eb, sb):
-    """The circuit's [a < b], [a > b] with SPU's comparison emulated: the sign of the wrapped e_a − e_b."""
+def ring_order(a, b):
+    """The circuit's [a < b], [a > b] with SPU's comparison emulated: int64 arithmetic wraps exactly like
+    the ring Z_2^64, and ``x < 0`` is the sign bit, as in SPU."""
+    ea, eb = encode(kernel_spec("greater"), a)[:, 0], encode(kernel_spec("greater"), b)[:, 0]
     with np.errstate(over="ignore"):
-        d_lt = ((ea - eb) < 0).astype(np.int64)  # int64 arithmetic wraps like the ring
-        d_gt = ((eb - ea) < 0).astype(np.int64)
-    x = sa + sb - 2 * sa * sb
-    return d_lt + x * (sa - d_lt), d_gt + x * (sb - d_gt)
+        lt = (ea[:, 0] - eb[:, 0] - (1 - ea[:, 1]) * eb[:, 1]) < 0
+        gt = (eb[:, 0] - ea[:, 0] - (1 - eb[:, 1]) * ea[:, 1]) < 0
+    return lt.astype(int), gt.astype(int)
 
 
 def pairs_with_edges(a, b):
@@ -54,17 +55,35 @@ def pairs_with_edges(a, b):
 @given(st.lists(st.tuples(FINITE, FINITE), min_size=1, max_size=50))
 def test_ring_formula_is_exact(pairs):
     a, b = pairs_with_edges(*np.array(pairs).T)
-    ea, eb = encode(kernel_spec("greater"), a)[:, 0], encode(kernel_spec("greater"), b)[:, 0]
-    lt, gt = ring_order(ea[:, 0], ea[:, 1], eb[:, 0], eb[:, 1])
+    lt, gt = ring_order(a, b)
     assert np.array_equal(lt, (a < b).astype(int)) and np.array_equal(gt, (a > b).astype(int))
 
 
 def test_plain_ring_comparison_is_wrong_without_the_sign_bits():
     """Control: SPU's comparison of the codes alone fails on opposite signs far apart (the reported bug)."""
     a, b = np.array([2.0, 1e10, 1000.0]), np.array([-2.0, -1e10, -0.01])
-    ea, eb = encode(kernel_spec("greater"), a)[:, 0, 0], encode(kernel_spec("greater"), b)[:, 0, 0]
+    ea, eb = encode_sortable(a), encode_sortable(b)
     with np.errstate(over="ignore"):
-        assert not np.any((eb - ea) < 0)  # "a > b" computed as the sign of the wrapped difference: all 0
+        assert not np.any((eb - ea) < 0)  # "a > b" as the sign of the wrapped difference of codes: all 0
+    assert np.all(ring_order(a, b)[1] == 1)  # the split encoding: right
+
+
+@pytest.mark.parametrize("p", [0.5, 0.2689414213699951, 1e-3, 0.4999])
+def test_circuit_coin_law(p):
+    """Bernoulli(T/2^64) as msb(u) ⊕ msb(u − T/2): exact on the interval ends, and its mass on 10^6 draws."""
+    from privstats.ustat.mpc.circuit import _bern
+    from privstats.ustat.mpc.noise import HALF, _threshold
+
+    T, comp = _threshold(p)
+    assert T % 2 == 0 and not comp
+    h = T // 2
+    ends = np.array([-HALF, h - HALF - 1, h - HALF, -1, 0, h - 1, h, HALF - 1], dtype=np.int64)
+    want = [1, 1, 0, 0, 1, 1, 0, 0] if T < HALF else [1, 1, 1, 1, 0, 0, 0, 0]
+    with np.errstate(over="ignore"):
+        assert _bern(ends, T, False).astype(int).tolist() == want
+        u = np.random.default_rng(3).integers(-HALF, HALF, 10**6, dtype=np.int64)
+        mean = _bern(u, T, False).mean()
+    assert abs(mean - T / 2**64) < 5 * np.sqrt(p * (1 - p) / u.size)
 
 
 def test_reference_kernels_exact_on_edges():

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from privstats.validation import check_choice, check_epsilon
 
-from .kernels import SPECS, KernelSpec, _Order, kernel_spec, kernel_units
+from .kernels import SPECS, KernelSpec, _Order, kernel_bool, kernel_spec, kernel_units
 from .noise import HALF, MECHANISMS, NoisePlan, make_plan
 
 __all__ = ["JobSpec", "Output", "noisy_program", "require_spu", "runtime_config"]
@@ -122,24 +122,33 @@ class JobSpec:
         return repr(parts)
 
 
-def _bern(jnp, u, T: int, comp: bool):
-    """Bernoulli(T/2^64) (or its complement) from a jointly uniform 64-bit word."""
-    b = (u >= 0) if T >= HALF else ((u >= 0) & (u < jnp.int64(T)))
-    b = b.astype(jnp.int64)
-    return 1 - b if comp else b
+def _bern(u, T: int, comp: bool):
+    """Bernoulli(T/2^64) (or its complement) as a boolean from a jointly uniform 64-bit word u.
+
+    ``msb(u) ⊕ msb(u − T/2)`` is 1 exactly on [−2^63, T/2 − 2^63) ∪ [0, T/2): mass T/2^64 (T even);
+    ``u − T/2`` wraps like the ring, and ``x < 0`` is SPU's sign-bit comparison, so numpy and SPU agree.
+    """
+    b = u < 0
+    if T < HALF:
+        b = b ^ ((u - (T // 2)) < 0)
+    return ~b if comp else b
 
 
-def _noise(jnp, v, u, plan: NoisePlan):
+def _noise(jnp, v, vbool, u, plan: NoisePlan):
+    """Released integers: the kernel ``v`` (grid units; ``vbool`` its boolean form or None) plus noise."""
     if plan.mechanism == "none":
         return v
     if plan.mechanism == "rr":
-        flip = _bern(jnp, u[:, 0], plan.thresholds[0], plan.complement[0])
-        return v + flip - 2 * v * flip
-    b0 = _bern(jnp, u[:, 0], plan.thresholds[0], plan.complement[0])
-    sign = 2 * _bern(jnp, u[:, 1], plan.thresholds[1], False) - 1
+        flip = _bern(u[:, 0], plan.thresholds[0], plan.complement[0])
+        if vbool is not None:  # XOR in the boolean domain: free
+            return (vbool ^ flip).astype(jnp.int64)
+        f = flip.astype(jnp.int64)
+        return v + f - 2 * v * f
+    b0 = _bern(u[:, 0], plan.thresholds[0], plan.complement[0]).astype(jnp.int64)
+    sign = 2 * _bern(u[:, 1], plan.thresholds[1], False).astype(jnp.int64) - 1
     geo = jnp.zeros_like(v)
     for j, (T, c) in enumerate(zip(plan.thresholds[2:], plan.complement[2:], strict=True)):
-        geo = geo + _bern(jnp, u[:, 2 + j], T, c) * (1 << j)
+        geo = geo + _bern(u[:, 2 + j], T, c).astype(jnp.int64) * (1 << j)
     return v + sign * (1 - b0) * (1 + geo)
 
 
@@ -160,8 +169,9 @@ def noisy_program(job: JobSpec, m: int):
         u = ul + ur
         outs, r = [], 0
         for o in job.outputs:
-            v = kernel_units(o.spec, a, b, jnp, order)
-            outs.append(_noise(jnp, v, u[:, r : r + o.plan.n_random], o.plan))
+            vbool = kernel_bool(o.spec, order) if order is not None and o.mechanism == "rr" else None
+            v = None if vbool is not None else kernel_units(o.spec, a, b, jnp, order)
+            outs.append(_noise(jnp, v, vbool, u[:, r : r + o.plan.n_random], o.plan))
             r += o.plan.n_random
         return jnp.stack(outs, axis=1)
 

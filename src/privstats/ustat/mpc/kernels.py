@@ -1,16 +1,16 @@
 """Two-party kernels: public specs, each party's encoding of its own values, the in-circuit programs.
 
-Every comparison is exact for every pair of finite float64 values.  A party encodes each value as
-its order-preserving int64 image ``e`` (:func:`encode_sortable`) **and** its sign bit ``s = [e < 0]``.
-SPU compares secret integers by the sign of ``e_a − e_b`` in the ring Z_{2^64}, which wraps when the two
-codes are 2^63 or more apart (opposite signs, large magnitudes).  The wrap is only possible when the
-signs differ, and then the order is given by the signs alone, so the circuit computes::
+Every comparison is exact for every pair of finite float64 values.  SPU compares secret integers by
+the sign bit of their difference in the ring Z_{2^64}, which is wrong when the two numbers are 2^63 or
+more apart (opposite signs, large magnitudes: the reported bug).  A party therefore encodes each value
+by its order-preserving int64 image ``e`` (:func:`encode_sortable`) split into ``h = e >> 1`` (in
+[−2^62, 2^62), so ``h_a − h_b`` never wraps) and the low bit ``l = e & 1``, and the circuit computes::
 
-    [a < b] = d + x·(s_a − d),   d = msb(e_a − e_b),   x = s_a ⊕ s_b = s_a + s_b − 2 s_a s_b
+    [a < b] = msb(h_a − h_b − (1 − l_a)·l_b)
 
-(one secure comparison and two cheap multiplications per direction; ``x`` is shared by both
-directions of a column).  Grid kernels (``absdiff``) work on integers in ``[0, 2^grid_bits]``, far
-below the ring width, so their differences never wrap.
+(``h_a < h_b``, or ``h_a = h_b`` and ``l_a < l_b``; the argument stays in (−2^63, 2^63)): one secure
+comparison and one multiplication.  Grid kernels (``absdiff``) work on integers in
+``[0, 2^grid_bits]``, far below the ring width, so their differences never wrap either.
 
 >>> spec = kernel_spec("greater")
 >>> spec.reference(np.array([2.0, -2.0, 1e10]), np.array([-2.0, 2.0, -1e10])).tolist()
@@ -25,7 +25,7 @@ import numpy as np
 
 from privstats.validation import check_positive_int
 
-__all__ = ["SPECS", "KernelSpec", "encode", "encode_sortable", "kernel_spec", "kernel_units"]
+__all__ = ["SPECS", "KernelSpec", "encode", "encode_sortable", "kernel_bool", "kernel_spec", "kernel_units"]
 
 SPECS = ("greater", "greater_half", "sign_product", "not_equal_0", "not_equal_1", "equal", "absdiff")
 
@@ -48,7 +48,7 @@ class KernelSpec:
 
     @property
     def width(self) -> int:
-        """int64 words per user and column on the wire: (code, sign) or (grid value,)."""
+        """int64 words per user and column on the wire: (code >> 1, code & 1) or (grid value,)."""
         return 2 if self.encoding == "sortable" else 1
 
     def reference(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -93,10 +93,11 @@ def encode_sortable(x: np.ndarray) -> np.ndarray:
 def encode(spec: KernelSpec, x: np.ndarray) -> np.ndarray:
     """Party-side encoding of its own values (m, columns) → int64 (m, columns, width).
 
-    Sortable kernels: ``(code, sign bit)`` per value; grid kernels: the value on the grid of [0, 1].
+    Sortable kernels: ``(code >> 1, code & 1)`` per value; grid kernels: the value on the grid of [0, 1].
 
-    >>> encode(kernel_spec("greater"), np.array([-1.0, 2.0]))[:, 0, 1].tolist()
-    [1, 0]
+    >>> e = encode(kernel_spec("greater"), np.array([-1.0, 2.0]))[:, 0]
+    >>> (2 * e[:, 0] + e[:, 1]).tolist() == encode_sortable(np.array([-1.0, 2.0])).tolist()
+    True
     """
     a = np.asarray(x, dtype=np.float64).reshape(len(x), -1)
     if a.shape[1] != spec.columns:
@@ -106,25 +107,38 @@ def encode(spec: KernelSpec, x: np.ndarray) -> np.ndarray:
     if spec.encoding == "grid":
         return np.rint(np.clip(a, 0.0, 1.0) * 2**spec.grid_bits).astype(np.int64)[:, :, None]
     code = encode_sortable(a)
-    return np.stack([code, (code < 0).astype(np.int64)], axis=2)
+    return np.stack([code >> 1, code & 1], axis=2)
 
 
 class _Order:
-    """Exact order of column k of a vs b, each comparison computed at most once (numpy or SPU jax)."""
+    """Exact order of column k of a vs b; each secure comparison computed at most once (numpy or SPU jax)."""
 
     def __init__(self, a, b, xp):
         self.a, self.b, self.xp = a, b, xp
         self.cache: dict = {}
 
+    def less_bool(self, k: int, flip: bool = False):
+        """[a_k < b_k] (``flip``: [b_k < a_k]) as a boolean, exact for all finite values."""
+        if (flip, k) not in self.cache:
+            a, b = (self.b, self.a) if flip else (self.a, self.b)
+            diff = a[:, k, 0] - b[:, k, 0] - (1 - a[:, k, 1]) * b[:, k, 1]  # in (−2^63, 2^63): no wrap
+            self.cache[flip, k] = diff < 0
+        return self.cache[flip, k]
+
+    def less(self, k: int, flip: bool = False):
+        return self.less_bool(k, flip).astype(self.xp.int64)
+
     def lt_gt(self, k: int):
-        if k not in self.cache:
-            i64 = self.xp.int64
-            ea, sa, eb, sb = self.a[:, k, 0], self.a[:, k, 1], self.b[:, k, 0], self.b[:, k, 1]
-            x = sa + sb - 2 * sa * sb  # signs differ: the order is the signs' (codes may wrap)
-            d_lt = (ea < eb).astype(i64)
-            d_gt = (eb < ea).astype(i64)
-            self.cache[k] = (d_lt + x * (sa - d_lt), d_gt + x * (sb - d_gt))
-        return self.cache[k]
+        return self.less(k), self.less(k, flip=True)
+
+
+def kernel_bool(spec: KernelSpec, order: _Order):
+    """The kernel as a boolean when it is one secure comparison (randomized response XORs its coin in)."""
+    if spec.name == "greater":
+        return order.less_bool(0, flip=True)
+    if spec.name == "raw_less":
+        return order.a[:, 0, 0] < order.b[:, 0, 0]
+    return None
 
 
 def kernel_units(spec: KernelSpec, a, b, xp, order: _Order | None = None):
@@ -135,11 +149,11 @@ def kernel_units(spec: KernelSpec, a, b, xp, order: _Order | None = None):
     if spec.encoding == "grid":
         d = a[:, 0, 0] - b[:, 0, 0]
         return xp.where(d >= 0, d, -d)
-    if spec.name == "raw_less":
+    if spec.name == "raw_less":  # the codes' halves only: SPU's plain comparison, for the benchmark
         return (a[:, 0, 0] < b[:, 0, 0]).astype(xp.int64)
     o = order if order is not None else _Order(a, b, xp)
     if spec.name == "greater":
-        return o.lt_gt(0)[1]
+        return o.less(0, flip=True)
     if spec.name == "greater_half":
         lt, gt = o.lt_gt(0)
         return 1 + gt - lt

@@ -31,7 +31,7 @@ class NoisePlan:
     """Public thresholds of the in-circuit randomness and the realised privacy / variance accounting."""
 
     mechanism: str
-    thresholds: list[int] = field(default_factory=list)  # Bernoulli(T/2^64) as 0 ≤ u < T; T = 2^63: u ≥ 0
+    thresholds: list[int] = field(default_factory=list)  # Bernoulli(T/2^64), T even ≤ 2^63
     complement: list[bool] = field(default_factory=list)  # the bit is 1 − Bernoulli(T/2^64)
     epsilon: float = 0.0  # realised per-pair ε (≤ requested)
     delta: float = 0.0  # realised per-pair δ (Laplace truncation)
@@ -44,10 +44,11 @@ class NoisePlan:
 
 
 def _threshold(p: float) -> tuple[int, bool]:
-    """(T, complement) with Bernoulli(p) realised as u ∈ [0, T) (or its complement), T ≤ 2^63."""
+    """(T, complement) with Bernoulli(p) realised as Bernoulli(T/2^64) (or its complement); T ≤ 2^63 is
+    even, so the circuit draws it as ``msb(u) ⊕ msb(u − T/2)`` (two comparisons, no AND)."""
     if p <= 0.5:
-        return round(p * RING), False
-    return round((1.0 - p) * RING), True
+        return 2 * round(p * RING / 2), False
+    return 2 * round((1.0 - p) * RING / 2), True
 
 
 def rr_plan(epsilon: float) -> NoisePlan:
@@ -61,7 +62,7 @@ def rr_plan(epsilon: float) -> NoisePlan:
 
     flip = Fraction(1) / (1 + Fraction(math.exp(epsilon) * (1 - 1e-12)))  # margin for exp's rounding
     T = -((-flip.numerator * RING) // flip.denominator)  # ceil
-    T = min(max(T, 1), HALF)
+    T = min(max(T + (T & 1), 2), HALF)  # up to even (see _threshold)
     keep = 1.0 - T / RING
     eps_real = math.log(RING - T) - math.log(T)
     return NoisePlan("rr", [T], [False], epsilon=eps_real, keep=keep)
