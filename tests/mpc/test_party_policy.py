@@ -109,3 +109,16 @@ def test_usage_counts_match_the_plan(task, tmp_path):
     h2 = {**h, "job_id": "b", "m": 1, "rows": [[0, -1]]}
     with pytest.raises(PolicyError, match="3 pairs"):
         _check(pol, h2)
+
+
+def test_unsupported_python_gets_a_clear_error(monkeypatch):
+    """pip installs no SPU on Python 3.12 (the extra's marker); asking for it names the versions."""
+    import sys
+
+    from privstats.ustat.mpc import spu_available
+    from privstats.ustat.mpc.circuit import require_spu
+
+    monkeypatch.setattr(sys, "version_info", (3, 12, 1, "final", 0))
+    with pytest.raises(ImportError, match=r"needs Python 3\.10 or 3\.11; this is Python 3\.12"):
+        require_spu()
+    assert not spu_available()
