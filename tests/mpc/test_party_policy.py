@@ -1,5 +1,7 @@
 """A party's own policy (numpy + SQLite only: runs in the main suite too)."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -38,6 +40,9 @@ def test_refuses_parameters_that_differ_from_its_task(task, tmp_path):
             _check(pol, _job(t, **change))
     with pytest.raises(PolicyError, match="task_id"):
         _check(pol, {**_job(t), "task_id": "other"})
+    other = dataclasses.replace(t, bounds=[[-100.0, 100.0]], P=3)  # an edited copy of the same task
+    with pytest.raises(PolicyError, match="task_digest"):
+        _check(pol, {**_job(t), "task_digest": other.digest()})
     values_job = {k: v for k, v in _job(t).items() if k != "rows"}
     with pytest.raises(PolicyError, match="never values"):
         _check(pol, values_job)

@@ -52,9 +52,21 @@ class PairsTask:
     def public(self) -> dict:
         return asdict(self)
 
+    def digest(self) -> str:
+        """SHA-256 of everything the parties agree on (all fields but the network addresses)."""
+        import hashlib
+
+        d = {k: v for k, v in self.public().items() if k != "parties"}
+        return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()
+
     def job_header(self) -> dict:
         """What every job must carry (the parties compare it with their own copy)."""
-        return {"task_id": self.task_id, "outputs": self.kernels, "grid_bits": self.grid_bits}
+        return {
+            "task_id": self.task_id,
+            "task_digest": self.digest(),
+            "outputs": self.kernels,
+            "grid_bits": self.grid_bits,
+        }
 
 
 def _kernels(statistic: str, epsilon: float, P: int, ties: str, kernel: str | None, mechanism: str):
