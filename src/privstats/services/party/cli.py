@@ -5,6 +5,8 @@ these commands need no change to the main parser.
 
 >>> claims(["serve", "party", "--task", "t.json"]), claims(["serve", "collector"])
 (True, False)
+>>> claims(["task", "new", "--backend=spu"]), claims(["task", "new", "--model", "local"])
+(True, False)
 """
 
 from __future__ import annotations
@@ -23,15 +25,23 @@ def claims(argv: Sequence[str]) -> bool:
     argv = list(argv)
     if argv[:2] == ["serve", "party"]:
         return True
-    if argv[:2] == ["task", "new"] and "--backend" in argv:
-        i = argv.index("--backend")
-        return i + 1 < len(argv) and argv[i + 1] == "spu"
-    if argv[:1] == ["collect"] and "--task" in argv:
+    if argv[:2] == ["task", "new"]:
+        return _option(argv, "--backend") == "spu"
+    if argv[:1] == ["collect"]:
         from .task import is_pairs_task
 
-        i = argv.index("--task")
-        return i + 1 < len(argv) and is_pairs_task(argv[i + 1])
+        task = _option(argv, "--task")
+        return task is not None and is_pairs_task(task)
     return False
+
+
+def _option(argv: list[str], name: str) -> str | None:
+    for i, a in enumerate(argv):
+        if a == name and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith(name + "="):
+            return a.split("=", 1)[1]
+    return None
 
 
 def _task_new_parser(sub) -> None:
