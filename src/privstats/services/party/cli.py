@@ -66,6 +66,13 @@ def _task_new_parser(sub) -> None:
     new.add_argument("--kernel", help="ustatistic: a kernel of privstats.ustat.mpc.SPECS")
     new.add_argument("--mechanism", choices=["laplace", "rr"], default="laplace", help="ustatistic")
     new.add_argument("--grid-bits", type=int, default=10, help="absdiff: grid of 2^-bits of the bounds")
+    new.add_argument(
+        "--noise",
+        choices=["joint", "shares"],
+        default="joint",
+        help="Laplace kernels: one discrete Laplace drawn inside the 2PC (joint), or one full share "
+        "added by each party (shares: 2x the noise variance, several times the throughput)",
+    )
     new.add_argument("--layout", choices=["two-sample", "vertical", "horizontal"])
     new.add_argument("--batch-size", type=int, default=20_000, help="pairs per job")
     for role in ("left", "right"):
@@ -114,6 +121,7 @@ def _task_new(args) -> int:
         kernel=args.kernel,
         mechanism=args.mechanism,
         grid_bits=args.grid_bits,
+        noise=args.noise,
         layout=args.layout,
         parties=parties,
         batch_size=args.batch_size,

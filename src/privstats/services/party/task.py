@@ -99,18 +99,25 @@ def new_pairs_task(
     kernel: str | None = None,
     mechanism: str = "laplace",
     grid_bits: int = 10,
+    noise: str = "joint",
     layout: str | None = None,
     parties: dict | None = None,
     batch_size: int = 20_000,
 ) -> tuple[PairsTask, dict]:
     """A new task and the secrets of each role (``left``, ``right``: the token a job must carry for
-    that party; ``aggregator``: both tokens)."""
+    that party; ``aggregator``: both tokens).  ``noise``: ``"joint"`` draws each discrete Laplace
+    inside the 2PC from both parties' random words (one Laplace; ~2 secure comparisons per random
+    word), ``"shares"`` lets each party add its own full discrete Laplace (twice the noise variance,
+    no secure comparison; ε-DP against either party colluding with the aggregator either way)."""
     check_choice(statistic, "statistic", PAIRS_STATISTICS)
     epsilon, P = check_epsilon(epsilon), check_positive_int(P, "P")
     check_choice(ties, "ties", ("half", "zero"))
     from privstats.ustat.mpc.circuit import JobSpec  # validates the kernels (no SPU needed)
 
+    check_choice(noise, "noise", ("joint", "shares"))
     triples = _kernels(statistic, epsilon, P, ties, kernel, mechanism)
+    if noise == "shares":  # each party adds a full discrete Laplace share: no comparisons, 2× variance
+        triples = [(k, "laplace-shares" if m == "laplace" else m, e) for k, m, e in triples]
     job = JobSpec.build(triples, grid_bits)
     ncol = job.columns
     bounds = [[float(lo), float(hi)] for lo, hi in bounds]

@@ -54,7 +54,7 @@ from __future__ import annotations
 from .backend import SECURITY, SpuTwoParty, debias, noise_variance
 from .circuit import JobSpec, Output, noisy_program, require_spu, runtime_config
 from .kernels import SPECS, KernelSpec, encode, encode_sortable, kernel_spec, kernel_units
-from .noise import HALF, MECHANISMS, RING, NoisePlan, laplace_plan, make_plan, rr_plan
+from .noise import HALF, MECHANISMS, RING, NoisePlan, laplace_plan, make_plan, rr_plan, shares_plan
 from .party import Party, run_party
 from .session import SpuSession, default_session
 
@@ -85,6 +85,7 @@ __all__ = [
     "rr_plan",
     "run_party",
     "runtime_config",
+    "shares_plan",
     "spu_available",
 ]
 

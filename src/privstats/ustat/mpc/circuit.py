@@ -138,6 +138,8 @@ def _noise(jnp, v, vbool, u, plan: NoisePlan):
     """Released integers: the kernel ``v`` (grid units; ``vbool`` its boolean form or None) plus noise."""
     if plan.mechanism == "none":
         return v
+    if plan.mechanism == "laplace-shares":  # u = z_left + z_right: the parties' own noise shares
+        return v + u[:, 0]
     if plan.mechanism == "rr":
         flip = _bern(u[:, 0], plan.thresholds[0], plan.complement[0])
         if vbool is not None:  # XOR in the boolean domain: free

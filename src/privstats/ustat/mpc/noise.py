@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 
@@ -17,13 +18,13 @@ from privstats.validation import check_positive_int
 
 from .kernels import KernelSpec
 
-__all__ = ["HALF", "MECHANISMS", "RING", "NoisePlan", "laplace_plan", "make_plan", "rr_plan"]
+__all__ = ["HALF", "MECHANISMS", "RING", "NoisePlan", "laplace_plan", "make_plan", "rr_plan", "shares_plan"]
 
 RING = 2**64
 HALF = 2**63
 MIN_BIT_THRESHOLD = 2**20  # keep geometric digits with P(bit) ≥ 2^20/2^64 = 2^-44
 SCALE_INFLATION = 1e-6  # realised Laplace scale = t·(1 + 1e-6): margin for the 2^-64 rounding
-MECHANISMS = ("rr", "laplace", "none")
+MECHANISMS = ("rr", "laplace", "laplace-shares", "none")
 
 
 @dataclass
@@ -37,10 +38,12 @@ class NoisePlan:
     delta: float = 0.0  # realised per-pair δ (Laplace truncation)
     variance: float = 0.0  # noise variance in grid units² (Laplace) / realised keep probability (rr)
     keep: float = 1.0
+    scale: Fraction | None = None  # laplace-shares: each party's discrete Laplace scale (grid units)
 
     @property
     def n_random(self) -> int:
-        return len(self.thresholds)
+        """int64 words per pair each party inputs: random words, or its own noise share."""
+        return len(self.thresholds) + (self.scale is not None)
 
 
 def _threshold(p: float) -> tuple[int, bool]:
@@ -123,6 +126,24 @@ def laplace_plan(epsilon: float, units: int) -> NoisePlan:
     return NoisePlan("laplace", thresholds, comp, epsilon=eps_unit * units, delta=delta, variance=var)
 
 
+def shares_plan(epsilon: float, units: int) -> NoisePlan:
+    """Each party adds its own exact discrete Laplace of scale t = units/ε (OS CSPRNG) inside the 2PC.
+
+    Either party's share alone makes the release ε-DP (pure), so the guarantee holds against either
+    party colluding with the aggregator; the released noise Z_left + Z_right has twice the variance of
+    one discrete Laplace, and drawing it costs no secure comparison.
+
+    >>> plan = shares_plan(1.0, 2)
+    >>> plan.n_random, plan.delta, round(plan.variance, 3)
+    (1, 0.0, 15.671)
+    """
+    units = check_positive_int(units, "units")
+    scale = Fraction(units) / Fraction(epsilon)
+    q = math.exp(-1.0 / float(scale))
+    var_one = 2 * q / (1 - q) ** 2
+    return NoisePlan("laplace-shares", [], [], epsilon=epsilon, delta=0.0, variance=2 * var_one, scale=scale)
+
+
 def make_plan(mechanism: str, pair_epsilon: float, spec: KernelSpec) -> NoisePlan:
     if mechanism == "none":
         return NoisePlan("none")
@@ -132,4 +153,6 @@ def make_plan(mechanism: str, pair_epsilon: float, spec: KernelSpec) -> NoisePla
                 f"randomized response needs a binary kernel; {spec.name!r} has {spec.units + 1} values"
             )
         return rr_plan(pair_epsilon)
+    if mechanism == "laplace-shares":
+        return shares_plan(pair_epsilon, spec.units)
     return laplace_plan(pair_epsilon, spec.units)

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from privstats.privacy.samplers import discrete_laplace
 from privstats.validation import check_choice
 
 from .circuit import JobSpec, noisy_program, require_spu, runtime_config
@@ -34,6 +35,18 @@ def _rows_of(header: dict, m: int) -> np.ndarray:
     if rows.shape != (m, 2):
         raise ValueError(f"rows must be {m} pairs of (slot 0, slot 1) user indices")
     return rows
+
+
+def _own_randomness(job: JobSpec, m: int) -> np.ndarray:
+    """(m, n_random) int64: uniform words from the OS CSPRNG, or this party's own exact discrete
+    Laplace noise for ``laplace-shares`` outputs."""
+    u = np.frombuffer(os.urandom(8 * m * job.n_random), dtype=np.int64).reshape(m, job.n_random).copy()
+    r = 0
+    for o in job.outputs:
+        if o.plan.scale is not None:
+            u[:, r] = discrete_laplace(o.plan.scale, size=m)  # rng=None: OS CSPRNG, exact sampler
+        r += o.plan.n_random
+    return u
 
 
 class Party:
@@ -139,7 +152,7 @@ class Party:
                 return ("cached", cached)
         vals = self._own_values(header, blobs, job, m)
         x = encode(job.spec, vals.reshape(2 * m, job.columns)).reshape(m, -1)
-        u = np.frombuffer(os.urandom(8 * m * job.n_random), dtype=np.int64).reshape(m, job.n_random)
+        u = _own_randomness(job, m)
         return ("run", (header, x, u, self._program(job, m)))
 
     def run_job(self, header: dict, x: np.ndarray, u: np.ndarray, exe) -> list[bytes]:
