@@ -232,3 +232,34 @@ def test_party_killed_mid_run_resumes_without_double_counting(tmp_path, parties)
             == 1
         )
     assert abs(est["value"] - C.exact_auc(pos, neg, "half")) < 4 * est["stderr"]
+
+
+def test_gini_mean_difference_users_at_both_parties_with_noise_shares(tmp_path, parties):
+    """Horizontal layout (users at either party, pairs across and within), each party adding its
+    own discrete Laplace share (--noise shares)."""
+    g = np.random.default_rng(12)
+    x_a, x_b = g.uniform(0, 10, 700), g.uniform(2, 10, 500)
+    task = _new_task(
+        tmp_path,
+        "--statistic",
+        "gini_mean_difference",
+        "--epsilon",
+        "2",
+        "--bounds",
+        "0",
+        "10",
+        "--noise",
+        "shares",
+    )
+    t = read_pairs_task(task)
+    assert t.layout == "horizontal" and t.kernels[0]["mechanism"] == "laplace-shares"
+    parties(task, "left", _csv(tmp_path / "a.csv", "x", x_a), "x")
+    parties(task, "right", _csv(tmp_path / "b.csv", "x", x_b), "x")
+    est = json.loads(_cli("collect", "--task", task, "--json").stdout)
+    x = np.r_[x_a, x_b]
+    exact = C.exact_gini_mean_difference(x)
+    assert abs(est["value"] - exact) < 4 * est["stderr"] + 10 * 2**-10  # + the public grid's rounding
+    assert est["n"] == 1200 and est["details"]["pairs"] == 600 and est["guarantee"].get("delta", 0.0) == 0.0
+    bad = _cli("serve", "party", "--task", task, "--role", "left", "--data", _csv(tmp_path / "c.csv", "x", [11.0]),
+               "--column", "x", check=False)  # fmt: skip
+    assert bad.returncode == 2 and "outside the task's public bounds" in bad.stderr
