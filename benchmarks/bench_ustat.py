@@ -160,9 +160,9 @@ def _mpc_section(args) -> int:
     y = np.r_[np.ones(n // 2), np.zeros(n - n // 2)]
     sc = np.r_[g.beta(3, 2, n // 2), g.beta(2, 3, n - n // 2)]
     for ties in ("zero", "half"):
-        if mpc._DEFAULT is not None:
-            mpc._DEFAULT.close()
-            mpc._DEFAULT = None
+        if mpc.session._DEFAULT is not None:
+            mpc.session._DEFAULT.close()
+            mpc.session._DEFAULT = None
         t0 = time.perf_counter()
         est = privstats.auc(y, sc, epsilon=1.0, model="secure", method="pairs", P=1, ties=ties, backend="spu")
         t_c = time.perf_counter() - t0

@@ -240,7 +240,7 @@ def _patterns(be, a, b):
     """The 8-byte words of both parties' plaintext: float64 values and their encodings, both byte orders."""
     out = []
     for v in (a, b):
-        for arr in (v.astype("<f8"), encode(be.spec, v).astype("<i8").reshape(-1)):
+        for arr in (v.astype("<f8"), encode(be.spec, v)[..., 0].astype("<i8").reshape(-1)):
             w = arr.view(np.uint64)
             out += [w, w.byteswap()]
     return np.unique(np.concatenate(out))

@@ -85,6 +85,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     command = argv[0] if argv else None
+    from privstats.services.party import cli as pairs_cli  # pairs tasks (backend spu): own parser
+
+    if pairs_cli.claims(argv):
+        return pairs_cli.run_argv(argv)
     try:
         module = _module_of(command)
         if module is not None and getattr(module, "RAW", False):

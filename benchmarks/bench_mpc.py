@@ -1,0 +1,85 @@
+"""Throughput of the SPU pairs backend beside SPU's raw comparison, in the same run.
+
+Two local party processes (Cheetah 2PC over TCP on 127.0.0.1); for each size the configurations run
+interleaved (best of ``--repeat``; one run above 10^5 pairs), after two warm-up batches (compile, and
+Cheetah's lazy setup):
+
+* ``raw a<b``     — SPU's plain secret comparison of two int64 (one comparison, not exact for floats);
+* ``exact >``     — the kernel with no noise (exact for all finite floats: one comparison + one product);
+* ``noisy RR``    — AUC's ``greater`` kernel with randomized response drawn inside the 2PC;
+* ``Laplace``     — ``greater_half`` with the discrete Laplace drawn inside the 2PC;
+* ``Laplace shares`` — ``greater_half`` with each party adding its own discrete Laplace share.
+
+Run in the mpc virtualenv (see .ci/mpc)::
+
+    python benchmarks/bench_mpc.py --sizes 1e4,1e5,1e6 --laplace-max 1e5
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import numpy as np
+
+CONFIGS = (
+    ("raw a<b", "raw_less", "none"),
+    ("exact >", "greater", "none"),
+    ("noisy RR", "greater", "rr"),
+    ("Laplace", "greater_half", "laplace"),
+    ("Laplace shares", "greater_half", "laplace-shares"),
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", default="1e4,1e5", help="pairs per run, comma separated")
+    p.add_argument("--repeat", type=int, default=2)
+    p.add_argument("--batch", type=int, default=50_000, help="pairs per SPU job")
+    p.add_argument("--laplace-max", type=float, default=1e5, help="largest size for the Laplace path")
+    args = p.parse_args(argv)
+
+    from privstats.ustat.mpc import SpuSession, SpuTwoParty, spu_available
+
+    if not spu_available():
+        print("spu not importable: run in the mpc virtualenv (see .ci/mpc)")
+        return 1
+    sizes = [int(float(s)) for s in args.sizes.split(",")]
+    g = np.random.default_rng(0)
+    a, b = g.normal(size=max(sizes)) * 3, g.normal(size=max(sizes)) * 3  # mixed signs
+    sess = SpuSession()
+    try:
+        print(f"load average at start: {os.getloadavg()[0]:.2f}; batch {args.batch:,} pairs per job")
+        print(f"{'pairs':>9} " + " ".join(f"{name:>20}" for name, _, _ in CONFIGS))
+        for m in sizes:
+            rates = {}
+            backends = {
+                name: SpuTwoParty(
+                    k, pair_epsilon=1.0, mechanism=mech, session=sess, batch_size=min(args.batch, m)
+                )
+                for name, k, mech in CONFIGS
+                if not (name == "Laplace" and m > args.laplace_max)
+            }
+            for _ in range(2):  # warm-up: compile this batch shape; Cheetah's first runs set up lazily
+                for be in backends.values():
+                    be.raw(a[: min(args.batch, m)], b[: min(args.batch, m)])
+            for _ in range(args.repeat if m <= 100_000 else 1):
+                for name, be in backends.items():
+                    t = time.perf_counter()
+                    be.raw(a[:m], b[:m])
+                    rates[name] = max(rates.get(name, 0.0), m / (time.perf_counter() - t))
+            raw = rates["raw a<b"]
+            cells = [
+                f"{rates[name]:>10,.0f}/s ({rates[name] / raw:.2f}x)" if name in rates else f"{'-':>20}"
+                for name, _, _ in CONFIGS
+            ]
+            print(f"{m:>9,} " + " ".join(cells), flush=True)
+        print(f"load average at end: {os.getloadavg()[0]:.2f}")
+    finally:
+        sess.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,102 @@
+"""Protocol C pairs as a real two-party computation (SPU, Cheetah), noise drawn inside the computation.
+
+:class:`SpuTwoParty` implements :class:`~privstats.ustat.pairs.TwoPartyBackend`.  Each batch of pairs
+runs as one SPU program between two OS processes, the **left** and the **right** party, connected over
+TCP (SPU's brpc link).  The aggregator (the calling process) only schedules the pairs, sends each party
+its own side's values, and receives the two parties' *shares* of the released noisy outputs, which it
+reconstructs.  It never sees the noise; neither party sees the other's values, the noise, or the output.
+
+Inside the computation (all arithmetic in the ring Z_{2^64}):
+
+* **kernel** on exact integer encodings: comparisons on order-preserving int64 images of the float64
+  values and their sign bits (AUC, Kendall's sign product, tie indicators: exact for every pair of
+  finite values, ties included, however far apart; see :mod:`.kernels`), or ``|a − b|`` on a public
+  grid of ``2^-grid_bits`` (Gini mean difference: each party rounds its own value to the grid);
+* **joint randomness**: every random bit comes from ``u = u_left + u_right mod 2^64`` where each party
+  draws its 64-bit ``u`` from the OS CSPRNG; ``u`` is uniform if either party is honest, and unknown
+  to both.  ``Bernoulli(T / 2^64)`` is ``0 ≤ u < T`` (two secret comparisons and an AND);
+* **randomized response** (binary kernels): the flip coin has probability ``⌈2^64/(1+e^ε)⌉ / 2^64``
+  (rounded up, so the realised ε' ≤ ε exactly; the aggregator debiases with the realised value);
+* **discrete Laplace** (bounded kernels, noise on the kernel grid): ``Z = S·(1−B₀)·(1+G)`` with a fair
+  sign S, ``B₀ ~ Bernoulli((1−q)/(1+q))`` and ``G`` geometric(q) built from its *independent binary
+  digits* ``P(bit_j) = q^{2^j}/(1+q^{2^j})``, ``q = e^{-1/t}``.  The probabilities are rounded to
+  multiples of 2^-64 and the digits stop at the last one whose probability is ≥ 2^-44; the realised
+  distribution is accounted exactly (:func:`laplace_plan`): the scale is inflated by 10^-6 so the
+  realised per-step privacy loss stays ≤ ε/Δ, and the truncation costs δ (≈ 1e-13 per pair),
+  reported in ``Estimate.guarantee`` (ApproxDP(ε, P·δ)).
+
+Security model: semi-honest (passive) adversary corrupting one of the two parties, computational
+security (SPU Cheetah: OT and lattice-HE based 2PC with no trusted dealer); the aggregator is a third
+party that only learns the noisy outputs.  The released value is ε-DP (ε', δ for Laplace) per pair for
+each input; a user in P pairs gets εP by basic composition (``PairsProtocol`` divides ε by P).
+
+Install with the ``mpc`` extra (``pip install 'privstats[mpc]'``; SPU needs Python 3.10 or 3.11 and
+numpy < 2, so use a separate virtual environment; on other Pythons ``backend='spu'`` raises an
+ImportError that says so).  A deployment where each party holds only its own data and enforces its
+own copy of the task is :mod:`privstats.services.party` (``privstats task new --backend spu``).
+
+Library mode: run the two roles on two machines with::
+
+    python -m privstats.ustat.mpc party --role left  --listen 0.0.0.0:7001 \
+        --self-addr hostA:7101 --peer-addr hostB:7102
+    python -m privstats.ustat.mpc party --role right --listen 0.0.0.0:7002 \
+        --self-addr hostB:7102 --peer-addr hostA:7101
+
+and point the aggregator at them with ``SpuTwoParty(..., parties=("hostA:7001", "hostB:7002"))``.
+
+>>> import numpy as np
+>>> be = SpuTwoParty("greater", pair_epsilon=1.0, mechanism="rr")    # doctest: +SKIP
+>>> out = be.compute(np.array([0.3, 0.9]), np.array([0.5, 0.1]))      # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from .backend import SECURITY, SpuTwoParty, debias, noise_variance
+from .circuit import JobSpec, Output, noisy_program, require_spu, runtime_config
+from .kernels import SPECS, KernelSpec, encode, encode_sortable, kernel_spec, kernel_units
+from .noise import HALF, MECHANISMS, RING, NoisePlan, laplace_plan, make_plan, rr_plan, shares_plan
+from .party import Party, run_party
+from .session import SpuSession, default_session
+
+__all__ = [
+    "HALF",
+    "MECHANISMS",
+    "RING",
+    "SECURITY",
+    "SPECS",
+    "JobSpec",
+    "KernelSpec",
+    "NoisePlan",
+    "Output",
+    "Party",
+    "SpuSession",
+    "SpuTwoParty",
+    "debias",
+    "default_session",
+    "encode",
+    "encode_sortable",
+    "kernel_spec",
+    "kernel_units",
+    "laplace_plan",
+    "make_plan",
+    "noise_variance",
+    "noisy_program",
+    "require_spu",
+    "rr_plan",
+    "run_party",
+    "runtime_config",
+    "shares_plan",
+    "spu_available",
+]
+
+_spec = kernel_spec  # the former private name (tests, benchmarks)
+_Party = Party
+
+
+def spu_available() -> bool:
+    """True if SPU (the ``mpc`` extra) can be imported here (and this Python supports it)."""
+    try:
+        require_spu()
+    except ImportError:
+        return False
+    return True

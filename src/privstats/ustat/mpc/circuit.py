@@ -1,0 +1,185 @@
+"""The public computation of one job: which kernels, with which noise, compiled to one SPU program.
+
+A job computes one or more noisy kernels on the same pairs (Kendall's tau-b: the sign product and its
+two tie kernels) in one program, sharing the secure comparisons.  Each pair row has two slots (the two
+users) with ``columns`` values each; every (slot, column) entry is owned by one party, which puts its
+encoding there while the other party puts zeros: the program adds the two parties' inputs (free in
+additive sharing) and so serves every data layout: two samples (AUC: slot 0 left, slot 1 right), a
+vertical split (Kendall: column 0 left, column 1 right) or users anywhere.
+
+>>> job = JobSpec.from_header({"outputs": [{"kernel": "greater", "mechanism": "rr", "pair_epsilon": 1.0}]})
+>>> job.columns, job.width, job.n_random
+(1, 2, 1)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from privstats.validation import check_choice, check_epsilon
+
+from .kernels import SPECS, KernelSpec, _Order, kernel_bool, kernel_spec, kernel_units
+from .noise import HALF, MECHANISMS, NoisePlan, make_plan
+
+__all__ = ["JobSpec", "Output", "noisy_program", "require_spu", "runtime_config"]
+
+SUPPORTED_PYTHON = "Python 3.10 or 3.11"
+
+
+def require_spu():
+    """(spu, spu.libspu), or an ImportError naming the extra and the Python versions SPU supports."""
+    import sys
+
+    if sys.version_info[:2] >= (3, 12) or sys.version_info[:2] < (3, 10):
+        raise ImportError(
+            f"backend='spu' (the 'mpc' extra, SecretFlow SPU) needs {SUPPORTED_PYTHON}; this is Python "
+            f"{sys.version_info[0]}.{sys.version_info[1]}, where pip install 'privstats[mpc]' installs no "
+            "SPU (the extra is marked python_version < '3.12'). Create a Python 3.11 virtualenv: "
+            "python3.11 -m venv mpc-venv && mpc-venv/bin/pip install 'privstats[mpc]'"
+        )
+    try:
+        import spu  # type: ignore[import-not-found, unused-ignore]
+        import spu.libspu as libspu  # type: ignore[import-not-found, unused-ignore]
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            f"backend='spu' needs the optional 'mpc' extra (SecretFlow SPU, {SUPPORTED_PYTHON}, "
+            "numpy < 2): pip install 'privstats[mpc]' in a separate virtualenv"
+        ) from exc
+    return spu, libspu
+
+
+def runtime_config(libspu):
+    cfg = libspu.RuntimeConfig(protocol=libspu.ProtocolKind.CHEETAH, field=libspu.FieldType.FM64)
+    cfg.fxp_fraction_bits = 18
+    return cfg
+
+
+@dataclass(frozen=True)
+class Output:
+    """One released kernel of a job: the kernel, its mechanism, its ε per pair."""
+
+    spec: KernelSpec
+    mechanism: str
+    pair_epsilon: float
+    plan: NoisePlan
+
+    def header(self) -> dict:
+        return {"kernel": self.spec.name, "mechanism": self.mechanism, "pair_epsilon": self.pair_epsilon}
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """The public parameters of a job (identical at the aggregator and both parties)."""
+
+    outputs: tuple[Output, ...]
+    grid_bits: int = 10
+
+    @classmethod
+    def build(cls, kernels: list[tuple[str, str, float]], grid_bits: int = 10) -> JobSpec:
+        """From ``[(kernel, mechanism, pair_epsilon), ...]``; the kernels must share one input layout."""
+        outs = []
+        for name, mech, eps in kernels:
+            spec = kernel_spec(check_choice(name, "kernel", (*SPECS, "raw_less")), grid_bits)
+            mech = check_choice(mech, "mechanism", MECHANISMS)
+            eps = check_epsilon(float(eps))
+            outs.append(Output(spec, mech, eps, make_plan(mech, eps, spec)))
+        if not outs:
+            raise ValueError("a job needs at least one kernel")
+        if len({(o.spec.columns, o.spec.encoding) for o in outs}) != 1:
+            raise ValueError("the kernels of one job must take the same inputs")
+        return cls(tuple(outs), int(grid_bits))
+
+    @classmethod
+    def from_header(cls, header: dict) -> JobSpec:
+        outs = header.get("outputs")
+        if not isinstance(outs, list):
+            raise ValueError("job header: 'outputs' must be a list of kernels")
+        triples = [(o["kernel"], o["mechanism"], o["pair_epsilon"]) for o in outs]
+        return cls.build(triples, int(header.get("grid_bits", 10)))
+
+    def header(self) -> dict:
+        return {"outputs": [o.header() for o in self.outputs], "grid_bits": self.grid_bits}
+
+    @property
+    def spec(self) -> KernelSpec:
+        return self.outputs[0].spec
+
+    @property
+    def columns(self) -> int:
+        return self.spec.columns
+
+    @property
+    def width(self) -> int:
+        return self.spec.width
+
+    @property
+    def n_random(self) -> int:
+        return max(1, sum(o.plan.n_random for o in self.outputs))
+
+    def key(self) -> str:
+        parts = [(o.spec.name, o.spec.grid_bits, o.plan.mechanism, o.plan.thresholds) for o in self.outputs]
+        return repr(parts)
+
+
+def _bern(u, T: int, comp: bool):
+    """Bernoulli(T/2^64) (or its complement) as a boolean from a jointly uniform 64-bit word u.
+
+    ``msb(u) ⊕ msb(u − T/2)`` is 1 exactly on [−2^63, T/2 − 2^63) ∪ [0, T/2): mass T/2^64 (T even);
+    ``u − T/2`` wraps like the ring, and ``x < 0`` is SPU's sign-bit comparison, so numpy and SPU agree.
+    """
+    b = u < 0
+    if T < HALF:
+        b = b ^ ((u - (T // 2)) < 0)
+    return ~b if comp else b
+
+
+def _noise(jnp, v, vbool, u, plan: NoisePlan):
+    """Released integers: the kernel ``v`` (grid units; ``vbool`` its boolean form or None) plus noise."""
+    if plan.mechanism == "none":
+        return v
+    if plan.mechanism == "laplace-shares":  # u = z_left + z_right: the parties' own noise shares
+        return v + u[:, 0]
+    if plan.mechanism == "rr":
+        flip = _bern(u[:, 0], plan.thresholds[0], plan.complement[0])
+        if vbool is not None:  # XOR in the boolean domain: free
+            return (vbool ^ flip).astype(jnp.int64)
+        f = flip.astype(jnp.int64)
+        return v + f - 2 * v * f
+    b0 = _bern(u[:, 0], plan.thresholds[0], plan.complement[0]).astype(jnp.int64)
+    sign = 2 * _bern(u[:, 1], plan.thresholds[1], False).astype(jnp.int64) - 1
+    geo = jnp.zeros_like(v)
+    for j, (T, c) in enumerate(zip(plan.thresholds[2:], plan.complement[2:], strict=True)):
+        geo = geo + _bern(u[:, 2 + j], T, c).astype(jnp.int64) * (1 << j)
+    return v + sign * (1 - b0) * (1 + geo)
+
+
+def noisy_program(job: JobSpec, m: int):
+    """f(x_left, u_left, x_right, u_right) → (m, kernels) released integers, compiled to SPU.
+
+    ``x_*``: (m, 2·columns·width) int64 (the party's entries, zeros elsewhere); ``u_*``: (m, n_random)
+    random words; the joint word ``u_left + u_right`` is uniform in Z_2^64 if either party's is.
+    """
+    import jax.numpy as jnp  # type: ignore[import-not-found, unused-ignore]
+
+    shape = (m, 2, job.columns, job.width)
+
+    def program(xl, ul, xr, ur):
+        x = (xl + xr).reshape(shape)
+        a, b = x[:, 0], x[:, 1]
+        order = _Order(a, b, jnp) if job.spec.encoding == "sortable" else None
+        u = ul + ur
+        outs, r = [], 0
+        for o in job.outputs:
+            vbool = kernel_bool(o.spec, order) if order is not None and o.mechanism == "rr" else None
+            v = None if vbool is not None else kernel_units(o.spec, a, b, jnp, order)
+            outs.append(_noise(jnp, v, vbool, u[:, r : r + o.plan.n_random], o.plan))
+            r += o.plan.n_random
+        return jnp.stack(outs, axis=1)
+
+    return program
+
+
+def rr_variance(width: float, keep: float) -> float:
+    """Variance of one debiased randomized-response release on a kernel range of ``width``."""
+    return width**2 * keep * (1 - keep) / (2 * keep - 1) ** 2 if keep > 0.5 else math.inf

@@ -1,0 +1,68 @@
+"""Wire format between the aggregator and a party: length-prefixed JSON header + binary blobs.
+
+>>> unframe(frame([b"ab", b"c"]))
+[b'ab', b'c']
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+
+__all__ = ["addr", "frame", "pack_share", "recv_msg", "send_msg", "unframe", "unpack_share"]
+
+
+def send_msg(sock: socket.socket, header: dict, blobs: list[bytes] = ()) -> None:  # type: ignore[assignment]
+    h = json.dumps({**header, "blobs": [len(b) for b in blobs]}).encode()
+    sock.sendall(struct.pack("!I", len(h)) + h)
+    for b in blobs:
+        sock.sendall(b)
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(min(n - len(buf), 1 << 20))
+        if not chunk:
+            raise ConnectionError("peer closed the connection")
+        buf += chunk
+    return bytes(buf)
+
+
+def recv_msg(sock: socket.socket) -> tuple[dict, list[bytes]]:
+    (hl,) = struct.unpack("!I", _recv_exact(sock, 4))
+    header = json.loads(_recv_exact(sock, hl))
+    return header, [_recv_exact(sock, n) for n in header.pop("blobs")]
+
+
+def pack_share(share) -> list[bytes]:
+    return [bytes(share.meta), *[bytes(c) for c in share.share_chunks]]
+
+
+def unpack_share(libspu, blobs: list[bytes]):
+    s = libspu.Share()
+    s.meta = blobs[0]
+    s.share_chunks = list(blobs[1:])
+    return s
+
+
+def frame(blobs: list[bytes]) -> bytes:
+    return struct.pack(f"!I{len(blobs)}Q", len(blobs), *[len(b) for b in blobs]) + b"".join(blobs)
+
+
+def unframe(data: bytes) -> list[bytes]:
+    (k,) = struct.unpack_from("!I", data)
+    lens = struct.unpack_from(f"!{k}Q", data, 4)
+    out, pos = [], 4 + 8 * k
+    for n in lens:
+        out.append(data[pos : pos + n])
+        pos += n
+    return out
+
+
+def addr(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"address must be HOST:PORT, got {text!r}")
+    return host, int(port)

@@ -1,0 +1,162 @@
+"""Comparisons are right for every pair of finite values: mixed signs, huge magnitudes, equal values.
+
+The first tests check the circuit's formula on numpy with SPU's ring semantics emulated (``e_a − e_b``
+wraps in int64 exactly as in Z_2^64, the comparison is its sign bit); they run in the main suite.
+The SPU tests run the real two-party computation (``bash .ci/mpc``).
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from privstats.ustat.mpc import encode, encode_sortable, kernel_spec  # noqa: E402
+
+FINITE = st.floats(allow_nan=False, allow_infinity=False, width=64)
+EDGE = [
+    0.0,
+    -0.0,
+    5e-324,
+    -5e-324,
+    1e-300,
+    -1e-300,
+    1.0,
+    -1.0,
+    2.0,
+    -2.0,
+    1e10,
+    -1e10,
+    1.7976931348623157e308,
+]
+EDGE += [-1.7976931348623157e308, 8.0, -8.0, 7.999999999999999, -7.999999999999999]
+
+
+def ring_order(a, b):
+    """The circuit's [a < b], [a > b] with SPU's comparison emulated: int64 arithmetic wraps exactly like
+    the ring Z_2^64, and ``x < 0`` is the sign bit, as in SPU."""
+    ea, eb = encode(kernel_spec("greater"), a)[:, 0], encode(kernel_spec("greater"), b)[:, 0]
+    with np.errstate(over="ignore"):
+        lt = (ea[:, 0] - eb[:, 0] - (1 - ea[:, 1]) * eb[:, 1]) < 0
+        gt = (eb[:, 0] - ea[:, 0] - (1 - eb[:, 1]) * ea[:, 1]) < 0
+    return lt.astype(int), gt.astype(int)
+
+
+def pairs_with_edges(a, b):
+    e = np.array(EDGE)
+    i, j = np.meshgrid(np.arange(e.size), np.arange(e.size))
+    return np.r_[a, e[i.ravel()]], np.r_[b, e[j.ravel()]]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(FINITE, FINITE), min_size=1, max_size=50))
+def test_ring_formula_is_exact(pairs):
+    a, b = pairs_with_edges(*np.array(pairs).T)
+    lt, gt = ring_order(a, b)
+    assert np.array_equal(lt, (a < b).astype(int)) and np.array_equal(gt, (a > b).astype(int))
+
+
+def test_plain_ring_comparison_is_wrong_without_the_sign_bits():
+    """Control: SPU's comparison of the codes alone fails on opposite signs far apart (the reported bug)."""
+    a, b = np.array([2.0, 1e10, 1000.0]), np.array([-2.0, -1e10, -0.01])
+    ea, eb = encode_sortable(a), encode_sortable(b)
+    with np.errstate(over="ignore"):
+        assert not np.any((eb - ea) < 0)  # "a > b" as the sign of the wrapped difference of codes: all 0
+    assert np.all(ring_order(a, b)[1] == 1)  # the split encoding: right
+
+
+@pytest.mark.parametrize("p", [0.5, 0.2689414213699951, 1e-3, 0.4999])
+def test_circuit_coin_law(p):
+    """Bernoulli(T/2^64) as msb(u) ⊕ msb(u − T/2): exact on the interval ends, and its mass on 10^6 draws."""
+    from privstats.ustat.mpc.circuit import _bern
+    from privstats.ustat.mpc.noise import HALF, _threshold
+
+    T, comp = _threshold(p)
+    assert T % 2 == 0 and not comp
+    h = T // 2
+    ends = np.array([-HALF, h - HALF - 1, h - HALF, -1, 0, h - 1, h, HALF - 1], dtype=np.int64)
+    want = [1, 1, 0, 0, 1, 1, 0, 0] if T < HALF else [1, 1, 1, 1, 0, 0, 0, 0]
+    with np.errstate(over="ignore"):
+        assert _bern(ends, T, False).astype(int).tolist() == want
+        u = np.random.default_rng(3).integers(-HALF, HALF, 10**6, dtype=np.int64)
+        mean = _bern(u, T, False).mean()
+    assert abs(mean - T / 2**64) < 5 * np.sqrt(p * (1 - p) / u.size)
+
+
+def test_reference_kernels_exact_on_edges():
+    a, b = pairs_with_edges(np.zeros(0), np.zeros(0))
+    assert np.array_equal(kernel_spec("greater").reference(a, b), (a > b).astype(int))
+    assert np.array_equal(kernel_spec("greater_half").reference(a, b), (a > b) * 1 + (a >= b) * 1)
+    assert np.array_equal(kernel_spec("equal").reference(a, b), (a == b).astype(int))
+    ab, ba = np.stack([a, b], 1), np.stack([b, -a], 1)
+    want = np.sign(a - b) * np.sign(b + a) + 1
+    assert np.array_equal(kernel_spec("sign_product").reference(ab, ba), want)
+
+
+# ---------------------------------------------------------------------------------------------------
+# the real two-party computation
+# ---------------------------------------------------------------------------------------------------
+M = 256  # one compiled shape for every example
+
+
+@pytest.fixture(scope="module")
+def session():
+    pytest.importorskip("spu")
+    from privstats.ustat.mpc import default_session
+
+    return default_session()
+
+
+def _fill(a, b):
+    k = math.ceil(M / a.size)
+    return np.tile(a, k)[:M], np.tile(b, k)[:M]
+
+
+@settings(max_examples=8, deadline=None)
+@given(
+    st.lists(st.tuples(FINITE, FINITE), min_size=1, max_size=M // 2),
+    st.sampled_from(
+        [(-8.0, 8.0), (-1e10, 1e10), (0.0, 1.0), (-1.7976931348623157e308, 1.7976931348623157e308)]
+    ),
+)
+def test_spu_comparisons_exact_within_bounds(session, pairs, bounds):
+    """Hypothesis: values clipped to public bounds, mixed with their ends and copies (equal values)."""
+    from privstats.ustat.mpc import SpuTwoParty
+
+    a0, b0 = np.clip(np.array(pairs).T, *bounds)
+    lo, hi, same = *bounds, a0[: a0.size // 2 + 1]
+    a = np.r_[a0, lo, hi, lo, hi, same]  # both ends of the bounds, and equal values
+    b = np.r_[b0, hi, lo, lo, hi, same]
+    a, b = _fill(a, b)
+    for kernel, want in (("greater", (a > b) * 1), ("greater_half", (a > b) * 1 + (a >= b) * 1)):
+        out = SpuTwoParty(kernel, pair_epsilon=1.0, mechanism="none", session=session).raw(a, b)
+        assert np.array_equal(out, want)
+
+
+def test_spu_reported_cases_and_every_kernel(session):
+    from privstats.ustat.mpc import SpuTwoParty
+
+    a = np.array([2.0, 3.0, 5.0, 1e10, 1000.0, -2.0])
+    b = np.array([-2.0, -3.0, -5.0, -1e10, -0.01, 2.0])
+    a, b = pairs_with_edges(a, b)
+    a, b = a[:M], b[:M]
+    for kernel, want in (
+        ("greater", (a > b) * 1),
+        ("greater_half", (a > b) * 1 + (a >= b) * 1),
+        ("equal", (a == b) * 1),
+    ):
+        out = SpuTwoParty(kernel, pair_epsilon=1.0, mechanism="none", session=session).raw(a, b)
+        assert np.array_equal(out, want), kernel
+    A, B = np.stack([a, b], 1), np.stack([b, -a], 1)
+    with np.errstate(over="ignore"):  # a − b may round to ±inf: its sign is still right
+        sp = np.sign(a - b) * np.sign(b + a) + 1
+    for kernel, want in (
+        ("sign_product", sp),
+        ("not_equal_0", (a != b) * 1),
+        ("not_equal_1", (b != -a) * 1),
+    ):
+        out = SpuTwoParty(kernel, pair_epsilon=1.0, mechanism="none", session=session).raw(A, B)
+        assert np.array_equal(out, want), kernel
