@@ -927,7 +927,7 @@ def hosmer_lemeshow(
     p = as_float_array(y_prob, "y_prob", bounds=(0.0, 1.0))
     check_same_length(y_true=y, y_prob=p)
     if model == "secure":
-        from privstats.secure.leader_helper import SecureSpec, release_in_process
+        from privstats.secure.histogram import SecureSpec, release_in_process
 
         spec = SecureSpec("hosmer_lemeshow", epsilon=epsilon, bounds=(0.0, 1.0), grid=1 << L)
         est = release_in_process(spec, p, y.astype(np.int64), rng=rng, groups=Q)
@@ -1296,7 +1296,7 @@ def _plan_hl_secure(*, n, epsilon, groups=10, depth=6, **_) -> Option:
     at probabilities uniform on (0, 1) (the grid's cells share n evenly) and a calibrated model."""
     from privstats.secure.aggregation import DistributedNoiseMechanism
     from privstats.secure.hosmer_lemeshow import _diff_cov, _groups
-    from privstats.secure.leader_helper import SecureSpec
+    from privstats.secure.histogram import SecureSpec
     from privstats.secure.noise import noise_variance_factor
 
     spec = SecureSpec("hosmer_lemeshow", epsilon=epsilon, bounds=(0.0, 1.0), grid=1 << int(depth))
