@@ -1,7 +1,7 @@
 """Malicious clients against the DAP leader and helper (ported from the retired leader/helper
 protocol's tests): reports that are not one-hot, and a report whose two input shares belong to
 different values, are dropped by the Prio3 check and counted as failed; the honest reports' curve
-is exact (ε = 10^6); and `new_task(model="secure")` / `Client` speak DAP end to end."""
+is exact (ε = 10^6); a collection refused below the minimum batch says nothing about the count."""
 
 from __future__ import annotations
 
@@ -87,5 +87,25 @@ def test_malicious_reports_are_dropped_and_counted(tmp_path):
         res = open_collection(pair.lctx.dap, pair.secrets["analyst"], Collection.decode(body), iv)
         exact = np.array([np.mean(x <= s) for s in pair.lctx.dap.spec.thresholds])
         assert np.allclose(res.raw, exact, atol=1e-9)
+    finally:
+        pair.close()
+
+
+def test_refusal_below_min_batch_carries_no_count(tmp_path):
+    """1 and 9 reports under a minimum batch of 10: the same status and problem document."""
+    from privstats.services.dap.client import DapClient
+
+    pair = make_pair(tmp_path, min_batch=10)
+    try:
+        client = DapClient(pair.task, http=pair.leader)
+        tp = pair.lctx.dap.time_precision
+        t = int(time.time()) // tp * tp
+        answers = []
+        for k, n in ((3, 1), (2, 9)):
+            client.upload(np.full(n, 0.5), timestamp=t - k * tp)
+            status, doc = collect(pair, Interval(t - k * tp, tp))
+            answers.append((status, doc))
+        assert answers[0] == answers[1] and answers[0][0] == 400
+        assert answers[0][1]["type"].endswith("invalidBatchSize") and "9" not in str(answers[0][1])
     finally:
         pair.close()

@@ -165,3 +165,22 @@ def test_hosmer_lemeshow_through_leader_and_helper(tmp_path, servers):
 
     ref = privstats.hosmer_lemeshow(y, p, epsilon=spec.epsilon, model="secure", depth=6, rng=11)
     assert 0.7 < est.stderr / ref.stderr < 1.4
+
+
+def test_cli_submit_and_collect(tmp_path, servers, capsys):
+    """``privstats submit`` / ``privstats collect`` on a secure task: DAP uploads, the ECDF's Estimate."""
+    import json
+
+    from privstats.cli import main
+
+    path, lp, hp = _task(tmp_path, grid="8", min_batch="20")
+    _start(servers, path, lp, hp, _sqlite(tmp_path, "leader"), _sqlite(tmp_path, "helper"))
+    csv = tmp_path / "v.csv"
+    csv.write_text("x\n" + "\n".join(f"{v:.4f}" for v in np.linspace(0, 1, 40)) + "\n")
+    capsys.readouterr()
+    assert main(["submit", "--task", str(path), "--input", str(csv), "--column", "x"]) == 0
+    assert "40 reports acknowledged" in capsys.readouterr().out
+    assert main(["collect", "--task", str(path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["model"] == "secure" and out["protocol"].endswith("dap-09+prio3") and len(out["value"]) == 8
+    assert main(["collect", "--task", str(path)]) == 2  # the budget (one collection) is spent
