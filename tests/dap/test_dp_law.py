@@ -33,7 +33,8 @@ def _data(statistic, n=3000):
 
 
 @pytest.mark.parametrize(
-    "statistic,method", [("ecdf", "binary"), ("ecdf", "auto"), ("quantiles", "auto"), ("hosmer_lemeshow", "auto")]
+    "statistic,method",
+    [("ecdf", "binary"), ("ecdf", "auto"), ("quantiles", "auto"), ("hosmer_lemeshow", "auto")],
 )
 def test_dap_opening_equals_in_process_release(statistic, method):
     spec = SecureSpec(statistic, epsilon=1.0, bounds=(0, 1), grid=63, method=method)
@@ -86,7 +87,9 @@ def test_noiseless_opening_equals_the_in_process_secure_statistics():
     assert np.allclose(res.stderr, ref.stderr)
     # the same at ε = 1: the stderr is a function of the noise law only
     one = release_in_process(SecureSpec("ecdf", epsilon=1.0, bounds=(0, 1), grid=64), x, rng=3)
-    assert np.allclose(one.stderr, privstats.ecdf(x, epsilon=1.0, bounds=(0, 1), grid=64, model="secure").stderr)
+    assert np.allclose(
+        one.stderr, privstats.ecdf(x, epsilon=1.0, bounds=(0, 1), grid=64, model="secure").stderr
+    )
     rspec = SecureSpec("roc", epsilon=1e6, bounds=(0, 1), grid=64)
     hist = np.bincount(rspec.cells(x, y).ravel(), minlength=rspec.length)
     leader, helper = _shares(rspec, hist, 4)
@@ -97,7 +100,9 @@ def test_noiseless_opening_equals_the_in_process_secure_statistics():
     assert est.details["auc_raw"] == pytest.approx(rref.details["auc_raw"], abs=1e-9)
     qspec = SecureSpec("quantiles", epsilon=1e6, bounds=(0, 1), grid=256)
     q = release_in_process(qspec, x, rng=3, q=[0.25, 0.5, 0.9])
-    qref = privstats.quantiles(x, [0.25, 0.5, 0.9], epsilon=1e6, bounds=(0, 1), grid=256, model="secure", rng=4)
+    qref = privstats.quantiles(
+        x, [0.25, 0.5, 0.9], epsilon=1e6, bounds=(0, 1), grid=256, model="secure", rng=4
+    )
     assert np.allclose(q.value, qref.value)
 
 
@@ -109,7 +114,10 @@ def test_error_matches_the_exact_variance():
     exact = np.array([np.mean(x <= t) for t in spec.thresholds])[pts]
     R = 30
     z = np.array(
-        [(r.raw[pts] - exact) / r.stderr[pts] for r in (release_in_process(spec, x, rng=100 + s) for s in range(R))]
+        [
+            (r.raw[pts] - exact) / r.stderr[pts]
+            for r in (release_in_process(spec, x, rng=100 + s) for s in range(R))
+        ]
     )
     assert np.all(np.abs(z.mean(axis=0)) < 5 / np.sqrt(R))  # unbiased
     z2 = z**2  # each has mean 1; discrete Laplace tails make Var(z^2) > 2: bound it by the sample spread

@@ -76,7 +76,9 @@ def test_malicious_reports_are_dropped_and_counted(tmp_path):
         reports.append(Report(a.metadata, a.public_share, a.leader_share, b.helper_share))
         url = f"/tasks/{pair.lctx.dap.task_id_b64}/reports"
         for r in reports:
-            assert pair.leader.put(url, content=r.encode(), headers={"Content-Type": REPORT}).status_code == 201
+            assert (
+                pair.leader.put(url, content=r.encode(), headers={"Content-Type": REPORT}).status_code == 201
+            )
         assert client.upload(x[150:]) == 150
         drain(pair)
         states = pair.lctx.store.report_states()

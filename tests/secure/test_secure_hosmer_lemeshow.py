@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import privstats
-from privstats.secure.hosmer_lemeshow import hl_from_class_counts
 from privstats.secure.histogram import SecureSpec, release_in_process
+from privstats.secure.hosmer_lemeshow import hl_from_class_counts
 
 
 def _data(n, slope, seed):

@@ -92,9 +92,8 @@ def role_app(role: str, task_id: str, server: Any, *, lifespan: Any = None) -> t
 
 def build_app(role: str, task: Task, secrets: RoleSecrets, db: str, **options: Any):
     """The FastAPI app of ``role`` over the database ``db`` (an SQLAlchemy URL)."""
-    from privstats.services.storage import Storage
-
     from privstats.services.dap import ROLE_FACTORIES as DAP
+    from privstats.services.storage import Storage
 
     if role not in ROLE_FACTORIES and role not in DAP:
         raise ValueError(f"role must be one of {sorted({*ROLE_FACTORIES, *DAP})}, got {role!r}")

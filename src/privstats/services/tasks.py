@@ -370,7 +370,9 @@ def resolve_protocol(
             )
         return proto.name, json.loads(json.dumps(proto.params))
     if model == "secure":
-        return _resolve_secure(statistic, protocol, epsilon=epsilon, delta=delta, domain_size=domain_size, options=options)
+        return _resolve_secure(
+            statistic, protocol, epsilon=epsilon, delta=delta, domain_size=domain_size, options=options
+        )
     raise ValueError(f"--model must be one of {sorted(MODEL_ROLES)}, got {model!r}")
 
 
@@ -390,7 +392,9 @@ def _resolve_secure(
     from privstats.secure.histogram import PROTOCOL, STATISTICS, SecureSpec
 
     if protocol not in (None, "auto", PROTOCOL):
-        raise ValueError(f"--protocol: the secure model runs {PROTOCOL!r} (DAP-09 with Prio3), got {protocol!r}")
+        raise ValueError(
+            f"--protocol: the secure model runs {PROTOCOL!r} (DAP-09 with Prio3), got {protocol!r}"
+        )
     if statistic not in STATISTICS:
         raise ValueError(f"--statistic: the secure services run {list(STATISTICS)}, got {statistic!r}")
     if delta:

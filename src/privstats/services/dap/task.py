@@ -37,7 +37,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from privstats.services.dap.codec import HpkeConfig
-from privstats.services.tasks import RoleSecrets, Task, new_base_task as new_task
+from privstats.services.tasks import RoleSecrets, Task
+from privstats.services.tasks import new_base_task as new_task
 
 __all__ = ["PROTOCOL", "DapTask", "b64", "new_dap_task", "unb64"]
 
