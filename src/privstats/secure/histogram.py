@@ -172,7 +172,7 @@ def report_bits(length: int, chunk_length: int | None = None) -> float:
     each HPKE-sealed (32-byte encapsulated key, 16-byte tag).
 
     >>> report_bits(65, 8)
-    16192.0
+    16064.0
     """
     from privstats.secure.vdaf import vdaf_from_config
 
