@@ -63,8 +63,8 @@ class SecureSpec:
     or ``"hosmer_lemeshow"`` (the same over predicted probabilities, bounds (0, 1); see
     :mod:`privstats.secure.hosmer_lemeshow`).
 
-    >>> SecureSpec("roc", epsilon=1.0, bounds=(0, 1), grid=7).length
-    18
+    >>> SecureSpec("roc", epsilon=1.0, bounds=(0, 1), grid=7).length  # 2 classes x (7 + 1) cells
+    16
     """
 
     statistic: str
