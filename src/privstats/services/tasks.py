@@ -44,6 +44,7 @@ True
 from __future__ import annotations
 
 import base64
+import importlib
 import json
 import math
 import os
@@ -377,6 +378,9 @@ def resolve_protocol(
 
 
 SECURE_OPTIONS = ("bounds", "grid", "method", "neighbours", "smoothing")
+#: what builds a secure-model task (DAP-09), named as "module:function" like the services' role apps,
+#: so that this foundation module imports no role module (the DAP task module builds on this one)
+SECURE_TASK_FACTORY = "privstats.services.dap.task:new_dap_task"
 
 
 def _resolve_secure(
@@ -542,8 +546,8 @@ def new_task(
 
 def _new_secure_task(statistic: str, *, protocol, params: dict, delta, max_request_bytes, extra, **kw):
     """A DAP-09 task (Prio3Histogram) for the secure model's statistic; the options as :func:`new_task`."""
-    from privstats.services.dap.task import new_dap_task
-
+    module, name = SECURE_TASK_FACTORY.split(":")
+    new_dap_task = getattr(importlib.import_module(module), name)
     dap_opts = {k: params.pop(k) for k in ("time_precision", "chunk_length") if k in params}
     _resolve_secure(  # validates every option, with the CLI's names
         statistic,
