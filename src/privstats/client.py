@@ -6,9 +6,11 @@
   values with the task's protocol (OS CSPRNG unless ``rng`` is given, which is for simulations),
   gives every report a fresh random 16-byte ``report_id`` and uploads batches with retries and
   exponential backoff.  Retrying is safe: servers count a report id once.  In the shuffle model
-  each message is HPKE-encrypted separately to the analyzer (the shuffler cannot read them);
+  each message is HPKE-encrypted separately to the analyzer (the shuffler cannot read them); a
+  secure task speaks DAP-09 (:mod:`privstats.services.dap.client`: one Prio3 report per value);
 * the **analyst** (:meth:`Client.collect`): asks the collector (local model) or the analyzer
-  (shuffle model) for an :class:`~privstats.Estimate` with the collect token.  A retried
+  (shuffle model) for an :class:`~privstats.Estimate` with the collect token; a secure task's
+  leader for a DAP-09 collection, opened into the task's statistic.  A retried
   collection reuses its ``collection_id``, so it is released and charged once.
 
 Tokens: ``token=`` if given; otherwise the upload token from ``task.client.json`` and the collect
@@ -192,17 +194,16 @@ class Client:
         """One report per value, randomized with the task's protocol (OS CSPRNG by default).
 
         Local model: the protocol's report, packed.  Shuffle model: the user's messages, each
-        HPKE-encrypted to the analyzer, bound to the task id.  Secure model: the contribution's
-        shares and validity proof, the leader's share sealed to the leader and the helper's seed
-        to the helper (``labels`` for a ROC task); see :mod:`privstats.services.secure_client`.
+        HPKE-encrypted to the analyzer, bound to the task id.  A secure (DAP-09) task's reports are
+        Prio3 shares sealed per report: use :meth:`submit`.
         """
         from privstats.services.wire import record_layout
 
         if self.task.model == "secure":
-            from privstats.services.secure_client import encode_reports
-
-            ids, payloads = encode_reports(self.task, values, labels, rng)
-            return [Report(i, p) for i, p in zip(ids, payloads, strict=True)]
+            raise ValueError(
+                "Client.encode: a secure task speaks DAP-09 (one sealed Prio3 report per value): "
+                "use Client.submit, or privstats.services.dap.client.DapClient"
+            )
         if labels is not None:
             raise ValueError("labels: only secure-model ROC tasks take labels")
         src = as_source(rng)
@@ -335,7 +336,12 @@ class Client:
         return acked
 
     def submit(self, values: Any, rng: RNGLike = None, *, labels: Any = None) -> int:
-        """:meth:`encode` then :meth:`upload`; returns the number acknowledged."""
+        """:meth:`encode` then :meth:`upload`; returns the number acknowledged.
+
+        A secure task (DAP-09): one Prio3Histogram report per value (and label, ROC and
+        Hosmer–Lemeshow tasks), sharded with the OS CSPRNG and sealed to each aggregator, uploaded
+        to the leader; ``rng`` is not used.
+        """
         if getattr(self.task, "dap", None):  # DAP-09 task: one Prio3 report per value, to the leader
             from privstats.services.dap.client import DapClient
 
@@ -348,10 +354,18 @@ class Client:
 
         Raises :class:`~privstats.privacy.ledger.BudgetExceededError` when the budget is spent, and
         :class:`ServiceError` (code ``batch_too_small``) below the minimum batch.
+
+        A secure (DAP-09) task returns its statistic: a :class:`~privstats.cdf.result.PrivateECDF`
+        (ecdf), an Estimate (quantiles at ``q=``; hosmer_lemeshow, ``groups=``) or ``(fpr, tpr,
+        thresholds, Estimate)`` (roc); ``collection_id`` names the collection job, so a retry is
+        idempotent; the aggregators refuse a batch below the task's ``min_batch``.
         """
         if getattr(self.task, "dap", None):  # DAP-09 task: the statistic itself (e.g. a PrivateECDF)
             from privstats.services.dap.client import collect_for_client
 
+            unknown = set(query) - {"q", "groups", "rng", "interval", "timeout"}
+            if unknown:
+                raise ValueError(f"collect: a secure (DAP) task takes no {sorted(unknown)}")
             return collect_for_client(self.task, self.task_path, collection_id, self._client(), **query)
         cid = collection_id or uuid.uuid4().hex
         url = f"{self._base(self.task.collect_role())}/tasks/{self.task.task_id}/collect"
@@ -363,33 +377,7 @@ class Client:
             if exc.code == "budget_exceeded":
                 raise BudgetExceededError(str(exc)) from None
             raise
-        if self.task.model == "secure":
-            from privstats.services.secure_client import open_collection
-
-            res = open_collection(self.task, out, q=query.get("q"), statistic=query.get("statistic"))
-            return res[3] if isinstance(res, tuple) else getattr(res, "estimate", res)
-        est = estimate_from_dict(out["estimate"])
-        return est
-
-    def collect_secure(
-        self, collection_id: str | None = None, *, q: Any = None, statistic: str | None = None
-    ) -> Any:
-        """Secure model: collect and open into the full result — a :class:`~privstats.cdf.result.PrivateECDF`
-        (ecdf), an Estimate (quantiles at ``q``; hosmer_lemeshow) or ``(fpr, tpr, thresholds, Estimate)`` (roc).
-        ``statistic="quantiles"`` re-reads an ECDF batch; a retried ``collection_id`` returns the same release."""
-        from privstats.services.secure_client import open_collection
-
-        if self.task.model != "secure":
-            raise ValueError("collect_secure is for secure-model tasks")
-        cid = collection_id or uuid.uuid4().hex
-        url = f"{self._base(self.task.collect_role())}/tasks/{self.task.task_id}/collect"
-        try:
-            out = self._request("POST", url, token=self._token("collect"), json={"collection_id": cid})
-        except ServiceError as exc:
-            if exc.code == "budget_exceeded":
-                raise BudgetExceededError(str(exc)) from None
-            raise
-        return open_collection(self.task, out, q=q, statistic=statistic)
+        return estimate_from_dict(out["estimate"])
 
     def status(self, role: str | None = None) -> dict:
         """A role's status (budget and collections; never a report count): collect token; the

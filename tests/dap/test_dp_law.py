@@ -1,45 +1,143 @@
 """The DAP release is the in-process secure release: for the same noise draws, the collector's
 opening of the two noisy Prio3 aggregate shares equals ``release_in_process`` exactly, so the two
 paths are equal in law (each aggregator's noise share is ``server_noise``, exact, OS CSPRNG when
-``rng`` is None)."""
+``rng`` is None); and without noise both equal ``privstats.*(model="secure")``."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+import privstats
 from privstats.privacy.randomness import as_source
-from privstats.secure.leader_helper import SecureSpec, release_in_process
+from privstats.secure.histogram import SecureSpec, noisy_statistic, release_in_process
 from privstats.services.dap.dp import noisy_share, open_noisy
+from privstats.services.opening import FIELD_MODULUS, open_result
 
 P128 = 2**128 - 7 * 2**66 + 1  # Prio3Histogram's Field128
 
 
-@pytest.mark.parametrize("method", ["binary", "auto"])
-def test_dap_opening_equals_in_process_release(method):
-    spec = SecureSpec("ecdf", epsilon=1.0, bounds=(0, 1), grid=63, method=method)
-    x = np.random.default_rng(1).beta(2, 5, size=3000)
-    hist = np.bincount(spec.cells(x).ravel(), minlength=spec.n_cells)
-    mask = [int(v) for v in np.random.default_rng(2).integers(0, 2**63, size=spec.n_cells)]
-    leader = [(int(h) + m) % P128 for h, m in zip(hist, mask, strict=True)]  # additive shares of hist
+def _shares(spec, hist, seed):
+    """Additive Field128 shares of ``hist`` (what the two Prio3 aggregate shares are), noised."""
+    mask = [int(v) for v in np.random.default_rng(seed).integers(0, 2**63, size=spec.length)]
+    leader = [(int(h) + m) % P128 for h, m in zip(hist, mask, strict=True)]
     helper = [(-m) % P128 for m in mask]
+    return leader, helper
+
+
+def _data(statistic, n=3000):
+    rng = np.random.default_rng(1)
+    x = rng.beta(2, 5, size=n)
+    y = (rng.uniform(size=n) < x).astype(int) if statistic in ("roc", "hosmer_lemeshow") else None
+    return x, y
+
+
+@pytest.mark.parametrize(
+    "statistic,method",
+    [("ecdf", "binary"), ("ecdf", "auto"), ("quantiles", "auto"), ("hosmer_lemeshow", "auto")],
+)
+def test_dap_opening_equals_in_process_release(statistic, method):
+    spec = SecureSpec(statistic, epsilon=1.0, bounds=(0, 1), grid=63, method=method)
+    x, y = _data(statistic)
+    hist = np.bincount(spec.cells(x, y).ravel(), minlength=spec.length)
+    leader, helper = _shares(spec, hist, 2)
     src = as_source(99)
     shares = [noisy_share(spec, leader, P128, 0, rng=src), noisy_share(spec, helper, P128, 1, rng=src)]
-    ours = open_noisy(spec, shares[0], shares[1], P128, x.size)
-    ref = release_in_process(spec, x, rng=99)
-    np.testing.assert_allclose(ours.raw, ref.raw, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(ours.stderr, ref.stderr, rtol=0, atol=1e-12)
+    kw = {"q": [0.25, 0.5, 0.9]} if statistic == "quantiles" else {}
+    ours = open_noisy(spec, shares[0], shares[1], P128, x.size, **kw, rng=src)
+    ref = release_in_process(spec, x, y, rng=99, **kw)
+    if statistic == "ecdf":
+        np.testing.assert_allclose(ours.raw, ref.raw, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(ours.stderr, ref.stderr, rtol=0, atol=1e-12)
+    elif statistic == "quantiles":
+        np.testing.assert_array_equal(ours.value, ref.value)
+    else:
+        assert ours.details["H_plain"] == pytest.approx(ref.details["H_plain"], abs=1e-12)
+        assert ours.stderr == pytest.approx(ref.stderr, abs=1e-12)
     # and a different draw gives a different release (the noise is really there)
-    other = open_noisy(
-        spec,
-        *[noisy_share(spec, s, P128, p, rng=as_source(7)) for p, s in ((0, leader), (1, helper))],
-        P128,
-        x.size,
+    other = [noisy_share(spec, s, P128, p, rng=as_source(7)) for p, s in ((0, leader), (1, helper))]
+    assert other[0] != shares[0]
+
+
+def test_roc_opening_equals_the_integer_path():
+    """The ROC's field path (two Field128 noisy shares → open_noisy) equals the opening of
+    :func:`noisy_statistic` for the same draws."""
+    spec = SecureSpec("roc", epsilon=1.0, bounds=(0, 1), grid=31)
+    x, y = _data("roc", 2000)
+    hist = np.bincount(spec.cells(x, y).ravel(), minlength=spec.length)
+    leader, helper = _shares(spec, hist, 3)
+    src = as_source(5)
+    shares = [noisy_share(spec, leader, P128, 0, rng=src), noisy_share(spec, helper, P128, 1, rng=src)]
+    _, _, _, ours = open_noisy(spec, shares[0], shares[1], P128, x.size)
+    noisy = noisy_statistic(spec, hist, rng=5)
+    _, _, _, ref = open_result(spec, noisy % FIELD_MODULUS, np.zeros(noisy.size, np.uint64), x.size)
+    assert ours.value == ref.value and ours.stderr == ref.stderr
+
+
+def test_noiseless_opening_equals_the_in_process_secure_statistics():
+    """At ε = 10^6 (noise 0 with overwhelming probability) the served opening equals the exact ECDF
+    and privstats.ecdf/quantiles/roc_curve(model="secure"), whose stderr (the noise law) it shares."""
+    x, y = _data("roc", 4000)
+    spec = SecureSpec("ecdf", epsilon=1e6, bounds=(0, 1), grid=64)
+    res = release_in_process(spec, x, rng=1)
+    ref = privstats.ecdf(x, epsilon=1e6, bounds=(0, 1), grid=64, model="secure", rng=2)
+    exact = np.array([np.mean(x <= t) for t in spec.thresholds])
+    assert np.array_equal(res.raw, ref.raw) and np.allclose(res.raw, exact, atol=1e-12)
+    assert res.estimate.params["mechanism"] == ref.estimate.params["mechanism"]
+    assert np.allclose(res.stderr, ref.stderr)
+    # the same at ε = 1: the stderr is a function of the noise law only
+    one = release_in_process(SecureSpec("ecdf", epsilon=1.0, bounds=(0, 1), grid=64), x, rng=3)
+    assert np.allclose(
+        one.stderr, privstats.ecdf(x, epsilon=1.0, bounds=(0, 1), grid=64, model="secure").stderr
     )
-    assert not np.allclose(other.raw, ref.raw)
+    rspec = SecureSpec("roc", epsilon=1e6, bounds=(0, 1), grid=64)
+    hist = np.bincount(rspec.cells(x, y).ravel(), minlength=rspec.length)
+    leader, helper = _shares(rspec, hist, 4)
+    shares = [noisy_share(rspec, s, P128, p, rng=as_source(6)) for p, s in ((0, leader), (1, helper))]
+    _, _, _, est = open_noisy(rspec, shares[0], shares[1], P128, x.size)
+    _, _, _, rref = privstats.roc_curve(y, x, epsilon=1e6, labels="private", model="secure", grid=64, rng=2)
+    assert est.value == pytest.approx(rref.value, abs=1e-9)
+    assert est.details["auc_raw"] == pytest.approx(rref.details["auc_raw"], abs=1e-9)
+    qspec = SecureSpec("quantiles", epsilon=1e6, bounds=(0, 1), grid=256)
+    q = release_in_process(qspec, x, rng=3, q=[0.25, 0.5, 0.9])
+    qref = privstats.quantiles(
+        x, [0.25, 0.5, 0.9], epsilon=1e6, bounds=(0, 1), grid=256, model="secure", rng=4
+    )
+    assert np.allclose(q.value, qref.value)
 
 
-def test_noisy_share_checks_its_input():
+def test_error_matches_the_exact_variance():
+    """Σ over 30 releases of the squared standardised error at 4 grid points ~ 120 (checked at 5 SE)."""
+    x = np.random.default_rng(1).beta(2, 5, 2000)
+    spec = SecureSpec("ecdf", epsilon=0.5, bounds=(0, 1), grid=32)
+    pts = np.array([3, 9, 15, 25])
+    exact = np.array([np.mean(x <= t) for t in spec.thresholds])[pts]
+    R = 30
+    z = np.array(
+        [
+            (r.raw[pts] - exact) / r.stderr[pts]
+            for r in (release_in_process(spec, x, rng=100 + s) for s in range(R))
+        ]
+    )
+    assert np.all(np.abs(z.mean(axis=0)) < 5 / np.sqrt(R))  # unbiased
+    z2 = z**2  # each has mean 1; discrete Laplace tails make Var(z^2) > 2: bound it by the sample spread
+    se = z2.std(ddof=1) / np.sqrt(z2.size)
+    assert abs(z2.mean() - 1.0) < 5 * max(se, np.sqrt(2 / z2.size))
+
+
+def test_inputs_are_checked():
     spec = SecureSpec("ecdf", epsilon=1.0, bounds=(0, 1), grid=7)
     with pytest.raises(ValueError, match="agg_share"):
         noisy_share(spec, [0] * 3, P128, 0)
+    with pytest.raises(ValueError, match="hist"):
+        noisy_statistic(spec, [0] * 3)
+    with pytest.raises(ValueError, match="labels"):
+        SecureSpec("roc", epsilon=1.0, bounds=(0, 1), grid=8).cells([0.2])
+    with pytest.raises(ValueError, match="values"):
+        spec.cells([1.5])
+    with pytest.raises(ValueError, match="statistic"):
+        SecureSpec("kendall", epsilon=1.0, bounds=(0, 1))
+    with pytest.raises(ValueError, match="statistic"):
+        release_in_process(SecureSpec("roc", epsilon=1.0, bounds=(0, 1), grid=8), [0.2], [1])
+    with pytest.raises(ValueError, match="field"):
+        open_result(spec, [FIELD_MODULUS] * 8, [0] * 8, 1)

@@ -40,7 +40,7 @@ def test_shuffle_task_without_delta_is_refused_not_invented():
 
 
 @pytest.mark.parametrize(
-    "model,protocol", [("local", "grr"), ("shuffle", "multi-hadamard"), ("secure", "leader-helper")]
+    "model,protocol", [("local", "grr"), ("shuffle", "multi-hadamard"), ("secure", "dap-09+prio3")]
 )
 def test_public_task_file_holds_no_secret(tmp_path, model, protocol):
     secure = model == "secure"  # the secure model runs ecdf/quantiles/roc on a public grid, pure ε

@@ -115,49 +115,6 @@ def test_shuffle_statuses_do_not_move_with_the_count(tmp_path):
     assert not COUNT_KEYS & (set(before[0]) | set(before[1]))
 
 
-def test_secure_refusal_and_add_remove_release_carry_no_count(tmp_path):
-    import sqlalchemy as sa
-
-    from privstats.services.aggregators import Leader, _TooSmall
-    from privstats.services.secure_apps import _failure
-    from privstats.services.secure_storage import batches_table
-
-    task, secrets = new_task(
-        "ecdf",
-        model="secure",
-        params={"bounds": [0, 1], "grid": 8, "neighbours": "add-remove"},
-        epsilon=1.0,
-        min_batch=10,
-    )
-    leader = Leader(task, secrets["leader"], Storage(_db(tmp_path, "l")))
-    leader._announce = lambda batch_id: None  # type: ignore[method-assign]  # no helper in this test
-
-    def set_valid(n: int, **extra) -> None:
-        with leader.store.lock, leader.store.transaction() as conn:
-            conn.execute(
-                batches_table.update()
-                .where(batches_table.c.task_id == task.task_id, batches_table.c.batch_id == 0)
-                .values(n_valid=n, **extra)
-            )
-
-    answers = []
-    for n in (1, 9):
-        set_valid(n)
-        with pytest.raises(_TooSmall) as exc:
-            leader.collect(f"c{n}")
-        resp = _failure(exc.value)
-        answers.append((resp.status_code, resp.body))
-    assert answers[0] == answers[1] and b"below the minimum batch" in answers[0][1]
-    # a collected add-remove batch: the response has no count (the release's noisy total is the only size)
-    helper_part = bytes(8 * leader.spec.n_parts * leader.spec.n_cells)
-    set_valid(12, state=1, collection_id="done", other_partial=helper_part)
-    out = leader._finish_collection(0)
-    assert "n_valid" not in out and "n_invalid" not in out
-    with leader.store.read() as conn:
-        assert conn.execute(sa.select(batches_table.c.n_valid)).scalar() == 12  # the operator still has it
-    leader.http.close()
-
-
 # ------------------------------------------------------------------------------------------ item 4
 def _sealed(task, rows: np.ndarray, m: int) -> list[bytes]:
     """Payloads of len(rows) // m reports whose messages are the given rows (a malicious client)."""

@@ -40,7 +40,7 @@ def _add_task(sub) -> None:
         required=True,
         choices=["frequencies", "sum", "ecdf", "quantiles", "roc", "hosmer_lemeshow"],
         help="frequencies (items 0..D-1) or sum (shuffle model, values in [0, 1]); "
-        "ecdf, quantiles or roc (secure model: leader/helper, --bounds and --grid)",
+        "ecdf, quantiles, roc or hosmer_lemeshow (secure model: a DAP-09 task, --bounds and --grid)",
     )
     new.add_argument("--model", required=True, choices=["local", "shuffle", "secure"], help="trust model")
     new.add_argument(
@@ -277,6 +277,7 @@ def _collect(args) -> int:
                 if exc.code != "batch_too_small" or time.monotonic() >= deadline:
                     raise
                 time.sleep(1.0)
+    est = est[3] if isinstance(est, tuple) else getattr(est, "estimate", est)  # a secure task's statistic
     if args.json:
         print(json.dumps(est.to_dict(), allow_nan=False))
         return 0

@@ -11,6 +11,8 @@ Foundation shared by every role (generic over trust models and protocols):
 * :mod:`~privstats.services.app` — shared HTTP helpers and the ``privstats serve`` runner.
 
 Roles: :mod:`~privstats.services.collector` (local model), :mod:`~privstats.services.shuffler`
-(shuffler and analyzer of the shuffle model).  The client SDK is :mod:`privstats.client`.
+(shuffler and analyzer of the shuffle model), :mod:`~privstats.services.dap` (the secure model's
+DAP-09 leader and helper, Prio3); :mod:`~privstats.services.opening` turns a secure task's two noisy
+shares into its statistic.  The client SDK is :mod:`privstats.client`.
 Nothing below ``services/`` imports it.
 """

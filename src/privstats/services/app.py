@@ -8,8 +8,9 @@
 * :func:`serve` — build a role's app from ``task.json`` (+ its secrets file) and run it.
 
 Role apps register themselves in :data:`ROLE_FACTORIES` (``role -> "module:function"``); a factory
-takes ``(task, secrets, storage, **options)`` and returns a FastAPI app.  The secure model's roles add
-``leader`` and ``helper`` there.
+takes ``(task, secrets, storage, **options)`` and returns a FastAPI app.  The secure model's
+``leader`` and ``helper`` are the DAP-09 aggregators (:data:`privstats.services.dap.ROLE_FACTORIES`),
+for a task with a ``dap`` object.
 """
 
 from __future__ import annotations
@@ -29,8 +30,6 @@ ROLE_FACTORIES: dict[str, str] = {
     "collector": "privstats.services.collector:create_app",
     "shuffler": "privstats.services.shuffler:create_shuffler_app",
     "analyzer": "privstats.services.shuffler:create_analyzer_app",
-    "leader": "privstats.services.secure_apps:create_leader_app",
-    "helper": "privstats.services.secure_apps:create_helper_app",
 }
 
 
@@ -93,19 +92,23 @@ def role_app(role: str, task_id: str, server: Any, *, lifespan: Any = None) -> t
 
 def build_app(role: str, task: Task, secrets: RoleSecrets, db: str, **options: Any):
     """The FastAPI app of ``role`` over the database ``db`` (an SQLAlchemy URL)."""
+    from privstats.services.dap import ROLE_FACTORIES as DAP
     from privstats.services.storage import Storage
 
-    if role not in ROLE_FACTORIES:
-        raise ValueError(f"role must be one of {sorted(ROLE_FACTORIES)}, got {role!r}")
+    if role not in ROLE_FACTORIES and role not in DAP:
+        raise ValueError(f"role must be one of {sorted({*ROLE_FACTORIES, *DAP})}, got {role!r}")
     if role not in task.roles:
         raise ValueError(
             f"role {role!r} is not part of this {task.model}-model task (roles: {list(task.roles)})"
         )
     if secrets.task_id != task.task_id:
         raise ValueError(f"the {role} secrets belong to task {secrets.task_id}, not {task.task_id}")
-    from privstats.services.dap import ROLE_FACTORIES as DAP
-
-    module, fn = (DAP if getattr(task, "dap", None) else ROLE_FACTORIES)[role].split(":")  # DAP-09 task
+    if role in DAP and not getattr(task, "dap", None):
+        raise ValueError(
+            "task: a secure task runs DAP-09 and needs its 'dap' object (this one has none: it was made "
+            "by an older privstats; create it again with `privstats task new --model secure`)"
+        )
+    module, fn = (DAP if role in DAP else ROLE_FACTORIES)[role].split(":")
     factory = getattr(importlib.import_module(module), fn)
     key = secrets.integrity_key_bytes if secrets.integrity_key else None  # the ledger's MAC key
     return factory(task, secrets, Storage(db, key=key), **options)

@@ -15,8 +15,8 @@ counts, and a refused collection says only that the batch is *below the minimum 
 text and status whatever the count, so repeated refusals reveal nothing more than the one bit
 "below").  The only count a collection publishes is the Estimate's ``n``: local- and shuffle-model
 guarantees are stated under *replace* neighbours, for which the number of reports is public (it is
-equal for all neighbouring datasets); the secure model's add-remove tasks publish no count at all
-(their release's own noisy total, covered by the collection's ε, is the only size anyone sees).
+equal for all neighbouring datasets).  (The secure model's DAP collection carries a noisy count:
+:mod:`privstats.services.dap.dp`.)
 The operator, who holds the database, reads exact counts there (:meth:`Storage.count_reports`).
 
 An upload is validated whole (sizes, task id, every report decodes and is in range) before

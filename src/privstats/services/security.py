@@ -13,8 +13,8 @@ ciphertext opened with any other info fails authentication), built by :func:`hpk
 
 DAP binds the task id and report id as associated data; ``cryptography``'s single-shot API takes
 ``info`` only, which binds them just as firmly.  The shuffle model binds the task id only (the
-analyzer must not learn report ids, which would link a user's messages); the secure model binds the
-report id too, so a share cannot be moved to another report.
+analyzer must not learn report ids, which would link a user's messages).  The secure model speaks
+DAP-09, whose own HPKE binding (aad) is in :mod:`privstats.services.dap.hpke`.
 
 >>> sk, pk = generate_keypair()
 >>> info = hpke_info("shuffle", bytes(16))

@@ -19,7 +19,8 @@ Tables (``privstats_`` prefix; one database may hold many tasks and roles):
 * ``collections`` — the released result per client-chosen ``collection_id`` (an idempotent retry
   of a collection returns the same result and spends nothing).
 * ``batches`` — server-to-server batches: their id, status and report count (shuffler → analyzer
-  forwarding, leader → helper in the secure model), so a repeated batch is applied once.
+  forwarding), so a repeated batch is applied once.  (The secure model's DAP aggregators keep their
+  own tables on the same engine: :mod:`privstats.services.dap.store`.)
 
 Durability: SQLite runs in WAL mode with ``synchronous=FULL`` (a commit is on disk when it
 returns); PostgreSQL commits are durable by default.  Services acknowledge after the commit.

@@ -44,6 +44,7 @@ True
 from __future__ import annotations
 
 import base64
+import importlib
 import json
 import math
 import os
@@ -66,6 +67,7 @@ __all__ = [
     "build_protocol",
     "load_secrets",
     "load_task",
+    "new_base_task",
     "new_task",
     "resolve_protocol",
     "secrets_path",
@@ -318,7 +320,9 @@ def resolve_protocol(
     Shuffle model: ``single-rr``, ``single-rappor``, ``multi-hadamard``, ``multi-countmin``, ``auto`` (or
     the registry names ``shuffle-krr``, ...), calibrated for batches of ``min_batch`` users (a larger
     batch only adds blanket noise from more users); ``statistic="sum"`` runs ``shuffle-sum``.
-    The secure model keeps ``protocol`` and ``params`` as given (its roles interpret them).
+    Secure model: ``dap-09+prio3`` (or ``auto``), params those of a
+    :class:`~privstats.secure.histogram.SecureSpec` (``bounds`` required; ``grid``, ``method``,
+    ``neighbours``, ``smoothing``).
 
     >>> resolve_protocol("frequencies", "local", "oue", domain_size=4, epsilon=1.0, min_batch=10)
     ('oue', {'domain_size': 4, 'epsilon': 1.0})
@@ -367,12 +371,47 @@ def resolve_protocol(
             )
         return proto.name, json.loads(json.dumps(proto.params))
     if model == "secure":
-        from privstats.services.secure_tasks import resolve_secure
-
-        return resolve_secure(
+        return _resolve_secure(
             statistic, protocol, epsilon=epsilon, delta=delta, domain_size=domain_size, options=options
         )
     raise ValueError(f"--model must be one of {sorted(MODEL_ROLES)}, got {model!r}")
+
+
+SECURE_OPTIONS = ("bounds", "grid", "method", "neighbours", "smoothing")
+#: what builds a secure-model task (DAP-09), named as "module:function" like the services' role apps,
+#: so that this foundation module imports no role module (the DAP task module builds on this one)
+SECURE_TASK_FACTORY = "privstats.services.dap.task:new_dap_task"
+
+
+def _resolve_secure(
+    statistic: str,
+    protocol: str | None,
+    *,
+    epsilon: float,
+    delta: float | None,
+    domain_size: int | None,
+    options: dict,
+) -> tuple[str, dict]:
+    """``("dap-09+prio3", SecureSpec params)`` of a secure task; ValueError naming the option."""
+    from privstats.secure.histogram import PROTOCOL, STATISTICS, SecureSpec
+
+    if protocol not in (None, "auto", PROTOCOL):
+        raise ValueError(
+            f"--protocol: the secure model runs {PROTOCOL!r} (DAP-09 with Prio3), got {protocol!r}"
+        )
+    if statistic not in STATISTICS:
+        raise ValueError(f"--statistic: the secure services run {list(STATISTICS)}, got {statistic!r}")
+    if delta:
+        raise ValueError("--delta: the secure model's tree mechanism is pure ε-DP")
+    if domain_size is not None:
+        raise ValueError("--domain-size: the secure model takes --bounds and --grid")
+    if "bounds" not in options:
+        raise ValueError("--bounds: the secure model needs public bounds LO HI")
+    unknown = set(options) - set(SECURE_OPTIONS)
+    if unknown:
+        raise ValueError(f"params: unknown secure-model option(s) {sorted(unknown)}")
+    spec = SecureSpec.from_dict({"grid": 1024, **options, "statistic": statistic, "epsilon": epsilon})
+    return PROTOCOL, spec.to_dict()
 
 
 def build_protocol(task: Task):
@@ -429,10 +468,10 @@ def _party_secrets(task_id: str, model: str) -> tuple[dict[str, RoleSecrets], di
         secrets[receiver] = RoleSecrets(
             task_id, receiver, r.hpke_private_key, {**r.token_hashes, "forward": _hash_token(fwd)}, r.tokens
         )
-    if model == "secure":  # the leader's and helper's shared key for the validity check
-        from privstats.services.secure_tasks import add_verify_key
-
-        secrets = add_verify_key(secrets)
+    if model == "secure":  # the leader's and helper's shared VDAF verify key (never given to clients)
+        vkey = os.urandom(32).hex()
+        for role in ("leader", "helper"):
+            secrets[role] = replace(secrets[role], tokens={**secrets[role].tokens, "verify": vkey})
     ikey = os.urandom(32).hex()  # the task file's MAC key: the owner (analyst) and the servers, not clients
     secrets = {p: s if p == "client" else replace(s, integrity_key=ikey) for p, s in secrets.items()}
     return secrets, keys
@@ -471,7 +510,81 @@ def new_task(
     ...                 epsilon=1.0, delta=1e-6, min_batch=1000)
     >>> t.protocol, sorted(t.hpke_keys), sorted(s)
     ('shuffle-krr', ['analyzer'], ['analyst', 'analyzer', 'client', 'shuffler'])
+
+    A secure-model task is a DAP-09 task (:func:`privstats.services.dap.task.new_dap_task`): its
+    ``dap`` object is what a DAP client and the two aggregators need; ``params`` takes the
+    :class:`~privstats.secure.histogram.SecureSpec` options plus ``time_precision`` (seconds) and
+    ``chunk_length`` (Prio3Histogram).
     """
+    if model == "secure":
+        return _new_secure_task(
+            statistic,
+            protocol=protocol,
+            params=dict(params or {}),
+            epsilon=epsilon,
+            delta=delta,
+            min_batch=min_batch,
+            max_collections=max_collections,
+            urls=urls,
+            max_request_bytes=max_request_bytes,
+            extra=extra,
+        )
+    return new_base_task(
+        statistic,
+        model=model,
+        protocol=protocol,
+        params=params,
+        epsilon=epsilon,
+        delta=delta,
+        min_batch=min_batch,
+        max_collections=max_collections,
+        urls=urls,
+        max_request_bytes=max_request_bytes,
+        extra=extra,
+    )
+
+
+def _new_secure_task(statistic: str, *, protocol, params: dict, delta, max_request_bytes, extra, **kw):
+    """A DAP-09 task (Prio3Histogram) for the secure model's statistic; the options as :func:`new_task`."""
+    module, name = SECURE_TASK_FACTORY.split(":")
+    new_dap_task = getattr(importlib.import_module(module), name)
+    dap_opts = {k: params.pop(k) for k in ("time_precision", "chunk_length") if k in params}
+    _resolve_secure(  # validates every option, with the CLI's names
+        statistic,
+        protocol,
+        epsilon=kw["epsilon"],
+        delta=delta,
+        domain_size=params.pop("domain_size", None),
+        options=params,
+    )
+    spec_opts = {k: params[k] for k in ("grid", "method", "neighbours") if k in params}
+    task, secrets = new_dap_task(
+        statistic, bounds=tuple(params["bounds"]), **{"grid": 1024, **spec_opts}, **dap_opts, **kw
+    )
+    return replace(
+        task,
+        params={**task.params, "smoothing": params.get("smoothing")},
+        max_request_bytes=int(max_request_bytes),
+        extra=dict(extra or {}),
+    ), secrets
+
+
+def new_base_task(
+    statistic: str,
+    *,
+    model: str,
+    protocol: str | None = None,
+    params: dict | None = None,
+    epsilon: float,
+    delta: float | None = None,
+    min_batch: int,
+    max_collections: int = 1,
+    urls: dict | None = None,
+    max_request_bytes: int = 16 << 20,
+    extra: dict | None = None,
+) -> tuple[Task, dict[str, RoleSecrets]]:
+    """:func:`new_task` without the secure model's ``dap`` object (what :func:`new_dap_task
+    <privstats.services.dap.task.new_dap_task>` builds on): id, keys, tokens, guarantee, URLs."""
     from privstats.validation import check_epsilon, check_positive_int
 
     epsilon = check_epsilon(epsilon)

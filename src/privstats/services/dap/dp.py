@@ -3,10 +3,10 @@
 Each aggregator turns its Prio3Histogram aggregate share ``h`` (field elements, one per cell)
 into a share of the task's tree statistic ``S(h)`` (an integer linear map, applied limb-wise so it
 is exact in the field) and adds its *own full* discrete-Laplace noise, drawn exactly with the OS
-CSPRNG by :func:`privstats.secure.leader_helper.server_noise` — the same law as the in-process
+CSPRNG by :func:`privstats.secure.histogram.server_noise` — the same law as the in-process
 secure model — once per batch (the servers store the sealed result; a retry gets the same noise).
 The collector adds the two shares mod p, centres them and post-processes with
-:func:`privstats.secure.leader_helper.open_result` (ECDF, quantiles, ROC, Hosmer–Lemeshow).
+:func:`privstats.services.opening.open_result` (ECDF, quantiles, ROC, Hosmer–Lemeshow).
 
 So what the collector decrypts is *not* a VDAF aggregate share: it is a field vector (VDAF-08's
 little-endian encoding) of the noisy statistic's length.  A DAP collector from another project
@@ -18,7 +18,7 @@ clamped at 0.  Under replace-one neighbours (the default) the batch size is publ
 the guarantee and the noise only keeps the exact count off the wire; under add/remove neighbours
 the opening ignores it (the histogram's own noisy total is used).
 
->>> from privstats.secure.leader_helper import SecureSpec
+>>> from privstats.secure.histogram import SecureSpec
 >>> spec = SecureSpec("ecdf", epsilon=1.0, bounds=(0, 1), grid=3)
 >>> p = 2**61 - 1
 >>> len(noisy_share(spec, [5, 0, 0, 0], p, 0)) > 0
@@ -54,7 +54,7 @@ def noisy_share(spec, agg_share: list[int], modulus: int, party: int, rng: RNGLi
     ``agg_share`` is its Prio3Histogram aggregate share (``spec.n_parts * spec.n_cells`` elements).
     Call once per batch: the noise is drawn here (OS CSPRNG when ``rng`` is None).
     """
-    from privstats.secure.leader_helper import server_noise
+    from privstats.secure.histogram import server_noise
 
     if len(agg_share) != spec.n_parts * spec.n_cells:
         raise ValueError(f"agg_share: expected {spec.n_parts * spec.n_cells} elements, got {len(agg_share)}")
@@ -85,7 +85,7 @@ def noisy_count(n: int, epsilon: float, rng: RNGLike = None) -> int:
 
 def open_noisy(spec, leader: list[int], helper: list[int], modulus: int, report_count: int, **kwargs):
     """The task's statistic from the two noisy shares (``open_result``'s post-processing)."""
-    from privstats.secure.leader_helper import open_result
+    from privstats.services.opening import open_result
 
     if len(leader) != len(helper):
         raise ValueError("the two noisy shares have different lengths")

@@ -37,7 +37,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from privstats.services.dap.codec import HpkeConfig
-from privstats.services.tasks import RoleSecrets, Task, new_task
+from privstats.services.tasks import RoleSecrets, Task
+from privstats.services.tasks import new_base_task as new_task
 
 __all__ = ["PROTOCOL", "DapTask", "b64", "new_dap_task", "unb64"]
 
@@ -77,7 +78,7 @@ def new_dap_task(
     ``statistic`` is one of the secure model's (``ecdf``, ``quantiles``, ``roc``,
     ``hosmer_lemeshow``); the Prio3Histogram length is the number of cells of its grid.
     """
-    from privstats.secure.leader_helper import SecureSpec
+    from privstats.secure.histogram import SecureSpec
     from privstats.services.dap.hpke import AEAD_AES128GCM, KDF_SHA256, KEM_X25519, generate_config
 
     if not isinstance(time_precision, int) or isinstance(time_precision, bool) or time_precision < 1:
@@ -178,8 +179,8 @@ class DapTask:
 
     @property
     def spec(self):
-        """The :class:`~privstats.secure.leader_helper.SecureSpec` (grid, ε, mechanism)."""
-        from privstats.secure.leader_helper import SecureSpec
+        """The :class:`~privstats.secure.histogram.SecureSpec` (grid, ε, mechanism)."""
+        from privstats.secure.histogram import SecureSpec
 
         return SecureSpec.from_dict({**self.task.params, "statistic": self.task.statistic})
 

@@ -241,7 +241,7 @@ def hosmer_lemeshow(
 
 def secure_run(c: Call) -> Estimate:
     """Two servers aggregate each client's label-split cell; H post-processes the two class curves."""
-    from privstats.secure.leader_helper import SecureSpec, release_in_process
+    from privstats.secure.histogram import SecureSpec, release_in_process
 
     spec = SecureSpec("hosmer_lemeshow", epsilon=c.epsilon, bounds=(0.0, 1.0), grid=1 << c.L)
     return release_in_process(spec, c.p, c.y.astype(np.int64), rng=c.rng, groups=c.Q)
@@ -386,8 +386,8 @@ def _plan_hl_secure(*, n, epsilon, groups=10, depth=6, **_) -> Option:
     residuals' exact noise covariance S (Gaussian), Var H = 4 Σ w² E[d²] S_gg + 2 Σ w_g w_h S_gh²,
     at probabilities uniform on (0, 1) (the grid's cells share n evenly) and a calibrated model."""
     from privstats.secure.aggregation import DistributedNoiseMechanism
+    from privstats.secure.histogram import SecureSpec, report_bits
     from privstats.secure.hosmer_lemeshow import _diff_cov, _groups
-    from privstats.secure.leader_helper import SecureSpec
     from privstats.secure.noise import noise_variance_factor
 
     spec = SecureSpec("hosmer_lemeshow", epsilon=epsilon, bounds=(0.0, 1.0), grid=1 << int(depth))
@@ -410,11 +410,11 @@ def _plan_hl_secure(*, n, epsilon, groups=10, depth=6, **_) -> Option:
     var += _hl_cut_variance(n, G @ (per_cell * mid) / (G @ per_cell), d2, int(depth), se_f)
     return Option(
         "secure",
-        "hosmer-lemeshow-two-ecdfs+leader-helper",
+        "hosmer-lemeshow-two-ecdfs+dap-09+prio3",
         {"groups": groups, "depth": depth},
         math.sqrt(var),
-        messages_per_user=2.0,
-        bits_per_user=64.0 * spec.layout.share_length + 256.0,
+        messages_per_user=1.0,
+        bits_per_user=report_bits(spec.length),
     )
 
 
