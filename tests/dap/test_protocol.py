@@ -190,3 +190,21 @@ def test_noisy_report_count_law():
         abs(draws.var() - var) < 5 * var * np.sqrt(2.0 / k) * 2
     )  # kurtosis of DLap ≤ 6: SE ≤ 2 var sqrt(2/k)
     assert np.mean(draws == n) < 0.5
+
+
+@pytest.mark.parametrize("neighbours", ["replace", "add-remove"])
+def test_collection_count_is_noisy_or_absent(tmp_path, neighbours):
+    """Replace-one: the public batch size, noised; add/remove: the size is private and no budget pays
+    for a count, so ``report_count`` is 0 whatever was uploaded (the opening uses the noisy total)."""
+    pair = make_pair(tmp_path, neighbours=neighbours)
+    x = np.random.default_rng(3).uniform(size=40)
+    assert _client(pair).upload(x) == 40
+    drain(pair)
+    tp = pair.lctx.dap.time_precision
+    status, body = collect(pair, Interval(0, (int(time.time()) // tp + 1) * tp))
+    assert status == 200
+    count = Collection.decode(body).report_count
+    if neighbours == "add-remove":
+        assert count == 0
+    else:
+        assert count > 0  # n + DLap(1/ε) with n = 40: 0 has probability below e^-40

@@ -103,7 +103,10 @@ def release_share(
     aad = AggregateShareAad(ctx.dap.task_id, b"", iv).encode()
     info = aggregate_share_info(Role.LEADER if party == 0 else Role.HELPER)
     ct = seal(ctx.dap.hpke_configs["collector"], info, aad, encode_vec(noisy, ctx.modulus))
-    return ct, n, checksum, noisy_count(n, spec.curve_epsilon)
+    # replace-one: n is public by the guarantee's definition (sent noisy all the same); add/remove: the
+    # batch size is private and no budget pays for a count, so the collection carries none (0)
+    count = noisy_count(n, spec.curve_epsilon) if spec.neighbours == "replace" else 0
+    return ct, n, checksum, count
 
 
 def advance_collection(ctx: RoleContext, client: Any, job_id: bytes) -> bool:

@@ -14,9 +14,10 @@ would read it as a histogram; privstats' collector knows the task.
 
 Report count: DAP's ``Collection.report_count`` would tell the collector the exact batch size.  The
 leader puts ``n + Z`` there, ``Z`` discrete Laplace with scale ``1/ε`` (sensitivity 1, OS CSPRNG),
-clamped at 0.  Under replace-one neighbours (the default) the batch size is public by definition of
-the guarantee and the noise only keeps the exact count off the wire; under add/remove neighbours
-the opening ignores it (the histogram's own noisy total is used).
+clamped at 0, under replace-one neighbours (the default), where the batch size is public by definition
+of the guarantee and the noise only keeps the exact count off the wire.  Under add/remove neighbours
+the batch size is private and no budget pays for a count: ``report_count`` is 0 and the opening uses
+the histogram's own noisy total.
 
 >>> from privstats.secure.histogram import SecureSpec
 >>> spec = SecureSpec("ecdf", epsilon=1.0, bounds=(0, 1), grid=3)
