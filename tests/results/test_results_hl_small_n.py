@@ -21,7 +21,7 @@ from privstats.stats.distribution.calibration import (
     _hl_pooled,
     hl_group_sums,
     hl_n_needed,
-    hl_noise_var,
+    hl_noise_parts,
     hosmer_lemeshow_accounting,
 )
 
@@ -52,10 +52,10 @@ def _runs(y, p, eps, reps):
 
 
 def _target(y, p, eps):
-    """The estimand on exact decile groups: Σ d² / max(V, s²) of the true sums."""
+    """The estimand on exact decile groups: Σ d² / max(V, floor) of the true sums."""
     E1, E0, O1, O0 = hl_group_sums(y, p, np.quantile(p, np.arange(1, 10) / 10), 10)
-    nv = hl_noise_var(hosmer_lemeshow_accounting(eps, 10, "split"))
-    return float(_hl_pooled(E1 / 2**20, E0 / 2**20, O1, O0, nv, debias=False))
+    parts = hl_noise_parts(hosmer_lemeshow_accounting(eps, 10, "split"))
+    return float(_hl_pooled(E1 / 2**20, E0 / 2**20, O1, O0, *parts, debias=False))
 
 
 @pytest.mark.parametrize("data", ["breast_cancer", "calibrated"])
@@ -94,3 +94,25 @@ def test_hl_warns_with_the_n_needed():
     with warnings.catch_warnings():
         warnings.simplefilter("error", UselessResultWarning)
         privstats.hosmer_lemeshow(y, p, epsilon=8.0, bootstrap=200, rng=0)
+
+
+def test_secure_hl_small_n_stderr_plan_and_level():
+    """Secure at n = 569, ε = 1: before, raw values of ±3,000 (plan 254, spread 2,860)."""
+    y, p = _calibrated(569, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ests = [
+            privstats.hosmer_lemeshow(y, p, epsilon=1.0, bootstrap=400, rng=r, model="secure")
+            for r in range(40)
+        ]
+        pv = []
+        for r in range(120):
+            yy, pp = _calibrated(569, 2000 + r)
+            est = privstats.hosmer_lemeshow(yy, pp, epsilon=1.0, bootstrap=400, rng=r, model="secure")
+            pv.append(est.details["p_value"])
+    vals = np.array([e.details["unbiased"] for e in ests])
+    sd = vals.std(ddof=1)
+    assert 0.5 < np.mean([e.stderr for e in ests]) / sd < 2.0
+    planned = privstats.plan("hosmer_lemeshow", n=569, epsilon=1.0, model="secure")[0].stderr
+    assert 0.5 <= planned / sd <= 2.0
+    assert np.mean(np.array(pv) < 0.05) <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / len(pv))

@@ -114,25 +114,30 @@ def _hl_statistic(E1, E0, O1, O0, min_expected):
     return np.sum((O1 - E1c) ** 2 / E1c + (O0 - E0c) ** 2 / E0c, axis=-1)
 
 
-def _hl_pooled(E1n, E0n, O1n, O0n, noise_var: float, debias: bool = True):
-    """Noise-aware H from released sums (any leading axes): Σ_g (d_g² − s²) / max(V_g, s²).
+def _hl_pooled(E1n, E0n, O1n, O0n, s2: float, floor: float, debias: bool = True):
+    """Noise-aware H from released sums (any leading axes): Σ_g (d_g² − s²) / max(V_g, floor).
 
     d_g = ((O1 − E1) − (O0 − E0)) / 2 pools the two released residuals of group g (in truth
-    O0 − E0 = −(O1 − E1)), so its DP noise variance is s² = ``noise_var`` / 2; subtracting s²
+    O0 − E0 = −(O1 − E1)), so its DP noise variance is s² (half a residual's); subtracting s²
     removes the noise's share of d². V_g = E1 E0 / (E1 + E0) is the group's binomial variance
-    n_g π_g (1 − π_g), so with V_g ≥ s² every term is the classical (O−E)²/E pair; where the
-    DP noise exceeds the sampling spread (extreme or tiny groups) V is floored at s², which
-    caps that group's weight instead of dividing noise by a near-zero expected count.
-    ``debias=False`` on true sums gives the estimand Σ d_g² / max(V_g, s²).
+    n_g π_g (1 − π_g), so with V_g ≥ ``floor`` every term is the classical (O−E)²/E pair; below
+    it (groups whose V the noise cannot resolve, ``floor`` = 3 noise sd of E) the weight is capped
+    instead of dividing noise by a near-zero noisy expected count.  ``debias=False`` on true
+    sums gives the estimand Σ d_g² / max(V_g, floor).
 
-    >>> float(_hl_pooled(np.array([30.0]), np.array([30.0]), np.array([40.0]), np.array([20.0]), 2.0))
+    >>> float(_hl_pooled(np.array([30.0]), np.array([30.0]), np.array([40.0]), np.array([20.0]), 1.0, 2.0))
     6.6
     """
-    s2 = noise_var / 2
     d = ((O1n - E1n) - (O0n - E0n)) / 2
     e1, e0 = np.maximum(E1n, 0.0), np.maximum(E0n, 0.0)
-    V = np.maximum(e1 * e0 / np.maximum(e1 + e0, 1e-12), s2)
+    V = np.maximum(e1 * e0 / np.maximum(e1 + e0, 1e-12), floor)
     return np.sum((d**2 - (s2 if debias else 0.0)) / V, axis=-1)
+
+
+def hl_noise_parts(accounting: dict) -> tuple[float, float]:
+    """(s², floor) of :func:`_hl_pooled`: the pooled residual's noise variance and 3 noise sd of E."""
+    var_e = discrete_laplace_variance(float(accounting["scale_expected_steps"])) / HL_STEPS**2
+    return hl_noise_var(accounting) / 2, 3 * math.sqrt(var_e)
 
 
 def hl_noise_var(accounting: dict) -> float:
@@ -151,7 +156,7 @@ def hl_n_needed(epsilon: float, groups: int, depth: int, budget: str = "split") 
     True
     """
     s2 = hl_noise_var(hosmer_lemeshow_accounting(epsilon, depth, budget)) / 2
-    return int(math.ceil(8 * groups * s2))
+    return math.ceil(8 * groups * s2)
 
 
 def _hl_simulate(E1, E0, O1, O0, scale_e_steps, scale_o, min_expected, gen, reps):
@@ -204,7 +209,9 @@ def _hl_renoise(E1, E0, d, acc: dict, gen, reps: int):
     Q = np.shape(E1)[-1]
     ne = _dlap_sim(gen, scale_e, (reps, 2, Q)) / HL_STEPS
     no = _dlap_sim(gen, scale_o, (reps, 2, Q))
-    return _hl_pooled(E1 + ne[:, 0], E0 + ne[:, 1], E1 + d + no[:, 0], E0 - d + no[:, 1], hl_noise_var(acc))
+    return _hl_pooled(
+        E1 + ne[:, 0], E0 + ne[:, 1], E1 + d + no[:, 0], E0 - d + no[:, 1], *hl_noise_parts(acc)
+    )
 
 
 def hl_pooled_uncertainty(E1n, E0n, O1n, O0n, acc: dict, *, bootstrap: int = 2000, rng=None):
@@ -215,8 +222,8 @@ def hl_pooled_uncertainty(E1n, E0n, O1n, O0n, acc: dict, *, bootstrap: int = 200
     of re-noised plug-in sums whose residual is the released one shrunk by its noise variance.
     """
     gen = np.random.default_rng(rng)
-    s2 = hl_noise_var(acc) / 2
-    T = float(_hl_pooled(E1n, E0n, O1n, O0n, 2 * s2))
+    s2, floor = hl_noise_parts(acc)
+    T = float(_hl_pooled(E1n, E0n, O1n, O0n, s2, floor))
     e1, e0 = np.maximum(E1n, 0.0), np.maximum(E0n, 0.0)
     n_q = np.maximum(np.rint((e1 + e0 + np.maximum(O1n, 0) + np.maximum(O0n, 0)) / 2), 1).astype(np.int64)
     pi = np.clip(e1 / np.maximum(e1 + e0, 1e-12), 0.0, 1.0)
@@ -361,7 +368,7 @@ def central_run(c: Call) -> Estimate:
     # the noise adds about (var_O + var_E)/E to each of the 2Q cells in expectation: remove it
     noise_var = hl_noise_var(acc)
     H_unbiased = H - float(np.sum(noise_var / np.maximum(np.r_[E1n, E0n], min_expected)))
-    T = float(_hl_pooled(E1n, E0n, O1n, O0n, noise_var))
+    T = float(_hl_pooled(E1n, E0n, O1n, O0n, *hl_noise_parts(acc)))
     gen = np.random.default_rng(src.uint64(4).tolist() if rng is None else int(src.integers(2**62)))
     p_value, stderr = hl_pooled_uncertainty(E1n, E0n, O1n, O0n, acc, bootstrap=B, rng=gen)
     n_needed = hl_n_needed(epsilon, Q, L, budget)
@@ -434,19 +441,19 @@ def _hl_cut_variance(n: int, pi: np.ndarray, d2: np.ndarray, depth: int, se_f: f
 def _hl_central_rmse(n: int, epsilon: float, groups: int, depth: int, pi: tuple[float, ...]) -> float:
     """RMS error of :func:`_hl_pooled` about its estimand: the released sums drawn 4000 times from
     their law (positives per group Binomial(n_g, π) of a calibrated model, the sums' discrete
-    Laplace noise, V floored at the noise variance) with a fixed seed — the 1/E nonlinearity at small expected
+    Laplace noise, V floored as :func:`_hl_pooled` does) with a fixed seed — the 1/E nonlinearity at small expected
     counts has no closed form — plus the private cuts' share (:func:`_hl_cut_variance`)."""
     acc = hosmer_lemeshow_accounting(epsilon, depth, "split")
-    noise_var = hl_noise_var(acc)
+    s2, floor = hl_noise_parts(acc)
     p = np.asarray(pi)
     size = max(round(n / groups), 1)
     e1, e0 = size * p, size * (1 - p)
     g = np.random.default_rng(20261125)
     d = g.binomial(size, p, (4000, groups)) - e1  # O1 − E1 of calibrated data
-    true = _hl_pooled(e1, e0, e1 + d, e0 - d, noise_var, debias=False)
+    true = _hl_pooled(e1, e0, e1 + d, e0 - d, s2, floor, debias=False)
     H = _hl_renoise(e1, e0, d, acc, g, 4000)
     _, se_f = _central_curve(n, float(acc["epsilon_quantile"]), 1 << depth)
-    d2 = np.maximum(size * p * (1 - p), noise_var / 2)
+    d2 = np.maximum(size * p * (1 - p), floor)
     return math.sqrt(float(np.mean((H - true) ** 2)) + _hl_cut_variance(n, p, d2, depth, se_f))
 
 
@@ -459,11 +466,12 @@ def _plan_hl_central(*, n, epsilon, groups=10, depth=10, mean_probabilities=None
 
 
 def _plan_hl_secure(*, n, epsilon, groups=10, depth=6, **_) -> Option:
-    """Noise stderr of H = Σ r_g² w_g from the two class curves (w = 1/E1 + 1/E0): with the
-    residuals' exact noise covariance S (Gaussian), Var H = 4 Σ w² E[d²] S_gg + 2 Σ w_g w_h S_gh²,
-    at probabilities uniform on (0, 1) (the grid's cells share n evenly) and a calibrated model."""
+    """RMS error of the secure estimate (:func:`privstats.secure.hosmer_lemeshow._pooled`) about
+    its estimand Σ r² / max(V, floor), simulated 4000 times with a fixed seed: probabilities uniform
+    on (0, 1) (the grid's cells share n evenly), a calibrated model (r ~ N(0, V)), the group sums'
+    exact noise covariance (Gaussian), plus the private cuts' share (:func:`_hl_cut_variance`)."""
     from privstats.secure.aggregation import DistributedNoiseMechanism
-    from privstats.secure.hosmer_lemeshow import _diff_cov, _groups
+    from privstats.secure.hosmer_lemeshow import _diff_cov, _groups, _pooled, _v_floor
     from privstats.secure.leader_helper import SecureSpec
     from privstats.secure.noise import noise_variance_factor
 
@@ -479,12 +487,20 @@ def _plan_hl_secure(*, n, epsilon, groups=10, depth=6, **_) -> Option:
     G = ((c[None, :] >= starts[:, None]) & (c[None, :] <= ends[:, None])).astype(np.float64)
     C = _diff_cov(cov, k)
     a1, a0 = G * (1 - mid)[None, :], -G * mid[None, :]
-    S = a1 @ C @ a1.T + a0 @ C @ a0.T
-    e1, e0, d2 = G @ (per_cell * mid), G @ (per_cell * (1 - mid)), G @ (per_cell * mid * (1 - mid))
-    w = 1 / e1 + 1 / e0
-    var = 4 * np.sum(w**2 * d2 * np.diag(S)) + 2 * float(w @ (S**2) @ w)
+    M1, M0 = np.concatenate([a1, G * mid[None, :], G]), np.concatenate([a0, G * mid[None, :], G])
+    S = M1 @ C @ M1.T + M0 @ C @ M0.T
+    Q = G.shape[0]
+    var_r, floor = np.diag(S)[:Q], _v_floor(S, Q)
+    e1, t, d2 = G @ (per_cell * mid), G @ per_cell, G @ (per_cell * mid * (1 - mid))
+    g = np.random.default_rng(20261126)
+    r = g.standard_normal((4000, Q)) * np.sqrt(d2)
+    w, V = np.linalg.eigh(S)
+    z = (g.standard_normal((4000, 3 * Q)) * np.sqrt(np.maximum(w, 0.0))) @ V.T
+    target = np.sum(r**2 / np.maximum(e1 * (t - e1) / t, floor), axis=1)
+    est = _pooled(r + z[:, :Q], e1 + z[:, Q : 2 * Q], t + z[:, 2 * Q :], var_r, floor)
+    var = float(np.mean((est - target) ** 2))
     se_f = math.sqrt(float(np.mean(np.diag(cov)[:k]))) / n  # the pooled curve places the cuts
-    var += _hl_cut_variance(n, G @ (per_cell * mid) / (G @ per_cell), d2, int(depth), se_f)
+    var += _hl_cut_variance(n, e1 / t, np.maximum(d2, floor), int(depth), se_f)
     return Option(
         "secure",
         "hosmer-lemeshow-two-ecdfs+leader-helper",
