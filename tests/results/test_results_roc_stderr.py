@@ -42,7 +42,7 @@ def _ratio(model, eps, reps, **kw):
 @pytest.mark.parametrize("eps", [1.0, 0.5])
 def test_local_roc_stderr_matches_the_spread(eps):
     # 60 seeds: the sample sd's relative SE is ~9%, so [0.7, 1.5] is > 3 SE wide on each side
-    ratio, ests = _ratio("local", eps, 60)
+    ratio, _ = _ratio("local", eps, 60)
     assert 0.7 <= ratio <= 1.5
     assert local_roc_grid(569, 212, eps) <= 64  # was a 1,024-cell grid (its covariance took seconds)
 

@@ -202,7 +202,7 @@ def _smoothed_auc_stderr(pos, neg, covs, smoothing: str, rng) -> float:
     spread many times where smoothing binds (local model, AUC near 1: 1.25 against 0.05)."""
     gen = np.random.default_rng(None if rng is None else as_source(rng).uint64(2).tolist())
     curves = []
-    for cur, cov in zip((pos, neg), covs):
+    for cur, cov in zip((pos, neg), covs, strict=True):
         z = gen.standard_normal((ROC_DRAWS, cov.shape[0])) @ _noise_factor(cov).T
         curves.append(np.array([smooth(row, smoothing) for row in cur.probabilities + z]))
     tpr = np.concatenate(
