@@ -11,7 +11,7 @@ from scipy import stats
 
 from privstats.central import discrete_laplace_variance
 from privstats.estimate import Estimate
-from privstats.plan import Option, UselessResultWarning, check_model, warn_if_useless
+from privstats.plan import Option, UselessResultWarning, check_model
 from privstats.privacy import PureDP, discrete_laplace
 from privstats.privacy.randomness import RNGLike, as_source
 from privstats.stats.distribution.ecdf import ecdf
@@ -307,15 +307,17 @@ def hosmer_lemeshow(
     check_same_length(y_true=y, y_prob=p)
     c = Call.of("hosmer_lemeshow", locals(), y=y, p=p, L=L, Q=Q, B=B)
     est = choose("hosmer_lemeshow", model, "auto").run(c)
-    warn_if_useless(
-        "hosmer_lemeshow",
-        est.stderr,
-        n=int(y.size),
-        epsilon=epsilon,
-        model=model,
-        protocol=est.protocol,
-        stacklevel=3,
-    )
+    # H has no range: warn where the DP noise on a group's residual reaches its sampling spread
+    # n/(4Q) (central: twice the pooled residual's noise variance; secure: twice its median Var r)
+    need = est.details.get("n_needed") or math.ceil(8 * Q * float(np.median(est.details["var_O_minus_E"])))
+    if y.size < need:
+        warnings.warn(
+            f"hosmer_lemeshow ({model}): at epsilon={epsilon:g} with groups={Q} each group's residual "
+            f"carries DP noise comparable to its sampling spread unless n >= {need} (n = {y.size}): the "
+            "test has little power here; use fewer groups or a larger epsilon",
+            UselessResultWarning,
+            stacklevel=2,
+        )
     return est
 
 
@@ -372,14 +374,6 @@ def central_run(c: Call) -> Estimate:
     gen = np.random.default_rng(src.uint64(4).tolist() if rng is None else int(src.integers(2**62)))
     p_value, stderr = hl_pooled_uncertainty(E1n, E0n, O1n, O0n, acc, bootstrap=B, rng=gen)
     n_needed = hl_n_needed(epsilon, Q, L, budget)
-    if y.size < n_needed:
-        warnings.warn(
-            f"hosmer_lemeshow: at epsilon={epsilon:g} with groups={Q} each group's residual carries DP "
-            f"noise comparable to its sampling spread unless n >= {n_needed} (n = {y.size}): the test "
-            "has little power here; use fewer groups or a larger epsilon",
-            UselessResultWarning,
-            stacklevel=3,
-        )
     return Estimate(
         max(T, 0.0),
         stderr=stderr,
