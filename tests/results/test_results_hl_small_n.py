@@ -71,7 +71,6 @@ def test_hl_small_n_is_unbiased_with_honest_stderr_and_plan(data):
     assert 0.5 <= planned / rmse <= 2.0
 
 
-@pytest.mark.slow
 def test_hl_p_value_holds_its_level_at_small_n():
     reps = 200
     pv = []
@@ -97,7 +96,6 @@ def test_hl_warns_with_the_n_needed():
         privstats.hosmer_lemeshow(y, p, epsilon=8.0, bootstrap=200, rng=0)
 
 
-@pytest.mark.slow
 def test_secure_hl_small_n_stderr_plan_and_level():
     """Secure at n = 569, ε = 1: before, raw values of ±3,000 (plan 254, spread 2,860)."""
     y, p = _calibrated(569, 5)
