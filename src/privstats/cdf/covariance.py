@@ -66,15 +66,17 @@ def auc_variance(pos_raw, neg_raw, cov_pos, cov_neg) -> tuple[float, float]:
     return lin + cross, max(lin - cross, cross)
 
 
-def roc_points(pos: PrivateECDF, neg: PrivateECDF):
+def roc_points(pos: PrivateECDF, neg: PrivateECDF, covs=None):
     """The ROC curve of two class ECDFs (positives', negatives' scores): ``fpr, tpr, thresholds``
     ("predict positive when score > threshold"), the AUC of the released curves, the AUC of the raw
-    curves and the unbiased estimate of its variance (:func:`auc_variance`)."""
+    curves and the unbiased estimate of its variance (:func:`auc_variance`); ``covs``: the two raw
+    curves' covariances if already computed."""
     tau = pos.quantiles
     tpr = np.concatenate([[0.0], 1.0 - pos.probabilities[::-1], [1.0]])
     fpr = np.concatenate([[0.0], 1.0 - neg.probabilities[::-1], [1.0]])
     thresholds = np.concatenate([[np.inf], tau[::-1], [-np.inf]])
     auc = float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2))
     auc_raw, _, _ = _auc_terms(pos.raw, neg.raw)
-    _, var_hat = auc_variance(pos.raw, neg.raw, raw_covariance(pos), raw_covariance(neg))
+    cov_pos, cov_neg = (raw_covariance(pos), raw_covariance(neg)) if covs is None else covs
+    _, var_hat = auc_variance(pos.raw, neg.raw, cov_pos, cov_neg)
     return fpr, tpr, thresholds, auc, auc_raw, var_hat

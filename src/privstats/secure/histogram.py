@@ -317,7 +317,8 @@ def _open_hl(spec: SecureSpec, parts, meta: dict, groups: int, rng: RNGLike):
     r = hl_from_class_counts(
         pos, neg, cov, cov, spec.internal, spec.bounds[0], groups=groups, rng=gen, bootstrap=1000
     )
-    keys = ("p_value", "unbiased", "noise_bias", "E1", "E0", "O_minus_E", "dof", "quantisation")
+    keys = ["p_value", "unbiased", "noise_bias", "E1", "E0", "O_minus_E", "var_O_minus_E", "V_floor"]
+    keys += ["unbiased_classical", "dof", "quantisation"]
     return Estimate(
         max(r["unbiased"], 0.0),
         stderr=r["stderr"],

@@ -10,8 +10,11 @@ cell's midpoint):
 * the Q groups: cut at the (q/Q)-quantiles of the pooled (isotonic) curve;
 * per group g: r_g = O1_g − E1_g = Σ_{c∈g} (1 − p_c) d1_c − p_c d0_c (and O0 − E0 = −r_g),
   E1_g = Σ p_c (d1_c + d0_c), E0_g = Σ (1 − p_c)(d1_c + d0_c);
-* H = Σ_g r_g² (1/E1_g + 1/E0_g) (E floored at ``min_expected``), and its noise bias
-  Σ_g Var(r_g)(1/E1_g + 1/E0_g) removed, with Var(r_g) exact from the mechanism's covariance.
+* H = Σ_g r_g² (1/E1_g + 1/E0_g) (E floored at ``min_expected``, in ``H``); the estimate
+  (``unbiased``) is Σ_g (r_g² − Var r_g) / max(V_g, f_g), V_g = E1 E0 / n_g, with Var(r_g)
+  exact from the mechanism's covariance and f_g 3 noise sd of E: the noise share removed, and a
+  group's weight capped where the noise cannot resolve V (at small n dividing by a near-zero
+  noisy expected count made H vary by thousands).
 
 Uncertainty: the group statistics (r, E1, n) are linear in the released counts, with an exact
 joint noise covariance, so the stderr is the standard deviation of H when fresh (normal) noise of
@@ -52,6 +55,28 @@ def _groups(pooled_prefix: np.ndarray, groups: int) -> np.ndarray:
 def _group_sums(x: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Sums of x over the cells of each group ending at ``ends``."""
     return np.diff(np.cumsum(x)[ends], prepend=0.0)
+
+
+def _pooled(r: np.ndarray, m: np.ndarray, t: np.ndarray, var_r: np.ndarray, floor: np.ndarray) -> np.ndarray:
+    """Σ_g (r_g² − Var r_g) / max(V_g, floor_g), V_g = E1 E0 / n the group's binomial variance.
+
+    With V_g ≥ floor_g (3 noise sd of E1 or E0, :func:`_v_floor`) a term is the classical
+    r²(1/E1 + 1/E0) minus its noise share; below it (groups whose V the noise cannot resolve)
+    the weight is capped instead of dividing by a near-zero noisy expected count.
+
+    >>> float(_pooled(np.array([10.0]), np.array([30.0]), np.array([60.0]), np.array([1.0]), np.array([2.0])))
+    6.6
+    """
+    e1, e0 = np.maximum(m, 0.0), np.maximum(t - m, 0.0)
+    V = np.maximum(np.maximum(e1 * e0 / np.maximum(e1 + e0, 1e-12), floor), 1e-12)
+    return np.sum((r**2 - var_r) / V, axis=-1)
+
+
+def _v_floor(S: np.ndarray, Q: int) -> np.ndarray:
+    """3 noise sd of the larger of E1 = m and E0 = t − m per group, from the (r, m, t) covariance."""
+    var_m = np.diag(S)[Q : 2 * Q]
+    var_e0 = var_m + np.diag(S)[2 * Q :] - 2 * np.diag(S[Q : 2 * Q, 2 * Q :])
+    return 3 * np.sqrt(np.maximum(var_m, var_e0))
 
 
 def hl_from_class_counts(
@@ -97,14 +122,12 @@ def hl_from_class_counts(
     M0 = np.concatenate([a0, G * mid[None, :], G])
     S = M1 @ C1 @ M1.T + M0 @ C0 @ M0.T
     w, V = np.linalg.eigh(S)
-
-    def h_of(r: np.ndarray, m: np.ndarray, t: np.ndarray) -> np.ndarray:
-        e1, e0 = np.maximum(m, min_expected), np.maximum(t - m, min_expected)
-        return np.sum(r**2 * (1 / e1 + 1 / e0), axis=-1)
+    floor = _v_floor(S, Q)
+    pooled = float(_pooled(r_obs, m_obs, t_obs, var_r, floor))
 
     def noisy(r: np.ndarray, m: np.ndarray, t: np.ndarray) -> np.ndarray:
         z = (gen.standard_normal((bootstrap, 3 * Q)) * np.sqrt(np.maximum(w, 0.0))) @ V.T
-        return h_of(r + z[:, :Q], m + z[:, Q : 2 * Q], t + z[:, 2 * Q :])
+        return _pooled(r + z[:, :Q], m + z[:, Q : 2 * Q], t + z[:, 2 * Q :], var_r, floor)
 
     # plug-in truth: the released sums, the residual shrunk by its noise variance (not counted twice)
     r_plug = np.sign(r_obs) * np.sqrt(np.maximum(r_obs**2 - var_r, 0.0))
@@ -116,15 +139,17 @@ def hl_from_class_counts(
     null = noisy(r_null, prob * t_int, t_int.astype(np.float64))
     return {
         "H": H,
-        "unbiased": H - bias,
+        "unbiased": pooled,
+        "unbiased_classical": H - bias,
         "noise_bias": bias,
         "stderr": float(np.std(sims, ddof=1)),
-        "p_value": float((1 + np.sum(null >= H)) / (1 + bootstrap)),
+        "p_value": float((1 + np.sum(null >= pooled)) / (1 + bootstrap)),
         "group_ends": ends,
         "E1": e1,
         "E0": e0,
         "O_minus_E": r_obs,
         "var_O_minus_E": var_r,
+        "V_floor": floor,
         "dof": groups - 2,
         "quantisation": float(np.max(np.diff(edges))) / 2,
     }

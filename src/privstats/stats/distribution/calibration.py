@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from functools import lru_cache
 
 import numpy as np
@@ -10,7 +11,7 @@ from scipy import stats
 
 from privstats.central import discrete_laplace_variance
 from privstats.estimate import Estimate
-from privstats.plan import Option, check_model, warn_if_useless
+from privstats.plan import Option, UselessResultWarning, check_model
 from privstats.privacy import PureDP, discrete_laplace
 from privstats.privacy.randomness import RNGLike, as_source
 from privstats.stats.distribution.ecdf import ecdf
@@ -113,6 +114,51 @@ def _hl_statistic(E1, E0, O1, O0, min_expected):
     return np.sum((O1 - E1c) ** 2 / E1c + (O0 - E0c) ** 2 / E0c, axis=-1)
 
 
+def _hl_pooled(E1n, E0n, O1n, O0n, s2: float, floor: float, debias: bool = True):
+    """Noise-aware H from released sums (any leading axes): Σ_g (d_g² − s²) / max(V_g, floor).
+
+    d_g = ((O1 − E1) − (O0 − E0)) / 2 pools the two released residuals of group g (in truth
+    O0 − E0 = −(O1 − E1)), so its DP noise variance is s² (half a residual's); subtracting s²
+    removes the noise's share of d². V_g = E1 E0 / (E1 + E0) is the group's binomial variance
+    n_g π_g (1 − π_g), so with V_g ≥ ``floor`` every term is the classical (O−E)²/E pair; below
+    it (groups whose V the noise cannot resolve, ``floor`` = 3 noise sd of E) the weight is capped
+    instead of dividing noise by a near-zero noisy expected count.  ``debias=False`` on true
+    sums gives the estimand Σ d_g² / max(V_g, floor).
+
+    >>> float(_hl_pooled(np.array([30.0]), np.array([30.0]), np.array([40.0]), np.array([20.0]), 1.0, 2.0))
+    6.6
+    """
+    d = ((O1n - E1n) - (O0n - E0n)) / 2
+    e1, e0 = np.maximum(E1n, 0.0), np.maximum(E0n, 0.0)
+    V = np.maximum(e1 * e0 / np.maximum(e1 + e0, 1e-12), floor)
+    return np.sum((d**2 - (s2 if debias else 0.0)) / V, axis=-1)
+
+
+def hl_noise_parts(accounting: dict) -> tuple[float, float]:
+    """(s², floor) of :func:`_hl_pooled`: the pooled residual's noise variance and 3 noise sd of E."""
+    var_e = discrete_laplace_variance(float(accounting["scale_expected_steps"])) / HL_STEPS**2
+    return hl_noise_var(accounting) / 2, 3 * math.sqrt(var_e)
+
+
+def hl_noise_var(accounting: dict) -> float:
+    """Variance of one released O-minus-E residual: discrete Laplace noise of O plus that of E."""
+    return (
+        discrete_laplace_variance(float(accounting["scale_observed"]))
+        + discrete_laplace_variance(float(accounting["scale_expected_steps"])) / HL_STEPS**2
+    )
+
+
+def hl_n_needed(epsilon: float, groups: int, depth: int, budget: str = "split") -> int:
+    """Smallest n at which a middle group's sampling variance (n/Q)·¼ exceeds 2× its residual's DP
+    noise variance s², below which the private test has little power whatever the model.
+
+    >>> hl_n_needed(1.0, 10, 10) > 569
+    True
+    """
+    s2 = hl_noise_var(hosmer_lemeshow_accounting(epsilon, depth, budget)) / 2
+    return math.ceil(8 * groups * s2)
+
+
 def _hl_simulate(E1, E0, O1, O0, scale_e_steps, scale_o, min_expected, gen, reps):
     """H of ``reps`` re-noised copies of the given true-count plug-ins (post-processing only)."""
     Q = E1.size
@@ -154,6 +200,40 @@ def hl_uncertainty(
         d = O - E
         plug.append(E + np.sign(d) * np.sqrt(np.maximum(d**2 - var_o - var_e, 0.0)) if shrink else O)
     sims = _hl_simulate(E1h, E0h, plug[0], plug[1], scale_e, scale_o, min_expected, gen, bootstrap)
+    return p_value, float(np.std(sims, ddof=1))
+
+
+def _hl_renoise(E1, E0, d, acc: dict, gen, reps: int):
+    """:func:`_hl_pooled` of ``reps`` releases of true sums (E1, E0, O1 = E1 + d, O0 = E0 − d)."""
+    scale_e, scale_o = float(acc["scale_expected_steps"]), float(acc["scale_observed"])
+    Q = np.shape(E1)[-1]
+    ne = _dlap_sim(gen, scale_e, (reps, 2, Q)) / HL_STEPS
+    no = _dlap_sim(gen, scale_o, (reps, 2, Q))
+    return _hl_pooled(
+        E1 + ne[:, 0], E0 + ne[:, 1], E1 + d + no[:, 0], E0 - d + no[:, 1], *hl_noise_parts(acc)
+    )
+
+
+def hl_pooled_uncertainty(E1n, E0n, O1n, O0n, acc: dict, *, bootstrap: int = 2000, rng=None):
+    """(p-value, stderr) of :func:`_hl_pooled` from the released sums (post-processing only).
+
+    p-value: the statistic's null law simulated at the released group sizes n_g and mean
+    probabilities π_g (positives Binomial(n_g, π_g), then the same DP noise); stderr: the spread
+    of re-noised plug-in sums whose residual is the released one shrunk by its noise variance.
+    """
+    gen = np.random.default_rng(rng)
+    s2, floor = hl_noise_parts(acc)
+    T = float(_hl_pooled(E1n, E0n, O1n, O0n, s2, floor))
+    e1, e0 = np.maximum(E1n, 0.0), np.maximum(E0n, 0.0)
+    n_q = np.maximum(np.rint((e1 + e0 + np.maximum(O1n, 0) + np.maximum(O0n, 0)) / 2), 1).astype(np.int64)
+    pi = np.clip(e1 / np.maximum(e1 + e0, 1e-12), 0.0, 1.0)
+    E1t, E0t = n_q * pi, n_q * (1 - pi)
+    d_null = gen.binomial(n_q, pi, size=(bootstrap, n_q.size)) - E1t
+    null = _hl_renoise(E1t, E0t, d_null, acc, gen, bootstrap)
+    p_value = float((1 + np.count_nonzero(null >= T)) / (1 + bootstrap))
+    d = ((O1n - E1n) - (O0n - E0n)) / 2
+    d_plug = np.sign(d) * np.sqrt(np.maximum(d**2 - s2, 0.0))
+    sims = _hl_renoise(e1, e0, d_plug, acc, gen, bootstrap)
     return p_value, float(np.std(sims, ddof=1))
 
 
@@ -227,15 +307,17 @@ def hosmer_lemeshow(
     check_same_length(y_true=y, y_prob=p)
     c = Call.of("hosmer_lemeshow", locals(), y=y, p=p, L=L, Q=Q, B=B)
     est = choose("hosmer_lemeshow", model, "auto").run(c)
-    warn_if_useless(
-        "hosmer_lemeshow",
-        est.stderr,
-        n=int(y.size),
-        epsilon=epsilon,
-        model=model,
-        protocol=est.protocol,
-        stacklevel=3,
-    )
+    # H has no range: warn where the DP noise on a group's residual reaches its sampling spread
+    # n/(4Q) (central: twice the pooled residual's noise variance; secure: twice its median Var r)
+    need = est.details.get("n_needed") or math.ceil(8 * Q * float(np.median(est.details["var_O_minus_E"])))
+    if y.size < need:
+        warnings.warn(
+            f"hosmer_lemeshow ({model}): at epsilon={epsilon:g} with groups={Q} each group's residual "
+            f"carries DP noise comparable to its sampling spread unless n >= {need} (n = {y.size}): the "
+            "test has little power here; use fewer groups or a larger epsilon",
+            UselessResultWarning,
+            stacklevel=2,
+        )
     return est
 
 
@@ -286,16 +368,14 @@ def central_run(c: Call) -> Estimate:
     curve, cuts, E1n, E0n, O1n, O0n = _noisy_sums(c, acc, src)
     H = float(_hl_statistic(E1n, E0n, O1n, O0n, min_expected))
     # the noise adds about (var_O + var_E)/E to each of the 2Q cells in expectation: remove it
-    noise_var = (
-        discrete_laplace_variance(float(acc["scale_observed"]))
-        + discrete_laplace_variance(float(acc["scale_expected_steps"])) / HL_STEPS**2
-    )
+    noise_var = hl_noise_var(acc)
     H_unbiased = H - float(np.sum(noise_var / np.maximum(np.r_[E1n, E0n], min_expected)))
-
+    T = float(_hl_pooled(E1n, E0n, O1n, O0n, *hl_noise_parts(acc)))
     gen = np.random.default_rng(src.uint64(4).tolist() if rng is None else int(src.integers(2**62)))
-    p_value, stderr = hl_uncertainty(E1n, E0n, O1n, O0n, acc, min_expected=min_expected, bootstrap=B, rng=gen)
+    p_value, stderr = hl_pooled_uncertainty(E1n, E0n, O1n, O0n, acc, bootstrap=B, rng=gen)
+    n_needed = hl_n_needed(epsilon, Q, L, budget)
     return Estimate(
-        max(H_unbiased, 0.0),
+        max(T, 0.0),
         stderr=stderr,
         support=(0.0, math.inf),
         guarantee=acc["total"],
@@ -315,7 +395,9 @@ def central_run(c: Call) -> Estimate:
         details={
             "p_value": p_value,
             "p_value_chi2": float(stats.chi2.sf(H, Q - 2)),
-            "unbiased": H_unbiased,
+            "unbiased": T,
+            "unbiased_classical": H_unbiased,
+            "n_needed": n_needed,
             "H_plain": H,
             "noise_bias": H - H_unbiased,
             "thresholds": cuts,
@@ -325,8 +407,8 @@ def central_run(c: Call) -> Estimate:
             "O0": O0n,
             "dof": Q - 2,
             "accounting": acc,
-            "p_value_method": "parametric bootstrap under calibration (Binomial) with DP noise",
-            "stderr_method": "parametric bootstrap of the DP noise at shrunk plug-in sums",
+            "p_value_method": "simulated null law of the pooled statistic (Binomial groups, DP noise)",
+            "stderr_method": "parametric bootstrap of the DP noise at shrunk plug-in residuals",
         },
     )
 
@@ -351,25 +433,21 @@ def _hl_cut_variance(n: int, pi: np.ndarray, d2: np.ndarray, depth: int, se_f: f
 
 @lru_cache(maxsize=64)
 def _hl_central_rmse(n: int, epsilon: float, groups: int, depth: int, pi: tuple[float, ...]) -> float:
-    """RMS error of the debiased H: the released sums drawn 4000 times from their law (positives per
-    group Binomial(n_g, π) of a calibrated model, the sums' discrete Laplace noise, E floored as
-    :func:`hosmer_lemeshow` does) with a fixed seed — the 1/E nonlinearity at small expected
+    """RMS error of :func:`_hl_pooled` about its estimand: the released sums drawn 4000 times from
+    their law (positives per group Binomial(n_g, π) of a calibrated model, the sums' discrete
+    Laplace noise, V floored as :func:`_hl_pooled` does) with a fixed seed — the 1/E nonlinearity at small expected
     counts has no closed form — plus the private cuts' share (:func:`_hl_cut_variance`)."""
     acc = hosmer_lemeshow_accounting(epsilon, depth, "split")
-    scale_e, scale_o = float(acc["scale_expected_steps"]), float(acc["scale_observed"])
-    var_noise = discrete_laplace_variance(scale_o) + discrete_laplace_variance(scale_e) / HL_STEPS**2
+    s2, floor = hl_noise_parts(acc)
     p = np.asarray(pi)
     size = max(round(n / groups), 1)
-    e1, e0, d2 = size * p, size * (1 - p), size * p * (1 - p)
+    e1, e0 = size * p, size * (1 - p)
     g = np.random.default_rng(20261125)
     d = g.binomial(size, p, (4000, groups)) - e1  # O1 − E1 of calibrated data
-    true = _hl_statistic(e1, e0, e1 + d, e0 - d, 0.5)
-    ne = _dlap_sim(g, scale_e, (4000, 2, groups)) / HL_STEPS
-    no = _dlap_sim(g, scale_o, (4000, 2, groups))
-    E1n, E0n = e1 + ne[:, 0], e0 + ne[:, 1]
-    H = _hl_statistic(E1n, E0n, e1 + d + no[:, 0], e0 - d + no[:, 1], 0.5)
-    H = H - var_noise * np.sum(1 / np.maximum(np.c_[E1n, E0n], 0.5), axis=1)
+    true = _hl_pooled(e1, e0, e1 + d, e0 - d, s2, floor, debias=False)
+    H = _hl_renoise(e1, e0, d, acc, g, 4000)
     _, se_f = _central_curve(n, float(acc["epsilon_quantile"]), 1 << depth)
+    d2 = np.maximum(size * p * (1 - p), floor)
     return math.sqrt(float(np.mean((H - true) ** 2)) + _hl_cut_variance(n, p, d2, depth, se_f))
 
 
@@ -382,12 +460,13 @@ def _plan_hl_central(*, n, epsilon, groups=10, depth=10, mean_probabilities=None
 
 
 def _plan_hl_secure(*, n, epsilon, groups=10, depth=6, **_) -> Option:
-    """Noise stderr of H = Σ r_g² w_g from the two class curves (w = 1/E1 + 1/E0): with the
-    residuals' exact noise covariance S (Gaussian), Var H = 4 Σ w² E[d²] S_gg + 2 Σ w_g w_h S_gh²,
-    at probabilities uniform on (0, 1) (the grid's cells share n evenly) and a calibrated model."""
+    """RMS error of the secure estimate (:func:`privstats.secure.hosmer_lemeshow._pooled`) about
+    its estimand Σ r² / max(V, floor), simulated 4000 times with a fixed seed: probabilities uniform
+    on (0, 1) (the grid's cells share n evenly), a calibrated model (r ~ N(0, V)), the group sums'
+    exact noise covariance (Gaussian), plus the private cuts' share (:func:`_hl_cut_variance`)."""
     from privstats.secure.aggregation import DistributedNoiseMechanism
     from privstats.secure.histogram import SecureSpec, report_bits
-    from privstats.secure.hosmer_lemeshow import _diff_cov, _groups
+    from privstats.secure.hosmer_lemeshow import _diff_cov, _groups, _pooled, _v_floor
     from privstats.secure.noise import noise_variance_factor
 
     spec = SecureSpec("hosmer_lemeshow", epsilon=epsilon, bounds=(0.0, 1.0), grid=1 << int(depth))
@@ -402,12 +481,20 @@ def _plan_hl_secure(*, n, epsilon, groups=10, depth=6, **_) -> Option:
     G = ((c[None, :] >= starts[:, None]) & (c[None, :] <= ends[:, None])).astype(np.float64)
     C = _diff_cov(cov, k)
     a1, a0 = G * (1 - mid)[None, :], -G * mid[None, :]
-    S = a1 @ C @ a1.T + a0 @ C @ a0.T
-    e1, e0, d2 = G @ (per_cell * mid), G @ (per_cell * (1 - mid)), G @ (per_cell * mid * (1 - mid))
-    w = 1 / e1 + 1 / e0
-    var = 4 * np.sum(w**2 * d2 * np.diag(S)) + 2 * float(w @ (S**2) @ w)
+    M1, M0 = np.concatenate([a1, G * mid[None, :], G]), np.concatenate([a0, G * mid[None, :], G])
+    S = M1 @ C @ M1.T + M0 @ C @ M0.T
+    Q = G.shape[0]
+    var_r, floor = np.diag(S)[:Q], _v_floor(S, Q)
+    e1, t, d2 = G @ (per_cell * mid), G @ per_cell, G @ (per_cell * mid * (1 - mid))
+    g = np.random.default_rng(20261126)
+    r = g.standard_normal((4000, Q)) * np.sqrt(d2)
+    w, V = np.linalg.eigh(S)
+    z = (g.standard_normal((4000, 3 * Q)) * np.sqrt(np.maximum(w, 0.0))) @ V.T
+    target = np.sum(r**2 / np.maximum(e1 * (t - e1) / t, floor), axis=1)
+    est = _pooled(r + z[:, :Q], e1 + z[:, Q : 2 * Q], t + z[:, 2 * Q :], var_r, floor)
+    var = float(np.mean((est - target) ** 2))
     se_f = math.sqrt(float(np.mean(np.diag(cov)[:k]))) / n  # the pooled curve places the cuts
-    var += _hl_cut_variance(n, G @ (per_cell * mid) / (G @ per_cell), d2, int(depth), se_f)
+    var += _hl_cut_variance(n, e1 / t, np.maximum(d2, floor), int(depth), se_f)
     return Option(
         "secure",
         "hosmer-lemeshow-two-ecdfs+dap-09+prio3",
