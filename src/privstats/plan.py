@@ -194,7 +194,10 @@ class Plan(list):
     @property
     def best(self) -> Option:
         if not self:
-            raise ValueError(f"no protocol can compute {self.statistic} with these parameters")
+            raise ValueError(
+                f"no protocol can compute {self.statistic} with these parameters "
+                f"(n={self.n}, epsilon={self.epsilon:g}, delta={self.delta:g})"
+            )
         return self[0]
 
     def for_model(self, model: str) -> Plan:
@@ -288,6 +291,9 @@ def plan(
     n, epsilon, delta, bounds, options = check_plan_args(statistic, n, epsilon, delta, bounds, options)
     if model is not None:
         check_model(statistic, model)
+        from privstats.validation import check_epsilon
+
+        check_epsilon(epsilon, model=model)  # local/shuffle: e^ε must fit a float
     _load(statistic)
     out: list[Option] = []
     for m, proto, fn in _REGISTRY.get(statistic, []):
