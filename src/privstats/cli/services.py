@@ -213,6 +213,7 @@ def _service_command(args) -> int:
 def _task_new(args) -> int:
     from privstats.services.tasks import new_task, write_task
 
+    _check_task_numbers(args)
     params: dict = {}
     if args.domain_size is not None:
         params["domain_size"] = args.domain_size
@@ -251,6 +252,17 @@ def _task_new(args) -> int:
     for party, path in paths.items():
         print(f"  {party:<9} {path}")
     return 0
+
+
+def _check_task_numbers(args) -> None:
+    """The numeric options of ``task new``, named, before any protocol is calibrated with them."""
+    from privstats.validation import MAX_GRID, check_domain_size, check_epsilon, check_positive_int
+
+    check_epsilon(args.epsilon, "--epsilon", model=args.model)  # local/shuffle: e^ε must fit a float
+    if args.domain_size is not None:
+        check_domain_size(args.domain_size, "--domain-size")
+    if args.grid is not None:
+        check_positive_int(args.grid, "--grid", minimum=2, maximum=MAX_GRID)
 
 
 def _submit(args) -> int:
