@@ -101,18 +101,34 @@ class Estimate:
 
     Attributes
     ----------
-    value : the estimate (a float, or an array over the domain).
-    stderr : its standard error (same shape), from the exact variance where one
-        is known, else a plug-in; ``None`` when none can be derived.
-    guarantee : the privacy guarantee spent to produce it.
-    model : trust model, one of ``local``, ``shuffle``, ``secure``, ``central``.
-    protocol : protocol name; ``params`` its parameters (chosen or given).
-    n : number of users (records) that contributed.
-    messages_per_user, bits_per_user : communication cost per user (0 for central).
-    neighbours : the neighbouring relation of the guarantee (``replace`` or ``add-remove``).
-    details : protocol-specific extras (e.g. curves, intermediate counts); ``details["unbiased"]``
+    value : float or numpy.ndarray
+        The estimate (a float, or an array over the domain).
+    stderr : float, numpy.ndarray or None
+        Its standard error (same shape), from the exact variance where one is known, else a
+        plug-in; ``None`` when none can be derived.
+    guarantee : Guarantee or None
+        The privacy guarantee spent to produce it.
+    model : str
+        Trust model, one of ``local``, ``shuffle``, ``secure``, ``central``.
+    protocol : str
+        Protocol name.
+    params : dict
+        The protocol's parameters (chosen or given).
+    n : int or None
+        Number of users (records) that contributed.
+    messages_per_user : float or None
+        Messages each user sends (0 for central).
+    bits_per_user : float or None
+        Bits each user sends (0 for central).
+    neighbours : str
+        The neighbouring relation of the guarantee (``replace`` or ``add-remove``).
+    details : dict
+        Protocol-specific extras (e.g. curves, intermediate counts); ``details["unbiased"]``
         holds the raw value when ``value`` was post-processed into the statistic's range.
-    support : ``(lo, hi)``, the statistic's range; confidence intervals are intersected with it.
+    support : tuple of float or None
+        ``(lo, hi)``, the statistic's range; confidence intervals are intersected with it.
+    clipped : bool
+        Whether post-processing into the range changed the value (``unclipped`` is the raw value).
     """
 
     value: Any

@@ -94,3 +94,17 @@ def test_to_dict_flags_clipped_values():
     assert constrain(Estimate(1.2, stderr=0.1), 0.0, 1.0).to_dict()["clipped"] is True
     assert "clipped" not in constrain(Estimate(0.2, stderr=0.1), 0.0, 1.0).to_dict()
     assert math.isfinite(constrain(Estimate(1.2, stderr=0.1), 0.0, 1.0).ci()[0])
+
+
+def test_estimate_attribute_table_is_numpy_style():
+    """Each attribute is ``name : type`` with an indented description (mkdocstrings renders a table)."""
+    import dataclasses
+    import inspect
+
+    lines = inspect.getdoc(Estimate).split("----------\n", 1)[1].splitlines()
+    names = []
+    for i, line in enumerate(lines):
+        if " : " in line and not line.startswith(" "):
+            names.append(line.split(" : ")[0])
+            assert lines[i + 1].startswith("    "), line  # description on its own indented line
+    assert {f.name for f in dataclasses.fields(Estimate)} <= set(names)
