@@ -111,3 +111,20 @@ def test_serve_prints_role_url_and_task_id(tmp_path):
         proc.terminate()
         proc.wait(timeout=30)
     assert "collector" in line and task_id in line and "http://" in line
+
+
+@pytest.mark.timeout(300)
+def test_demo_rows_flag_clipping_and_carry_uncertainty():
+    from privstats import demo
+
+    result = demo.collect("tiny", seed=2024, scenarios=["auc", "roc", "summarization"], epsilons=(1.0,))
+    rows = {(r["statistic"], r["model"]): r for r in result.rows}
+    for r in result.rows:
+        assert isinstance(r["clipped"], bool)
+        assert r["clipped"] == ("†" in r["protocol"]) == ("clipped into the range" in r["note"])
+    auc = [r for r in result.rows if r["statistic"] == "AUC"]
+    assert any(r["clipped"] for r in auc)  # the default seed: breast cancer AUC 0.996, raw values past 1
+    assert all(r["stderr"] is not None and r["stderr"] > 0 for r in result.rows if "ROC" in r["statistic"])
+    summary = rows[("summary MMD² (vs greedy)", "secure")]
+    assert summary["stderr"] is not None and summary["stderr"] > 0
+    assert "/party" not in summary["privacy"] and not summary["privacy"].startswith("0")
