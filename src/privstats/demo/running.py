@@ -255,7 +255,7 @@ class _Context:
             except Exception as exc:  # extras are decoration only
                 row["note"] = (row["note"] + f" (extras failed: {exc})").strip()
         row["clipped"] = _shows_clipped(est, private)
-        if row["clipped"]:
+        if row["clipped"] and est is not None:
             row["protocol"] = f"{row['protocol']} †"  # the value was clipped into the statistic's range
             raw = f"† clipped into the range (raw {_float(est.unclipped):.4g})"
             row["note"] = f"{row['note']}; {raw}" if row["note"] else raw

@@ -36,15 +36,15 @@ def scenario_summarization(ctx: _Context) -> None:
         protocol = f"private auction + {sketch}"
         if res.method == "uniform":
             protocol = "uniform sampling (the planner's fallback: the sketch would not beat it)"
-        out = {
+        out: dict = {
             "protocol": protocol,
             "accessed": int(res.accessed),
             "note": (
                 f"digits, 5 owners, {size} points; exact = non-private greedy; "
-                f"uniform sampling {uniform.mmd2:.3g}; curator saw {int(res.accessed)} raw points"
+                f"uniform sampling {uniform.mmd2:.3g}; curator saw {int(res.accessed)} raw points; "
+                f"std error = spread of MMD² over {REPEATS} seeds"
             ),
         }
-        out["note"] += f"; std error = spread of MMD² over {REPEATS} seeds"
         if g is not None:
             eps_spent, delta = float(g.epsilon), float(getattr(g, "delta", 0.0))
             label = f"{eps_spent:g}" + (f" ({delta:.0e})" if delta else "") + " per party"
