@@ -502,6 +502,9 @@ def soundness_problem(result: Any) -> str | None:
                     return p
             if r.stderr is not None and np.any(r.stderr < 0):
                 return "stderr is negative"
+            probs = np.asarray(r.probabilities, dtype=np.float64)
+            if np.any(probs < 0) or np.any(probs > 1):
+                return "ECDF probabilities outside [0, 1]"
             p = soundness_problem(r.estimate) if r.estimate is not None else None
             if p:
                 return p
