@@ -21,7 +21,6 @@ import numpy as np
 
 from privstats.validation import (
     MAX_CELLS,
-    MAX_GRID,
     check_array,
     check_bounds,
     check_delta,
@@ -32,11 +31,24 @@ from privstats.validation import (
     check_real,
 )
 
-__all__ = ["MAX_PLAN_N", "check_plan_args"]
+__all__ = ["MAX_PLAN_GRID", "MAX_PLAN_N", "check_plan_args"]
 
 MAX_PLAN_N = 10**10
 """Largest number of users a plan is made for (more than the world's population); the shuffle
 accountants' binomial sums grow with n, so a larger n would run for minutes."""
+
+
+MAX_PLAN_GRID = 1 << 14
+"""Largest ECDF / quantile / ROC grid a plan is made for: the local hierarchical-histogram
+prediction costs time linear in the grid (12 s at 2¹⁴ on one core), so a finer grid would hang."""
+
+
+_SLOW_PREDICTIONS = (
+    ("range_counts", "domain", 1 << 12),  # 4 s at 2¹², over 30 s at 2¹⁶
+    ("roc_curve", "grid", 1 << 10),  # 2.4 s at 2¹⁰, over 30 s at 2¹²
+    ("heavy_hitters", "domain", 1 << 20),  # 0.8 s at 2²⁰, over 40 s at 2²⁸
+    ("frequencies", "domain", 1 << 24),  # 2.3 s at 2²⁴, 20 s at 2²⁸
+)
 
 
 def _check_n(n: Any) -> int:
@@ -105,13 +117,13 @@ def _checks(n: int) -> dict[str, Callable[[Any, str], Any]]:
         "q": _levels,
         "domain": lambda v, name: v if isinstance(v, (list, tuple)) else check_domain_size(v, name),
         "domain_size": lambda v, name: check_domain_size(v, name),
-        "grid": count(2, MAX_GRID),
-        "bins": count(2, 1 << 12),  # k = bins (or bins² for Kendall) categories, each a dense count
+        "grid": count(2, MAX_PLAN_GRID),
+        "bins": count(2, 1 << 20),  # k = bins categories (Kendall: bins², capped below)
         "n_pos": count(1, n - 1),
         "P": count(1, max(1, MAX_CELLS // n)),
         "n_servers": count(2, 1024),
         "groups": count(2, max(2, min(n, 1 << 16))),
-        "depth": count(1, 24),
+        "depth": count(1, 12),  # HL's grid of 2^depth cells: the secure prediction is dense (2^depth)²
         "mean_fraction": _open_fraction,
         "ci_fraction": _open_fraction,
         "lipschitz": _positive,
@@ -137,6 +149,11 @@ def check_plan_args(statistic: str, n: Any, epsilon: Any, delta: Any, bounds: An
             continue  # an option given as None takes its default
         check = checks.get(name)
         out[name] = value if check is None else check(value, name)
-    if statistic == "range_counts" and isinstance(out.get("domain"), int):
-        out["domain"] = check_positive_int(out["domain"], "domain", minimum=2, maximum=MAX_GRID)
+    if statistic == "kendall_tau" and "bins" in out:  # bins² joint categories
+        out["bins"] = check_positive_int(out["bins"], "bins", minimum=2, maximum=1 << 10)
+    # the predictions whose cost grows with the domain or grid (measured on one core, n = 10⁴): a larger
+    # value ran past a minute, so it is refused with its cap named rather than left to hang
+    for stat, name, cap in _SLOW_PREDICTIONS:
+        if statistic == stat and isinstance(out.get(name), int):
+            out[name] = check_positive_int(out[name], name, minimum=2, maximum=cap)
     return n, epsilon, delta, bounds, out

@@ -62,3 +62,20 @@ def test_plan_huge_epsilon_keeps_the_models_that_can_run():
     p = privstats.plan("frequencies", n=1000, epsilon=1e6, domain=8, warn=False)
     assert [o.model for o in p] == ["central"]
     assert plan_problem(p) is None
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    ("statistic", "option", "value"),
+    [
+        ("ecdf", "grid", 1 << 24),
+        ("roc_curve", "grid", 1 << 14),
+        ("range_counts", "domain", 1 << 24),
+        ("heavy_hitters", "domain", 1 << 28),
+        ("hosmer_lemeshow", "depth", 16),
+    ],
+)
+def test_plan_refuses_sizes_whose_prediction_would_hang(statistic, option, value):
+    """Valid-looking sizes whose prediction ran for minutes (or asked for 32 GiB) are refused, named."""
+    with pytest.raises(ValueError, match=option):
+        plan_call(statistic, **{option: value})
