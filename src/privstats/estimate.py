@@ -6,8 +6,11 @@
 [0.6804, 0.7196]
 
 Results stay inside the statistic's range by default (:func:`constrain`): the value is
-clipped, the unbiased raw value kept in ``details["unbiased"]``, and ``ci`` is intersected
-with ``support``.  Where the noise law is known and dominates (``details["ci_law"]``:
+clipped, the unbiased raw value kept in ``details["unbiased"]`` (``est.unclipped``; ``est.clipped``
+says whether clipping changed it), and ``ci`` is built around the raw value and intersected with
+``support``; where the raw interval misses the range it is the interval at the nearest end, so an
+interval has zero width only when the standard error is 0.  Where the noise law is known and
+dominates (``details["ci_law"]``:
 Laplace of a given scale, plus a normal part), ``ci`` uses its exact quantile instead of
 the normal one (±2.12σ for pure Laplace at 95%, not ±1.96σ).
 """
@@ -63,24 +66,69 @@ def laplace_normal_halfwidth(level: float, laplace_scale: float, normal_sd: floa
     return float(brentq(lambda h: _laplace_normal_central(h, b, s) - level, 0.0, hi, xtol=1e-12 * hi))
 
 
+def _discrete_laplace_halfwidth(level: float, scale: float) -> int:
+    """The smallest k with P(|X| <= k) >= level for P(X = k) ∝ a^|k|, a = e^(-1/scale)
+    (P(|X| <= k) = 1 - 2a^(k+1)/(1+a)); 0 when the noise is (numerically) never non-zero."""
+    a = math.exp(-1.0 / scale) if scale > 0 else 0.0
+    if a <= 0.0 or 2 * a / (1 + a) <= 1 - level:
+        return 0
+    if a >= 1.0:
+        raise ValueError(f"discrete Laplace scale {scale!r} is too large for an interval")
+    return max(math.ceil(math.log((1 - level) * (1 + a) / 2) / math.log(a) - 1), 0)
+
+
+def _inside(lo: Any, hi: Any, h: Any, support: tuple[float, float] | None) -> tuple[Any, Any]:
+    """The interval ``[lo, hi]`` of the raw (unclipped) value, made to meet the range ``support``.
+
+    Where the raw interval lies wholly outside the range (the raw value more than ``h`` beyond an
+    end), the interval at that end, ``[end - h, end]`` or ``[end, end + h]``, is used instead of the
+    empty intersection: every true value in the range within ``h`` of the end is covered, and the
+    interval has zero width only where ``h`` is 0.
+    """
+    if support is None:
+        return lo, hi
+    a, b = float(support[0]), float(support[1])
+    lo, hi, h = (np.asarray(t, dtype=float) for t in (lo, hi, h))
+    above, below = lo > b, hi < a
+    lo = np.where(above, b - h, np.where(below, a, lo))
+    hi = np.where(above, b, np.where(below, a + h, hi))
+    return (float(lo), float(hi)) if lo.ndim == 0 else (lo, hi)
+
+
 @dataclass(frozen=True)
 class Estimate:
     """A private estimate and everything needed to interpret it.
 
     Attributes
     ----------
-    value : the estimate (a float, or an array over the domain).
-    stderr : its standard error (same shape), from the exact variance where one
-        is known, else a plug-in; ``None`` when none can be derived.
-    guarantee : the privacy guarantee spent to produce it.
-    model : trust model, one of ``local``, ``shuffle``, ``secure``, ``central``.
-    protocol : protocol name; ``params`` its parameters (chosen or given).
-    n : number of users (records) that contributed.
-    messages_per_user, bits_per_user : communication cost per user (0 for central).
-    neighbours : the neighbouring relation of the guarantee (``replace`` or ``add-remove``).
-    details : protocol-specific extras (e.g. curves, intermediate counts); ``details["unbiased"]``
+    value : float or numpy.ndarray
+        The estimate (a float, or an array over the domain).
+    stderr : float, numpy.ndarray or None
+        Its standard error (same shape), from the exact variance where one is known, else a
+        plug-in; ``None`` when none can be derived.
+    guarantee : Guarantee or None
+        The privacy guarantee spent to produce it.
+    model : str
+        Trust model, one of ``local``, ``shuffle``, ``secure``, ``central``.
+    protocol : str
+        Protocol name.
+    params : dict
+        The protocol's parameters (chosen or given).
+    n : int or None
+        Number of users (records) that contributed.
+    messages_per_user : float or None
+        Messages each user sends (0 for central).
+    bits_per_user : float or None
+        Bits each user sends (0 for central).
+    neighbours : str
+        The neighbouring relation of the guarantee (``replace`` or ``add-remove``).
+    details : dict
+        Protocol-specific extras (e.g. curves, intermediate counts); ``details["unbiased"]``
         holds the raw value when ``value`` was post-processed into the statistic's range.
-    support : ``(lo, hi)``, the statistic's range; confidence intervals are intersected with it.
+    support : tuple of float or None
+        ``(lo, hi)``, the statistic's range; confidence intervals are intersected with it.
+    clipped : bool
+        Whether post-processing into the range changed the value (``unclipped`` is the raw value).
     """
 
     value: Any
@@ -122,18 +170,35 @@ class Estimate:
             law = details.get("ci_law")
             if law is not None and "discrete_laplace_scale" in law:
                 # integer noise P(k) ∝ a^|k|: the smallest k with P(|X| <= k) = 1 - 2a^(k+1)/(1+a) >= level
-                a = math.exp(-1.0 / float(law["discrete_laplace_scale"]))
-                h: Any = max(math.ceil(math.log((1 - level) * (1 + a) / 2) / math.log(a) - 1), 0)
+                h: Any = _discrete_laplace_halfwidth(level, float(law["discrete_laplace_scale"]))
             elif law is not None and (v.ndim == 0 or "laplace_scale" in law):
                 h = laplace_normal_halfwidth(level, law["laplace_scale"], law.get("normal_sd", 0.0))
             else:
                 from scipy.special import ndtri
 
                 h = ndtri(0.5 + level / 2) * s
-            lo, hi = v - h, v + h
+            lo, hi = _inside(v - h, v + h, h, self.support)
         if self.support is not None:
             lo, hi = np.clip(lo, *self.support), np.clip(hi, *self.support)
         return (float(lo), float(hi)) if np.ndim(lo) == 0 else (lo, hi)
+
+    @property
+    def unclipped(self) -> Any:
+        """The raw value before it was post-processed into the statistic's range (``value`` if it was not)."""
+        details = self.details if isinstance(self.details, dict) else {}
+        return details.get("unbiased", self.value)
+
+    @property
+    def clipped(self) -> bool:
+        """True when post-processing into the range changed the value (``unclipped`` differs)."""
+        details = self.details if isinstance(self.details, dict) else {}
+        if "unbiased" not in details:
+            return False
+        try:
+            raw, val = np.asarray(details["unbiased"], dtype=float), np.asarray(self.value, dtype=float)
+            return bool(raw.shape != val.shape or np.any(raw != val))
+        except (TypeError, ValueError):
+            return False
 
     @property
     def epsilon(self) -> float | None:
@@ -172,6 +237,7 @@ class Estimate:
             "neighbours": self.neighbours,
             "support": None if self.support is None else [float(v) for v in self.support],
             **({"unbiased": conv(self.details["unbiased"])} if "unbiased" in self.details else {}),
+            **({"clipped": True} if self.clipped else {}),
         }
 
     def to_json(self) -> str:
@@ -180,12 +246,16 @@ class Estimate:
     def __repr__(self) -> str:
         def short(x):
             a = np.asarray(x)
-            return f"array(shape={a.shape})" if a.ndim else f"{float(a):.6g}"
+            if not a.ndim:
+                return f"{float(a):.6g}"
+            body = np.array2string(a, precision=4, threshold=6, edgeitems=3, separator=", ")
+            return f"array({' '.join(body.split())}, shape={a.shape})"
 
         se = "None" if self.stderr is None else short(self.stderr)
+        mark = ", clipped=True" if self.clipped else ""
         return (
             f"Estimate(value={short(self.value)}, stderr={se}, guarantee={self.guarantee}, "
-            f"model={self.model!r}, protocol={self.protocol!r}, n={self.n})"
+            f"model={self.model!r}, protocol={self.protocol!r}, n={self.n}{mark})"
         )
 
 

@@ -194,7 +194,10 @@ class Plan(list):
     @property
     def best(self) -> Option:
         if not self:
-            raise ValueError(f"no protocol can compute {self.statistic} with these parameters")
+            raise ValueError(
+                f"no protocol can compute {self.statistic} with these parameters "
+                f"(n={self.n}, epsilon={self.epsilon:g}, delta={self.delta:g})"
+            )
         return self[0]
 
     def for_model(self, model: str) -> Plan:
@@ -281,28 +284,26 @@ def plan(
     >>> print(p.table().splitlines()[0].split()[:3])
     ['model', 'protocol', 'pred.']
     """
-    if statistic not in SUPPORTED:
+    if not isinstance(statistic, str) or statistic not in SUPPORTED:
         raise ValueError(f"statistic must be one of {sorted(SUPPORTED)}, got {statistic!r}")
-    from privstats.validation import check_delta, check_epsilon
+    from privstats.plan_checks import check_plan_args
 
-    n_f = float(n)
-    if not (math.isfinite(n_f) and n_f >= 2 and n_f == int(n_f)):
-        raise ValueError(f"n must be an integer >= 2, got {n!r}")
-    n = int(n_f)
-    epsilon = check_epsilon(epsilon)
-    delta = check_delta(delta, allow_zero=True)
+    n, epsilon, delta, bounds, options = check_plan_args(statistic, n, epsilon, delta, bounds, options)
     if model is not None:
         check_model(statistic, model)
+        from privstats.validation import check_epsilon
+
+        check_epsilon(epsilon, model=model)  # local/shuffle: e^ε must fit a float
     _load(statistic)
     out: list[Option] = []
-    for m, _proto, fn in _REGISTRY.get(statistic, []):
-        if model is not None and m != model:
+    for m, proto, fn in _REGISTRY.get(statistic, []):
+        if (model is not None and m != model) or not _can_run(m, epsilon):
             continue
-        got = fn(n=n, epsilon=epsilon, delta=delta, bounds=bounds, **options)
+        got = _predict(fn, statistic, m, proto, n=n, epsilon=epsilon, delta=delta, bounds=bounds, **options)
         if got is None:
             continue
         out.extend(got if isinstance(got, list) else [got])
-    out = [o for o in out if math.isfinite(o.stderr)]
+    out = [o for o in out if math.isfinite(o.stderr) and o.stderr >= 0 and math.isfinite(o.bias)]
     result = Plan(
         statistic,
         out,
@@ -316,6 +317,25 @@ def plan(
         if msg:
             warnings.warn(msg, UselessResultWarning, stacklevel=2)
     return result
+
+
+def _can_run(model: str, epsilon: float) -> bool:
+    """Local and shuffle randomizers work with e^ε, which overflows a float above ε ≈ 709."""
+    from privstats.validation import RANDOMIZER_EPSILON_MAX
+
+    return model not in ("local", "shuffle") or epsilon <= RANDOMIZER_EPSILON_MAX
+
+
+def _predict(fn: Predictor, statistic: str, model: str, protocol: str, **kwargs):
+    """One predictor's option(s); arithmetic failures become a ValueError naming the parameters."""
+    try:
+        return fn(**kwargs)
+    except (ArithmeticError, MemoryError, IndexError) as exc:
+        given = ", ".join(f"{k}={v!r:.40}" for k, v in kwargs.items() if v is not None)
+        raise ValueError(
+            f"plan({statistic!r}): the {model}/{protocol} prediction cannot be evaluated for {given} "
+            f"({type(exc).__name__}: {exc}); one of these parameters is out of its usable range"
+        ) from None
 
 
 def warn_if_useless(

@@ -250,6 +250,14 @@ def check_array(x: Any, name: str, *, kind: str = "float", ndim: int | None = 1)
     """
     if isinstance(x, (str, bytes)):
         raise TypeError(f"{name} must be numeric array-like, got a string")
+    if isinstance(x, np.ma.MaskedArray):  # np.asarray would silently use the masked entries
+        masked = int(np.ma.getmaskarray(x).sum())
+        if masked:
+            raise ValueError(
+                f"{name} is a masked array with {masked} masked entries: drop them first "
+                "(x.compressed(), or one joint mask for paired inputs such as y_true and y_score)"
+            )
+        x = np.ma.getdata(x)
     obj = x.to_numpy() if hasattr(x, "to_numpy") else x
     try:
         raw = np.asarray(obj)

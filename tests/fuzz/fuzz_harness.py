@@ -4,7 +4,9 @@ Every public call must end in one of two ways:
 
 * a ``ValueError`` / ``TypeError`` (``NotImplementedError`` for a statistic a trust model does
   not offer) whose message names the argument that was changed, or
-* a sound result: finite values, standard errors finite and >= 0 (or absent).
+* a sound result: finite values inside the statistic's range (``support``), standard errors finite
+  and >= 0 (or absent), and an interval that is finite, inside the range and of positive width
+  wherever the stderr is positive.
 
 Anything else is a finding: a hang (the call runs past ``HANG_SECONDS``), a wrong exception type
 (IndexError, ZeroDivisionError, OverflowError, MemoryError, …), a NaN/inf/negative standard error,
@@ -490,6 +492,9 @@ def soundness_problem(result: Any) -> str | None:
                     return "stderr has NaN/inf"
                 if np.any(se < 0):
                     return "stderr is negative"
+            p = range_problem(r, val)
+            if p:
+                return p
         elif hasattr(r, "probabilities") and hasattr(r, "quantiles"):  # PrivateECDF
             for name in ("probabilities", "quantiles", "stderr"):
                 p = _finite_or_none(name, getattr(r, name))
@@ -497,11 +502,38 @@ def soundness_problem(result: Any) -> str | None:
                     return p
             if r.stderr is not None and np.any(r.stderr < 0):
                 return "stderr is negative"
+            probs = np.asarray(r.probabilities, dtype=np.float64)
+            if np.any(probs < 0) or np.any(probs > 1):
+                return "ECDF probabilities outside [0, 1]"
             p = soundness_problem(r.estimate) if r.estimate is not None else None
             if p:
                 return p
         elif isinstance(r, np.ndarray) and r.size and r.dtype.kind == "f" and not np.isfinite(r[1:-1]).all():
             return "array has NaN/inf"  # fpr/tpr of roc_curve are finite; thresholds run from +inf to -inf
+    return None
+
+
+def range_problem(r: Estimate, val: np.ndarray | None) -> str | None:
+    """Values inside the statistic's range (``support``), and an interval that is finite, ordered,
+    inside the range and of zero width only where the stderr is 0 (issue 26)."""
+    tol = 1e-9
+    if val is not None and r.support is not None and val.dtype.kind == "f":
+        lo, hi = r.support
+        if np.any(val < lo - tol * max(1, abs(lo))) or np.any(val > hi + tol * max(1, abs(hi))):
+            return f"value outside the statistic's range {r.support}"
+    if r.stderr is None or val is None or "ci_fn" in r.details:
+        return None
+    try:
+        lo_ci, hi_ci = (np.asarray(v, dtype=np.float64) for v in r.ci())
+    except (ValueError, TypeError) as exc:
+        return f"ci() failed: {type(exc).__name__}: {exc}"
+    if not (np.all(np.isfinite(lo_ci)) and np.all(np.isfinite(hi_ci))) or np.any(lo_ci > hi_ci):
+        return "interval is not finite and ordered"
+    if "discrete_laplace_scale" in (r.details.get("ci_law") or {}):
+        return None  # integer noise that is 0 with probability >= level: [v, v] is the exact interval
+    se = np.broadcast_to(np.asarray(r.stderr, dtype=np.float64), np.shape(hi_ci))
+    if np.any((hi_ci - lo_ci <= 0) & (se > 1e-12 * np.maximum(1.0, np.abs(hi_ci)))):
+        return "zero-width interval with stderr > 0"
     return None
 
 

@@ -25,7 +25,10 @@ STATISTICS = {
     "gini_mean_difference": ("gini_mean_difference", True, False, 1),
     "gini_coefficient": ("gini_coefficient", True, False, 1),
     "collision_probability": ("collision_probability", False, False, 1),
+    "hosmer_lemeshow": ("hosmer_lemeshow", False, True, 1),  # the column holds predicted probabilities
 }
+ALIASES = {"roc_curve": "roc"}  # the name `privstats plan` and the library use
+STATISTICS.update({alias: STATISTICS[name] for alias, name in ALIASES.items()})
 
 
 def add_parsers(sub) -> None:
@@ -55,7 +58,7 @@ def add_parsers(sub) -> None:
         metavar="COL",
         help="the value column (two columns for kendall_tau)",
     )
-    est.add_argument("--label", metavar="COL", help="binary label column (auc, roc)")
+    est.add_argument("--label", metavar="COL", help="binary label column (auc, roc, hosmer_lemeshow)")
     est.add_argument("--epsilon", required=True, type=_epsilon, help="privacy budget ε > 0")
     est.add_argument("--delta", type=_delta, help="δ for (ε, δ) protocols (e.g. the shuffle model)")
     est.add_argument(
@@ -101,6 +104,7 @@ def add_parsers(sub) -> None:
 
 
 def run(args) -> int:
+    args.statistic = ALIASES.get(args.statistic, args.statistic)
     _check_args(args)
     wanted = list(args.column) + ([args.label] if args.label else [])
     data = read_columns(args.input, wanted)
@@ -200,7 +204,7 @@ def _prepare_call(args, data: dict, kw: dict) -> tuple[Callable[[Callable], Any]
     if args.statistic == "quantiles":
         x = _numeric(data[col], "--column", col)
         return (lambda fn: _call(fn, x, list(args.quantiles), **kw)), None
-    if args.statistic in ("auc", "roc"):
+    if args.statistic in ("auc", "roc", "hosmer_lemeshow"):
         y = _labels(data[args.label], args.label)
         s = _numeric(data[col], "--column", col)
         return (lambda fn: _call(fn, y, s, **kw)), None

@@ -8,6 +8,7 @@ import sys
 from privstats.cli.common import CLIError, _delta, _epsilon
 
 NAMES = ("plan",)
+ALIASES = {"roc": "roc_curve"}  # the name `privstats estimate` uses
 
 
 def add_parsers(sub) -> None:
@@ -22,7 +23,7 @@ def add_parsers(sub) -> None:
     )
     pl.add_argument(
         "statistic",
-        choices=sorted(SUPPORTED),
+        choices=sorted([*SUPPORTED, *ALIASES]),
         metavar="STATISTIC",
         help="one of: " + ", ".join(sorted(SUPPORTED)),
     )
@@ -43,6 +44,9 @@ def add_parsers(sub) -> None:
     pl.add_argument(
         "--kernel-range", nargs=2, type=float, metavar=("LO", "HI"), help="ustatistic: the kernel's range"
     )
+    pl.add_argument(
+        "--quantiles", type=float, nargs="+", metavar="Q", help="quantiles: the levels (default 0.5)"
+    )
     pl.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -51,7 +55,12 @@ def run(args) -> int:
 
     from privstats.plan import UselessResultWarning, plan
 
+    args.statistic = ALIASES.get(args.statistic, args.statistic)
     options: dict = {}
+    if args.quantiles is not None:
+        if args.statistic != "quantiles":
+            raise CLIError("--quantiles: only the quantiles statistic takes levels")
+        options["q"] = list(args.quantiles)
     if args.domain_size is not None:
         options.update(domain=args.domain_size, domain_size=args.domain_size)
     if args.positives is not None:

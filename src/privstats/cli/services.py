@@ -181,6 +181,7 @@ def _service_command(args) -> int:
                     "scheduler": args.scheduler,
                     "rebuild": args.rebuild,
                 }
+            _announce(args)
             return serve(
                 args.role,
                 args.task,
@@ -207,6 +208,7 @@ def _service_command(args) -> int:
 def _task_new(args) -> int:
     from privstats.services.tasks import new_task, write_task
 
+    _check_task_numbers(args)
     params: dict = {}
     if args.domain_size is not None:
         params["domain_size"] = args.domain_size
@@ -247,6 +249,34 @@ def _task_new(args) -> int:
     return 0
 
 
+def _announce(args) -> None:
+    """One line when a server starts: its role, URL and task id (the log level may hide the rest)."""
+    from urllib.parse import urlsplit
+
+    from privstats.services.tasks import load_task
+
+    task = load_task(args.task)
+    url = urlsplit(task.url(args.role))
+    host = args.host or url.hostname or "127.0.0.1"
+    port = args.port if args.port is not None else (url.port or 80)
+    print(
+        f"privstats serve: {args.role} of task {task.task_id} ({task.statistic} / {task.model}) "
+        f"listening on http://{host}:{port}",
+        flush=True,
+    )
+
+
+def _check_task_numbers(args) -> None:
+    """The numeric options of ``task new``, named, before any protocol is calibrated with them."""
+    from privstats.validation import MAX_GRID, check_domain_size, check_epsilon, check_positive_int
+
+    check_epsilon(args.epsilon, "--epsilon", model=args.model)  # local/shuffle: e^ε must fit a float
+    if args.domain_size is not None:
+        check_domain_size(args.domain_size, "--domain-size")
+    if args.grid is not None:
+        check_positive_int(args.grid, "--grid", minimum=2, maximum=MAX_GRID)
+
+
 def _submit(args) -> int:
     from privstats.client import Client
 
@@ -277,12 +307,43 @@ def _collect(args) -> int:
                 if exc.code != "batch_too_small" or time.monotonic() >= deadline:
                     raise
                 time.sleep(1.0)
-    est = est[3] if isinstance(est, tuple) else getattr(est, "estimate", est)  # a secure task's statistic
+        est = est[3] if isinstance(est, tuple) else getattr(est, "estimate", est)  # a secure task's statistic
+        est = in_range(est, client.task.statistic, client.task.params)
     if args.json:
         print(json.dumps(est.to_dict(), allow_nan=False))
         return 0
-    print(f"protocol {est.protocol}  model {est.model}  n {est.n}  guarantee {est.guarantee}")
-    value, se = np.atleast_1d(est.value), np.atleast_1d(est.stderr)
-    for i, (v, s) in enumerate(zip(value, se, strict=True)):
-        print(f"{i:>6}  {v:12.2f}  ± {s:.2f}")
+    print("\n".join(collect_lines(est)))
     return 0
+
+
+def in_range(est, statistic: str, params: dict):
+    """``est`` projected into its statistic's range, as the library's functions do (counts in [0, n],
+    ECDF/ROC in [0, 1], quantiles in the bounds); the raw values stay in ``details["unbiased"]``."""
+    from privstats.estimate import constrain
+
+    if est.support is not None:
+        return est
+    rng_ = {"ecdf": (0.0, 1.0), "roc": (0.0, 1.0)}.get(statistic)
+    if statistic in ("frequencies", "sum") and est.n is not None:
+        rng_ = (0.0, float(est.n))
+    if statistic == "quantiles" and params.get("bounds") is not None:
+        rng_ = (float(params["bounds"][0]), float(params["bounds"][1]))
+    return est if rng_ is None else constrain(est, *rng_, monotone=statistic == "quantiles")
+
+
+def collect_lines(est) -> list[str]:
+    """The analyst's table: one row per value with its stderr; ``*`` marks values clipped into range.
+
+    >>> from privstats.estimate import Estimate, constrain
+    >>> collect_lines(constrain(Estimate([-2.0, 7.0], stderr=[168.0, 168.0], n=10), 0, 10))[1:]
+    ['     0          0.00  ± 168.00 *', '     1          7.00  ± 168.00', '* clipped into the range [0, 10]']
+    """
+    lines = [f"protocol {est.protocol}  model {est.model}  n {est.n}  guarantee {est.guarantee}"]
+    value, se = np.atleast_1d(est.value), np.atleast_1d(est.stderr)
+    raw = np.atleast_1d(np.asarray(est.unclipped, dtype=float))
+    marks = raw != value if raw.shape == value.shape else np.zeros(value.shape, bool)
+    for i, (v, s, m) in enumerate(zip(value, se, marks, strict=True)):
+        lines.append(f"{i:>6}  {v:12.2f}  ± {s:.2f}" + (" *" if m else ""))
+    if marks.any() and est.support is not None:
+        lines.append(f"* clipped into the range [{est.support[0]:g}, {est.support[1]:g}]")
+    return lines

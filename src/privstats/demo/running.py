@@ -102,6 +102,13 @@ def _estimate_of(obj) -> Estimate | None:
     return None
 
 
+def _shows_clipped(est: Estimate | None, private: float | None) -> bool:
+    """The row shows the Estimate's own scalar value, and that value was clipped into range."""
+    if est is None or private is None or np.ndim(est.value) or not est.clipped:
+        return False
+    return abs(float(est.value) - private) <= 1e-12 * max(1.0, abs(private))
+
+
 def _headline(ctx: _Context) -> float:
     return HEADLINE_EPSILON if HEADLINE_EPSILON in ctx.epsilons else ctx.epsilons[0]
 
@@ -247,6 +254,14 @@ class _Context:
                 row.update(extra(out))
             except Exception as exc:  # extras are decoration only
                 row["note"] = (row["note"] + f" (extras failed: {exc})").strip()
+        row["clipped"] = _shows_clipped(est, private)
+        if row["clipped"] and est is not None:
+            row["protocol"] = f"{row['protocol']} †"  # the value was clipped into the statistic's range
+            raw = f"† clipped into the range (raw {_float(est.unclipped):.4g})"
+            row["note"] = f"{row['note']}; {raw}" if row["note"] else raw
+            self.caveat(
+                "† marks a value clipped into the statistic's range; its raw value is in the row's note"
+            )
         self.result.rows.append(row)
         return out
 

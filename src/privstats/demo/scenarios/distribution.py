@@ -191,7 +191,8 @@ def scenario_roc(ctx: _Context) -> None:
 
     def read(out):
         fpr, tpr = _roc_parts(out)
-        return float(np.trapezoid(tpr, fpr)), None
+        est = _estimate_of(out)  # the curve's AUC estimate carries the stderr of the area
+        return float(np.trapezoid(tpr, fpr)), (None if est is None else est.stderr)
 
     def body(model, eps):
         out = ctx.measure(

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from privstats.demo.config import SHUFFLE_DELTA
 from privstats.demo.running import _call, _Context, _public, _Unsupported
+
+REPEATS = 3  # seeded runs per row: the row's std error is their spread
 
 
 def scenario_summarization(ctx: _Context) -> None:
@@ -18,10 +22,13 @@ def scenario_summarization(ctx: _Context) -> None:
     exact = float(greedy.mmd2)
     uniform = _call(fn, owners, target, size=size, method="uniform", rng=ctx.rng_seed("uniform"))
 
-    def read(res):
-        return float(res.mmd2), None
+    def read(runs):
+        # one summary's MMD² is one draw: its uncertainty is the spread over REPEATS seeded runs
+        values = [float(r.mmd2) for r in runs]
+        return values[0], float(np.std(values, ddof=1))
 
-    def extra(res):
+    def extra(runs):
+        res = runs[0]
         g = (getattr(res, "privacy", None) or {}).get("target")
         sketch = {"gaussian": "Gaussian target sketch", "mwem": "MWEM"}.get(
             res.params.get("sketch"), "sketch"
@@ -29,22 +36,28 @@ def scenario_summarization(ctx: _Context) -> None:
         protocol = f"private auction + {sketch}"
         if res.method in ("uniform", "uniform-pool"):
             protocol = "no sketch (the planner's fallback): greedy on a uniform pool, nothing spent"
-        out = {
+        out: dict = {
             "protocol": protocol,
             "accessed": int(res.accessed),
             "note": (
                 f"digits, 5 owners, {size} points; exact = non-private greedy; "
-                f"uniform sampling {uniform.mmd2:.3g}; curator saw {int(res.accessed)} raw points"
+                f"uniform sampling {uniform.mmd2:.3g}; curator saw {int(res.accessed)} raw points; "
+                f"std error = spread of MMD² over {REPEATS} seeds"
             ),
         }
         if g is not None:
             eps_spent, delta = float(g.epsilon), float(getattr(g, "delta", 0.0))
-            out.update(
-                epsilon_spent=eps_spent,
-                delta=delta,
-                privacy=f"{eps_spent:g}" + (f" ({delta:.0e})" if delta else "") + "/party",
-            )
+            label = f"{eps_spent:g}" + (f" ({delta:.0e})" if delta else "") + " per party"
+            if res.method in ("uniform", "uniform-pool"):  # no sketch released: nothing spent
+                label = "none spent (no sketch released)"
+            out.update(epsilon_spent=eps_spent, delta=delta, privacy=label)
         return out
+
+    def runs(eps, seed):
+        return [
+            _call(fn, owners, target, size=size, epsilon=eps, delta=SHUFFLE_DELTA, method="private", rng=s)
+            for s in range(seed, seed + REPEATS)
+        ]
 
     def body(model, eps):
         ctx.caveat(
@@ -60,9 +73,7 @@ def scenario_summarization(ctx: _Context) -> None:
             "summary MMD² (vs greedy)",
             model,
             eps,
-            lambda seed: _call(
-                fn, owners, target, size=size, epsilon=eps, delta=SHUFFLE_DELTA, method="private", rng=seed
-            ),
+            lambda seed: runs(eps, seed),
             read,
             exact,
             extra=extra,
