@@ -279,8 +279,8 @@ def hosmer_lemeshow(
     ``model="secure"``: two non-colluding servers aggregate each client's label-split one-hot
     cell of its probability on a 2^depth grid (default depth 6: at n ≈ 6,000 and ε = 1 its
     stderr is ~4x smaller than at depth 10); H is a post-processing of the two released class
-    curves (:mod:`privstats.secure.hosmer_lemeshow`), identical in law to the leader/helper
-    deployment (``privstats serve leader|helper``, statistic ``hosmer_lemeshow``).
+    curves (:mod:`privstats.secure.hosmer_lemeshow`), identical in law to the DAP-09 deployment
+    (``privstats serve leader|helper``, statistic ``hosmer_lemeshow``).
 
     >>> import numpy as np
     >>> rng = np.random.default_rng(0); p = rng.uniform(0.1, 0.9, 20_000); y = rng.uniform(size=p.size) < p
@@ -307,18 +307,22 @@ def hosmer_lemeshow(
     check_same_length(y_true=y, y_prob=p)
     c = Call.of("hosmer_lemeshow", locals(), y=y, p=p, L=L, Q=Q, B=B)
     est = choose("hosmer_lemeshow", model, "auto").run(c)
-    # H has no range: warn where the DP noise on a group's residual reaches its sampling spread
-    # n/(4Q) (central: twice the pooled residual's noise variance; secure: twice its median Var r)
+    _warn_small_n(est, model, epsilon, Q, y.size)
+    return est
+
+
+def _warn_small_n(est: Estimate, model: str, epsilon: float, Q: int, n: int) -> None:
+    """H has no range: warn where the DP noise on a group's residual reaches its sampling spread
+    n/(4Q) (central: twice the pooled residual's noise variance; secure: twice its median Var r)."""
     need = est.details.get("n_needed") or math.ceil(8 * Q * float(np.median(est.details["var_O_minus_E"])))
-    if y.size < need:
+    if n < need:
         warnings.warn(
             f"hosmer_lemeshow ({model}): at epsilon={epsilon:g} with groups={Q} each group's residual "
-            f"carries DP noise comparable to its sampling spread unless n >= {need} (n = {y.size}): the "
+            f"carries DP noise comparable to its sampling spread unless n >= {need} (n = {n}): the "
             "test has little power here; use fewer groups or a larger epsilon",
             UselessResultWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
-    return est
 
 
 def secure_run(c: Call) -> Estimate:
