@@ -30,13 +30,12 @@ from privstats.services.dap.codec import (
     AggregateShareReq,
     Collection,
     CollectionReq,
-    DecodeError,
     HpkeCiphertext,
     Interval,
     Role,
     aggregate_share_info,
 )
-from privstats.services.dap.common import DapProblem, RoleContext, job_id_from_path
+from privstats.services.dap.common import DapProblem, RoleContext, decode_body, job_id_from_path
 from privstats.services.dap.hpke import seal
 from privstats.services.dap.store import encode_vec
 
@@ -170,10 +169,7 @@ def register_collection_routes(app: Any, ctx: RoleContext, driver: Any, limit: i
         ctx.check_auth(request.headers, "collect")
         job_id = job_id_from_path(job, "collection job id")
         body = await read_body(request, limit)
-        try:
-            req = CollectionReq.decode(body)
-        except DecodeError as exc:
-            raise DapProblem(400, "invalidMessage", f"collection request: {exc}") from None
+        req = decode_body(CollectionReq, body, "collection request")
         await run_in_threadpool(create_collection, ctx, job_id, req)
         driver.wake.set()
         return Response(status_code=201)
