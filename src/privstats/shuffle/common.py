@@ -13,7 +13,20 @@ from privstats.estimate import Estimate
 from privstats.privacy.guarantees import ApproxDP
 from privstats.validation import check_delta, check_domain_size, check_epsilon, check_positive_int
 
-__all__ = ["base_params", "check_public_counts", "shuffle_estimate"]
+__all__ = ["ShuffleProtocol", "base_params", "check_public_counts", "shuffle_estimate"]
+
+
+class ShuffleProtocol:
+    """A shuffle-model protocol's public parameters and the (ε, δ) guarantee its calibration targets."""
+
+    name: str
+    n: int
+    epsilon: float
+    delta: float
+
+    @property
+    def guarantee(self) -> ApproxDP:
+        return ApproxDP(self.epsilon, self.delta)
 
 
 def check_public_counts(

@@ -28,11 +28,10 @@ from scipy import stats
 
 from privstats.estimate import Estimate
 from privstats.local.base import CountState
-from privstats.privacy.guarantees import ApproxDP
 from privstats.privacy.randomness import RNGLike, as_generator, as_source
 from privstats.shuffle.arrived import arrived_guarantee
 from privstats.shuffle.calibrate import countmin_delta, countmin_gamma
-from privstats.shuffle.common import base_params, check_public_counts, shuffle_estimate
+from privstats.shuffle.common import ShuffleProtocol, base_params, check_public_counts, shuffle_estimate
 from privstats.validation import (
     as_domain_values,
     check_domain_size,
@@ -70,7 +69,7 @@ def exact_binomial_dyadic(trials: int, numerator: int, bits: int, rng: RNGLike =
     return successes
 
 
-class CountMinMultiMessage:
+class CountMinMultiMessage(ShuffleProtocol):
     """Algorithm 2 for one item per user over [0, B)."""
 
     name = "shuffle-countmin"
@@ -125,10 +124,6 @@ class CountMinMultiMessage:
     @property
     def params(self) -> dict:
         return base_params(self, tau=self.tau, buckets=self.buckets, gamma=self.gamma, seed=self.seed)
-
-    @property
-    def guarantee(self) -> ApproxDP:
-        return ApproxDP(self.epsilon, self.delta)
 
     @property
     def messages_per_user(self) -> float:

@@ -35,7 +35,7 @@ from privstats.privacy.guarantees import ApproxDP
 from privstats.privacy.randomness import RNGLike, as_generator, as_source
 from privstats.shuffle.arrived import arrived_guarantee
 from privstats.shuffle.calibrate import group_delta_factor, hadamard_blanket, hadamard_swap_delta
-from privstats.shuffle.common import base_params, check_public_counts, shuffle_estimate
+from privstats.shuffle.common import ShuffleProtocol, base_params, check_public_counts, shuffle_estimate
 from privstats.validation import (
     as_domain_values,
     check_positive_int,
@@ -174,7 +174,7 @@ def _span(basis: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------------------------------------ protocol -----------
 
 
-class HadamardMultiMessage:
+class HadamardMultiMessage(ShuffleProtocol):
     """Algorithm 1 over the domain [0, B) for n users holding sets of at most k items."""
 
     name = "shuffle-hadamard"
@@ -214,10 +214,6 @@ class HadamardMultiMessage:
     @property
     def params(self) -> dict:
         return base_params(self, k=self.k, rho=self.rho, tau=self.tau, b_prime=self.b_prime)
-
-    @property
-    def guarantee(self) -> ApproxDP:
-        return ApproxDP(self.epsilon, self.delta)
 
     @property
     def messages_per_user(self) -> int:

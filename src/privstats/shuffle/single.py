@@ -36,7 +36,7 @@ from privstats.privacy.guarantees import ApproxDP
 from privstats.privacy.randomness import RNGLike, as_generator, as_source, dyadic_threshold
 from privstats.privacy.variation_ratio import shuffled_epsilon_lower
 from privstats.shuffle.arrived import arrived_guarantee
-from privstats.shuffle.common import base_params, check_public_counts, shuffle_estimate
+from privstats.shuffle.common import ShuffleProtocol, base_params, check_public_counts, shuffle_estimate
 from privstats.validation import (
     as_domain_values,
     check_epsilon,
@@ -82,7 +82,7 @@ def krr_gamma(k: int, n: int, epsilon: float, delta: float, calibration: str = "
     return gamma
 
 
-class _ShuffleBase:
+class _ShuffleBase(ShuffleProtocol):
     """What the single-message protocols share: public parameters, state checks, one message per user."""
 
     name = ""
@@ -106,10 +106,6 @@ class _ShuffleBase:
     def encode(self, value, rng: RNGLike = None) -> np.ndarray:
         """One user's message (a batch of one); OS CSPRNG by default."""
         return self.encode_batch([value], rng)
-
-    @property
-    def guarantee(self) -> ApproxDP:
-        return ApproxDP(self.epsilon, self.delta)
 
     @property
     def epsilon_lower_bound(self) -> float | None:

@@ -165,8 +165,7 @@ def register_collection_routes(app: Any, ctx: RoleContext, driver: Any, limit: i
 
     @app.put("/tasks/{task_id}/collection_jobs/{job}")
     async def put_collection(task_id: str, job: str, request: Request):
-        ctx.check_task(task_id)
-        ctx.check_auth(request.headers, "collect")
+        ctx.admit(task_id, request.headers, "collect")
         job_id = job_id_from_path(job, "collection job id")
         body = await read_body(request, limit)
         req = decode_body(CollectionReq, body, "collection request")
@@ -176,8 +175,7 @@ def register_collection_routes(app: Any, ctx: RoleContext, driver: Any, limit: i
 
     @app.post("/tasks/{task_id}/collection_jobs/{job}")
     def poll_collection(task_id: str, job: str, request: Request):
-        ctx.check_task(task_id)
-        ctx.check_auth(request.headers, "collect")
+        ctx.admit(task_id, request.headers, "collect")
         row = ctx.store.get_collection(None, job_id_from_path(job, "collection job id"))
         if row is None or row["state"] == "deleted":
             raise DapProblem(404, "unrecognizedCollectionJob", "no such collection job")
@@ -190,8 +188,7 @@ def register_collection_routes(app: Any, ctx: RoleContext, driver: Any, limit: i
 
     @app.delete("/tasks/{task_id}/collection_jobs/{job}")
     def delete_collection(task_id: str, job: str, request: Request):
-        ctx.check_task(task_id)
-        ctx.check_auth(request.headers, "collect")
+        ctx.admit(task_id, request.headers, "collect")
         job_id = job_id_from_path(job, "collection job id")
         if ctx.store.get_collection(None, job_id) is None:
             raise DapProblem(404, "unrecognizedCollectionJob", "no such collection job")

@@ -138,6 +138,11 @@ class RoleContext:
         if task_id_text != self.dap.task_id_b64:
             raise DapProblem(404, "unrecognizedTask", "this aggregator does not serve that task")
 
+    def admit(self, task_id_text: str, headers: Any, kind: str) -> None:
+        """A request's gate: :meth:`check_task` on the path's task id, then :meth:`check_auth`."""
+        self.check_task(task_id_text)
+        self.check_auth(headers, kind)
+
 
 def build_context(role: str, task: Task, secrets: RoleSecrets, storage: Any) -> RoleContext:
     from privstats.services.dap.store import DapStore

@@ -256,8 +256,7 @@ def create_helper_app(task, secrets, storage, **_options: Any):
 
     @app.put("/tasks/{task_id}/aggregation_jobs/{job}")
     async def aggregation_job(task_id: str, job: str, request: Request):
-        ctx.check_task(task_id)
-        ctx.check_auth(request.headers, "forward")
+        ctx.admit(task_id, request.headers, "forward")
         job_id = job_id_from_path(job, "aggregation job id")
         body = await read_body(request, limit)
         out = await run_in_threadpool(handle_job, ctx, job_id, body)
@@ -265,8 +264,7 @@ def create_helper_app(task, secrets, storage, **_options: Any):
 
     @app.post("/tasks/{task_id}/aggregate_shares")
     async def aggregate_share(task_id: str, request: Request):
-        ctx.check_task(task_id)
-        ctx.check_auth(request.headers, "forward")
+        ctx.admit(task_id, request.headers, "forward")
         body = await read_body(request, limit)
         out = await run_in_threadpool(handle_aggregate_share, ctx, body)
         return Response(out, status_code=200, media_type=AGGREGATE_SHARE)
