@@ -18,28 +18,10 @@ class DemoSize:
     epsilons: tuple[float, ...]
 
 
-SIZES = {
-    "tiny": DemoSize(
-        n_freq=5_000, domain=16, n_cont=1_000, n_pairs=1_000, n_scores=2_000, summary_size=10, epsilons=(1.0,)
-    ),
-    "small": DemoSize(
-        n_freq=20_000,
-        domain=64,
-        n_cont=4_000,
-        n_pairs=4_000,
-        n_scores=10_000,
-        summary_size=20,
-        epsilons=(1.0, 4.0),
-    ),
-    "full": DemoSize(
-        n_freq=1_000_000,
-        domain=1024,
-        n_cont=50_000,
-        n_pairs=20_000,
-        n_scores=100_000,
-        summary_size=50,
-        epsilons=(0.5, 1.0, 2.0),
-    ),
+SIZES = {  # DemoSize(n_freq, domain, n_cont, n_pairs, n_scores, summary_size, epsilons)
+    "tiny": DemoSize(5_000, 16, 1_000, 1_000, 2_000, 10, (1.0,)),
+    "small": DemoSize(20_000, 64, 4_000, 4_000, 10_000, 20, (1.0, 4.0)),
+    "full": DemoSize(1_000_000, 1024, 50_000, 20_000, 100_000, 50, (0.5, 1.0, 2.0)),
 }
 
 HEADLINE_EPSILON = 1.0

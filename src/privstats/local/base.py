@@ -147,6 +147,28 @@ def unpack_versioned(data: bytes, magic: bytes, version: int, kind: str) -> tupl
     return header, data[10 + hlen :]
 
 
+def local_estimate(protocol: Any, value: Any, stderr: Any, n: int, **extra: Any) -> Estimate:
+    """The Estimate of a local protocol (its name, parameters, guarantee and message counts).
+
+    >>> from privstats.local import GRR
+    >>> grr = GRR(4, epsilon=1.0)
+    >>> local_estimate(grr, [1.0, 2.0, 3.0, 4.0], [0.5] * 4, 10).model
+    'local'
+    """
+    return Estimate(
+        value=value,
+        stderr=stderr,
+        guarantee=protocol.guarantee,
+        model="local",
+        protocol=protocol.name,
+        params=protocol.params,
+        n=n,
+        messages_per_user=protocol.messages_per_user,
+        bits_per_user=protocol.bits_per_user,
+        **extra,
+    )
+
+
 class FrequencyOracle(ABC):
     """An ε-LDP frequency oracle over ``{0, ..., domain_size - 1}``."""
 
@@ -251,17 +273,7 @@ class FrequencyOracle(ABC):
         est = self._debias(state)
         plug_in = np.clip(est, 0, state.n)
         stderr = np.sqrt(np.maximum(self.variance(state.n, plug_in), 0.0))
-        return Estimate(
-            value=est,
-            stderr=stderr,
-            guarantee=self.guarantee,
-            model="local",
-            protocol=self.name,
-            params=self.params,
-            n=state.n,
-            messages_per_user=self.messages_per_user,
-            bits_per_user=self.bits_per_user,
-        )
+        return local_estimate(self, est, stderr, state.n)
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())

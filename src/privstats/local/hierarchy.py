@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from privstats.estimate import Estimate
-from privstats.local.base import CountState, FrequencyOracle, pack_versioned, unpack_versioned
+from privstats.local.base import CountState, FrequencyOracle, local_estimate, pack_versioned, unpack_versioned
 from privstats.local.choose import linear_variance, make_oracle
 from privstats.local.unary import OUE
 from privstats.privacy.guarantees import PureDP
@@ -452,18 +452,7 @@ class HierarchicalHistogram:
             details["stderr_levels"] = stderr
             stderr = np.concatenate(stderr)
         details["levels"] = values
-        return Estimate(
-            value=np.concatenate(values),
-            stderr=stderr,
-            guarantee=self.guarantee,
-            model="local",
-            protocol=self.name,
-            params=self.params,
-            n=state.n,
-            messages_per_user=self.messages_per_user,
-            bits_per_user=self.bits_per_user,
-            details=details,
-        )
+        return local_estimate(self, np.concatenate(values), stderr, state.n, details=details)
 
     def _plug_in_counts(self, state: HierarchyState, y: list[np.ndarray]) -> np.ndarray:
         sigma2 = self.level_variances(state.n, state.level_sizes)

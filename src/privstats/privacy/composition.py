@@ -22,7 +22,7 @@ PureDP(epsilon=0.75)
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 from scipy import special
@@ -80,22 +80,37 @@ def basic_composition(guarantees: Iterable[Guarantee]) -> Guarantee:
     >>> basic_composition([ZCDP(0.1), ZCDP(0.2)]).rho
     0.30000000000000004
     """
+    return _combine(guarantees, "basic composition", math.fsum, _delta_sum)
+
+
+def _delta_sum(deltas: Iterable[float]) -> float:
+    delta = math.fsum(deltas)
+    if delta >= 1:
+        raise ValueError(f"the deltas sum to {delta} >= 1: the composed guarantee is vacuous")
+    return delta
+
+
+def _combine(
+    guarantees: Iterable[Guarantee],
+    how: str,
+    total: Callable[[Iterable[float]], float],
+    total_delta: Callable[[Iterable[float]], float],
+) -> Guarantee:
+    """ρ of all-zCDP guarantees by ``total``, else ε by ``total`` and δ by ``total_delta``
+    (pure stays pure); mixing zCDP with (ε, δ) is a TypeError naming ``how``."""
     gs = _as_list(guarantees)
     if not gs:
         return PureDP(0.0)
     zs = [g for g in gs if isinstance(g, ZCDP)]
     eds = [g for g in gs if isinstance(g, (PureDP, ApproxDP))]
     if len(zs) == len(gs):
-        return ZCDP(math.fsum(g.rho for g in zs))
+        return ZCDP(total(g.rho for g in zs))
     if zs:
-        raise TypeError(_MIX_MSG.format(how="basic composition"))
-    eps = math.fsum(g.epsilon for g in eds)
+        raise TypeError(_MIX_MSG.format(how=how))
+    eps = total(g.epsilon for g in eds)
     if all(isinstance(g, PureDP) for g in gs):
         return PureDP(eps)
-    delta = math.fsum(g.delta for g in eds)
-    if delta >= 1:
-        raise ValueError(f"the deltas sum to {delta} >= 1: the composed guarantee is vacuous")
-    return ApproxDP(eps, delta)
+    return ApproxDP(eps, total_delta(g.delta for g in eds))
 
 
 def advanced_composition(epsilon: float, k: int, delta_prime: float, delta: float = 0.0) -> ApproxDP:
@@ -285,19 +300,7 @@ def parallel_composition(guarantees: Iterable[Guarantee]) -> Guarantee:
     >>> parallel_composition([PureDP(0.5), PureDP(1.0)])
     PureDP(epsilon=1.0)
     """
-    gs = _as_list(guarantees)
-    if not gs:
-        return PureDP(0.0)
-    zs = [g for g in gs if isinstance(g, ZCDP)]
-    eds = [g for g in gs if isinstance(g, (PureDP, ApproxDP))]
-    if len(zs) == len(gs):
-        return ZCDP(max(g.rho for g in zs))
-    if zs:
-        raise TypeError(_MIX_MSG.format(how="parallel composition"))
-    eps = max(g.epsilon for g in eds)
-    if all(isinstance(g, PureDP) for g in gs):
-        return PureDP(eps)
-    return ApproxDP(eps, max(g.delta for g in eds))
+    return _combine(guarantees, "parallel composition", max, max)
 
 
 def compose(

@@ -28,15 +28,13 @@ from scipy import stats
 
 from privstats.estimate import Estimate
 from privstats.local.base import CountState
-from privstats.privacy.guarantees import ApproxDP
 from privstats.privacy.randomness import RNGLike, as_generator, as_source
 from privstats.shuffle.arrived import arrived_guarantee
 from privstats.shuffle.calibrate import countmin_delta, countmin_gamma
+from privstats.shuffle.common import ShuffleProtocol, base_params, check_public_counts, shuffle_estimate
 from privstats.validation import (
     as_domain_values,
-    check_delta,
     check_domain_size,
-    check_epsilon,
     check_positive_int,
 )
 
@@ -71,7 +69,7 @@ def exact_binomial_dyadic(trials: int, numerator: int, bits: int, rng: RNGLike =
     return successes
 
 
-class CountMinMultiMessage:
+class CountMinMultiMessage(ShuffleProtocol):
     """Algorithm 2 for one item per user over [0, B)."""
 
     name = "shuffle-countmin"
@@ -91,12 +89,11 @@ class CountMinMultiMessage:
         estimator: str = "min",
         beta: float = 0.05,
     ):
-        self.domain_size = check_domain_size(domain_size)
-        if self.domain_size > 2**32:
+        if check_domain_size(domain_size) > 2**32:
             raise ValueError("domain_size must be at most 2^32 for the Count-Min hash family")
-        self.n = check_positive_int(n, "n")
-        self.epsilon = check_epsilon(epsilon)
-        self.delta = check_delta(delta)
+        self.domain_size, self.n, self.epsilon, self.delta = check_public_counts(
+            domain_size, n, epsilon, delta
+        )
         self.tau = (
             math.ceil(math.log2(2 * self.domain_size / beta))
             if tau is None
@@ -126,20 +123,7 @@ class CountMinMultiMessage:
 
     @property
     def params(self) -> dict:
-        return {
-            "domain_size": self.domain_size,
-            "n": self.n,
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "tau": self.tau,
-            "buckets": self.buckets,
-            "gamma": self.gamma,
-            "seed": self.seed,
-        }
-
-    @property
-    def guarantee(self) -> ApproxDP:
-        return ApproxDP(self.epsilon, self.delta)
+        return base_params(self, tau=self.tau, buckets=self.buckets, gamma=self.gamma, seed=self.seed)
 
     @property
     def messages_per_user(self) -> float:
@@ -318,19 +302,16 @@ class CountMinMultiMessage:
         guarantee, arrived = arrived_guarantee(
             self.epsilon, self.delta, self.n, low, lambda e: countmin_delta(e, low, self.gamma, self.tau)
         )
-        return Estimate(
-            value=value,
-            stderr=np.full(self.domain_size, se),
-            guarantee=guarantee,
-            model="shuffle",
-            protocol=self.name,
-            params={**self.params, "estimator": self.estimator},
-            n=users,
-            messages_per_user=self.messages_per_user,
-            bits_per_user=self.bits_per_user,
-            details={
+        return shuffle_estimate(
+            self,
+            value,
+            np.full(self.domain_size, se),
+            guarantee,
+            users,
+            {
                 **arrived,
                 "accounting": self.accounting,
                 "stderr_note": "noise only; hash collisions add (sum of other counts^2)/b per row",
             },
+            params={**self.params, "estimator": self.estimator},
         )

@@ -35,11 +35,9 @@ from privstats.privacy.guarantees import ApproxDP
 from privstats.privacy.randomness import RNGLike, as_generator, as_source
 from privstats.shuffle.arrived import arrived_guarantee
 from privstats.shuffle.calibrate import group_delta_factor, hadamard_blanket, hadamard_swap_delta
+from privstats.shuffle.common import ShuffleProtocol, base_params, check_public_counts, shuffle_estimate
 from privstats.validation import (
     as_domain_values,
-    check_delta,
-    check_domain_size,
-    check_epsilon,
     check_positive_int,
 )
 
@@ -176,7 +174,7 @@ def _span(basis: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------------------------------------ protocol -----------
 
 
-class HadamardMultiMessage:
+class HadamardMultiMessage(ShuffleProtocol):
     """Algorithm 1 over the domain [0, B) for n users holding sets of at most k items."""
 
     name = "shuffle-hadamard"
@@ -193,10 +191,9 @@ class HadamardMultiMessage:
         tau: int | None = None,
         calibration: str = "exact",
     ):
-        self.domain_size = check_domain_size(domain_size)
-        self.n = check_positive_int(n, "n")
-        self.epsilon = check_epsilon(epsilon)
-        self.delta = check_delta(delta)
+        self.domain_size, self.n, self.epsilon, self.delta = check_public_counts(
+            domain_size, n, epsilon, delta
+        )
         self.k = check_positive_int(k, "k")
         self.b_prime = 1 << math.ceil(math.log2(self.domain_size + self.k + 1))
         self.m = int(math.log2(self.b_prime))
@@ -216,20 +213,7 @@ class HadamardMultiMessage:
     # ---- description ------------------------------------------------------------------------------------------
     @property
     def params(self) -> dict:
-        return {
-            "domain_size": self.domain_size,
-            "n": self.n,
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "k": self.k,
-            "rho": self.rho,
-            "tau": self.tau,
-            "b_prime": self.b_prime,
-        }
-
-    @property
-    def guarantee(self) -> ApproxDP:
-        return ApproxDP(self.epsilon, self.delta)
+        return base_params(self, k=self.k, rho=self.rho, tau=self.tau, b_prime=self.b_prime)
 
     @property
     def messages_per_user(self) -> int:
@@ -430,17 +414,13 @@ class HadamardMultiMessage:
         var = np.maximum(state.n - np.clip(value, 0, state.n), 0) * p / (1 - p)
         users = state.n // self.messages_per_user  # every user sends exactly k + ρ messages
         guarantee, arrived = self.arrived_guarantee(users)
-        return Estimate(
-            value=value,
-            stderr=np.sqrt(var),
-            guarantee=guarantee,
-            model="shuffle",
-            protocol=self.name,
-            params=self.params,
-            n=users,
-            messages_per_user=self.messages_per_user,
-            bits_per_user=self.bits_per_user,
-            details={"accounting": self.accounting, "paper_bits_per_message": self.tau * self.m, **arrived},
+        return shuffle_estimate(
+            self,
+            value,
+            np.sqrt(var),
+            guarantee,
+            users,
+            {"accounting": self.accounting, "paper_bits_per_message": self.tau * self.m, **arrived},
         )
 
     def arrived_guarantee(self, users: int) -> tuple[ApproxDP, dict]:

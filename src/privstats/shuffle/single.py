@@ -36,12 +36,10 @@ from privstats.privacy.guarantees import ApproxDP
 from privstats.privacy.randomness import RNGLike, as_generator, as_source, dyadic_threshold
 from privstats.privacy.variation_ratio import shuffled_epsilon_lower
 from privstats.shuffle.arrived import arrived_guarantee
+from privstats.shuffle.common import ShuffleProtocol, base_params, check_public_counts, shuffle_estimate
 from privstats.validation import (
     as_domain_values,
-    check_delta,
-    check_domain_size,
     check_epsilon,
-    check_positive_int,
 )
 
 __all__ = ["ShuffledKRR", "ShuffledRAPPOR", "krr_exact_delta", "krr_gamma"]
@@ -84,17 +82,16 @@ def krr_gamma(k: int, n: int, epsilon: float, delta: float, calibration: str = "
     return gamma
 
 
-class _ShuffleBase:
+class _ShuffleBase(ShuffleProtocol):
     """What the single-message protocols share: public parameters, state checks, one message per user."""
 
     name = ""
     messages_per_user = 1
 
     def __init__(self, domain_size: int, n: int, epsilon: float, delta: float):
-        self.domain_size = check_domain_size(domain_size)
-        self.n = check_positive_int(n, "n", minimum=2)
-        self.epsilon = check_epsilon(epsilon)
-        self.delta = check_delta(delta)
+        self.domain_size, self.n, self.epsilon, self.delta = check_public_counts(
+            domain_size, n, epsilon, delta, n_minimum=2
+        )
 
     @property
     def params(self) -> dict:
@@ -109,10 +106,6 @@ class _ShuffleBase:
     def encode(self, value, rng: RNGLike = None) -> np.ndarray:
         """One user's message (a batch of one); OS CSPRNG by default."""
         return self.encode_batch([value], rng)
-
-    @property
-    def guarantee(self) -> ApproxDP:
-        return ApproxDP(self.epsilon, self.delta)
 
     @property
     def epsilon_lower_bound(self) -> float | None:
@@ -171,14 +164,7 @@ class ShuffledKRR(_ShuffleBase):
 
     @property
     def params(self) -> dict:
-        return {
-            "domain_size": self.domain_size,
-            "n": self.n,
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "gamma": self.gamma,
-            "epsilon0": self.epsilon0,
-        }
+        return base_params(self, gamma=self.gamma, epsilon0=self.epsilon0)
 
     @property
     def bits_per_user(self) -> float:
@@ -210,17 +196,14 @@ class ShuffledKRR(_ShuffleBase):
         self._check_state(state)
         est = self.local.estimate(CountState(self.local.name, self.local.params, state.n, state.counts))
         guarantee, arrived = self.arrived_guarantee(state.n)
-        return Estimate(
-            value=est.value,
-            stderr=est.stderr,
-            guarantee=guarantee,
-            model="shuffle",
-            protocol=self.name,
+        return shuffle_estimate(
+            self,
+            est.value,
+            est.stderr,
+            guarantee,
+            state.n,
+            {"epsilon_lower_bound": self.epsilon_lower_bound, **arrived},
             params={**self.params, "calibration": self.calibration},
-            n=state.n,
-            messages_per_user=1,
-            bits_per_user=self.bits_per_user,
-            details={"epsilon_lower_bound": self.epsilon_lower_bound, **arrived},
         )
 
 
@@ -252,14 +235,7 @@ class ShuffledRAPPOR(_ShuffleBase):
 
     @property
     def params(self) -> dict:
-        return {
-            "domain_size": self.domain_size,
-            "n": self.n,
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "flip_probability": self.p,
-            "epsilon0": self.epsilon0,
-        }
+        return base_params(self, flip_probability=self.p, epsilon0=self.epsilon0)
 
     @property
     def bits_per_user(self) -> float:
@@ -309,15 +285,12 @@ class ShuffledRAPPOR(_ShuffleBase):
         guarantee, arrived = self.arrived_guarantee(state.n)
         value = (state.counts - state.n * self.p) / (1 - 2 * self.p)
         se = math.sqrt(state.n * self.p * (1 - self.p)) / (1 - 2 * self.p)
-        return Estimate(
-            value=value,
-            stderr=np.full(self.domain_size, se),
-            guarantee=guarantee,
-            model="shuffle",
-            protocol=self.name,
+        return shuffle_estimate(
+            self,
+            value,
+            np.full(self.domain_size, se),
+            guarantee,
+            state.n,
+            {"epsilon_lower_bound": self.epsilon_lower_bound, **arrived},
             params={**self.params, "accountant": self.method},
-            n=state.n,
-            messages_per_user=1,
-            bits_per_user=self.bits_per_user,
-            details={"epsilon_lower_bound": self.epsilon_lower_bound, **arrived},
         )

@@ -27,6 +27,7 @@ from privstats.local.base import CountState
 from privstats.privacy.randomness import RNGLike, as_generator, as_source
 from privstats.shuffle.arrived import arrived_guarantee
 from privstats.shuffle.calibrate import countmin_delta
+from privstats.shuffle.common import base_params, shuffle_estimate
 from privstats.validation import as_float_array, check_choice, check_delta, check_epsilon, check_positive_int
 
 __all__ = ["ShuffledSum"]
@@ -85,14 +86,7 @@ class ShuffledSum:
 
     @property
     def params(self) -> dict:
-        return {
-            "n": self.n,
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "blanket": self.blanket,
-            "gamma": self.gamma,
-            "inputs": self.inputs,
-        }
+        return base_params(self, blanket=self.blanket, gamma=self.gamma, inputs=self.inputs)
 
     messages_per_user = property(lambda self: self.blanket + 1)
     bits_per_user = property(lambda self: float(self.blanket + 1))
@@ -154,17 +148,13 @@ class ShuffledSum:
         guarantee, arrived = arrived_guarantee(
             self.epsilon, self.delta, self.n, users, lambda e: _sum_delta(e, trials, self.gamma)
         )
-        return Estimate(
-            value=value,
-            stderr=math.sqrt(var),
-            guarantee=guarantee,
-            model="shuffle",
-            protocol=self.name,
-            params=self.params,
-            n=users,
-            messages_per_user=self.messages_per_user,
-            bits_per_user=self.bits_per_user,
-            details={
+        return shuffle_estimate(
+            self,
+            value,
+            math.sqrt(var),
+            guarantee,
+            users,
+            {
                 "stderr_note": "blanket noise only"
                 if self.inputs == "bits"
                 else "blanket noise plus the rounding bound S(1 - S/n) at the estimated S",

@@ -48,6 +48,17 @@ __all__ = [
 ]
 
 
+def check_sensitivity(sensitivity: int) -> int:
+    """The neighbouring relation's row sensitivity: 1 (add/remove) or 2 (replace-one).
+
+    >>> check_sensitivity(2)
+    2
+    """
+    if sensitivity not in (1, 2):
+        raise ValueError(f"sensitivity must be 1 (add/remove) or 2 (replace-one), got {sensitivity!r}")
+    return int(sensitivity)
+
+
 def tightest(*guarantees: Guarantee) -> Guarantee:
     """The guarantee with the smallest ε (all at the same δ or pure)."""
     return min(guarantees, key=lambda g: g.to_approx().epsilon)

@@ -57,6 +57,7 @@ import numpy as np
 from privstats.privacy import ZCDP, Guarantee, zcdp_composition, zcdp_to_approx
 from privstats.privacy.randomness import RNGLike, as_source
 from privstats.privacy.samplers import discrete_gaussian
+from privstats.summarization.budget import check_sensitivity
 
 __all__ = [
     "GaussianParams",
@@ -78,8 +79,7 @@ class GaussianSketch:
     ):
         if not (clip_norm > 0 and math.isfinite(clip_norm)):
             raise ValueError(f"clip_norm must be a positive number, got {clip_norm!r}")
-        if sensitivity not in (1, 2):
-            raise ValueError(f"sensitivity must be 1 (add/remove) or 2 (replace-one), got {sensitivity!r}")
+        sensitivity = check_sensitivity(sensitivity)
         self.n_features = int(n_features)
         self.clip_norm = float(clip_norm)
         self.resolution = int(resolution)

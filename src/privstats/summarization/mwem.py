@@ -48,6 +48,7 @@ import numpy as np
 from privstats.central import add_count_noise
 from privstats.privacy.randomness import RandomSource, RNGLike, as_source
 from privstats.privacy.samplers import bernoulli_exp
+from privstats.summarization.budget import check_sensitivity
 
 __all__ = ["MWEMSketch", "exponential_mechanism", "quantize"]
 
@@ -88,8 +89,7 @@ class MWEMSketch:
     def __init__(self, n_features: int, grid: int = 64, sensitivity: int = 2):
         if grid < 2 or grid % 2:
             raise ValueError(f"grid must be an even integer >= 2, got {grid!r}")
-        if sensitivity not in (1, 2):
-            raise ValueError(f"sensitivity must be 1 (add/remove) or 2 (replace-one), got {sensitivity!r}")
+        sensitivity = check_sensitivity(sensitivity)
         self.n_features = int(n_features)
         self.grid = int(grid)
         self.sensitivity = int(sensitivity)

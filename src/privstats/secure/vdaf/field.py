@@ -12,7 +12,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -34,6 +34,15 @@ class Field:
     GEN: ClassVar[int]
     GEN_ORDER: ClassVar[int]
     NAME: ClassVar[str]
+
+    def __init_subclass__(cls, *, two_adicity: int, cofactor: int, **kwargs: Any) -> None:
+        """p = 2^two_adicity * cofactor + 1, generator 7^cofactor of the order-2^two_adicity subgroup."""
+        super().__init_subclass__(**kwargs)
+        cls.MODULUS = 2**two_adicity * cofactor + 1
+        cls.ENCODED_SIZE = (cls.MODULUS.bit_length() + 7) // 8
+        cls.GEN_ORDER = 2**two_adicity
+        cls.GEN = pow(7, cofactor, cls.MODULUS)
+        cls.NAME = cls.__name__
 
     @classmethod
     def encode_vec(cls, vec: list[int]) -> bytes:
@@ -92,24 +101,12 @@ class Field:
         return sum(b << i for i, b in enumerate(bits)) % p
 
 
-class Field64(Field):
-    """p = 2^32 * 4294967295 + 1 (VDAF-08 Field64)."""
-
-    MODULUS = 2**32 * 4294967295 + 1
-    ENCODED_SIZE = 8
-    GEN_ORDER = 2**32
-    GEN = pow(7, 4294967295, MODULUS)
-    NAME = "Field64"
+class Field64(Field, two_adicity=32, cofactor=4294967295):
+    """p = 2^32 * 4294967295 + 1 (VDAF-08 Field64, 8-byte elements)."""
 
 
-class Field128(Field):
-    """p = 2^66 * 4611686018427387897 + 1 (VDAF-08 Field128)."""
-
-    MODULUS = 2**66 * 4611686018427387897 + 1
-    ENCODED_SIZE = 16
-    GEN_ORDER = 2**66
-    GEN = pow(7, 4611686018427387897, MODULUS)
-    NAME = "Field128"
+class Field128(Field, two_adicity=66, cofactor=4611686018427387897):
+    """p = 2^66 * 4611686018427387897 + 1 (VDAF-08 Field128, 16-byte elements)."""
 
 
 def ntt(coeffs: list[int], root: int, p: int) -> list[int]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Self, TypeVar
 
 __all__ = [
     "AGGREGATE_SHARE",
@@ -122,6 +123,9 @@ class Reader:
             raise DecodeError(f"{len(self.data) - self.pos} trailing bytes")
 
 
+_M = TypeVar("_M", bound="Message")
+
+
 def u8(v: int) -> bytes:
     return struct.pack(">B", v)
 
@@ -150,15 +154,31 @@ def opaque32(b: bytes) -> bytes:
     return u32(len(b)) + bytes(b)
 
 
-def _whole(cls, data: bytes):
-    r = Reader(data)
-    out = cls.read(r)
-    r.end()
+class Message:
+    """A structure that reads itself from a :class:`Reader`; ``decode`` reads one whole message."""
+
+    @classmethod
+    def read(cls, r: Reader) -> Self:
+        raise NotImplementedError
+
+    @classmethod
+    def decode(cls, data: bytes) -> Self:
+        r = Reader(data)
+        out = cls.read(r)
+        r.end()
+        return out
+
+
+def _read_all(r: Reader, item: type[_M]) -> list[_M]:
+    """Read ``item`` structures until ``r`` (a length-prefixed vector) is exhausted."""
+    out = []
+    while not r.done:
+        out.append(item.read(r))
     return out
 
 
 @dataclass(frozen=True)
-class Interval:
+class Interval(Message):
     """``[start, start + duration)`` in seconds since the epoch."""
 
     start: int
@@ -171,13 +191,9 @@ class Interval:
     def read(cls, r: Reader) -> Interval:
         return cls(r.u64(), r.u64())
 
-    @classmethod
-    def decode(cls, data: bytes) -> Interval:
-        return _whole(cls, data)
-
 
 @dataclass(frozen=True)
-class HpkeConfig:
+class HpkeConfig(Message):
     """An aggregator's (or the collector's) HPKE public key and its algorithm ids."""
 
     id: int
@@ -195,10 +211,6 @@ class HpkeConfig:
     def read(cls, r: Reader) -> HpkeConfig:
         return cls(r.u8(), r.u16(), r.u16(), r.u16(), r.opaque16())
 
-    @classmethod
-    def decode(cls, data: bytes) -> HpkeConfig:
-        return _whole(cls, data)
-
 
 def encode_hpke_config_list(configs: list[HpkeConfig]) -> bytes:
     """``HpkeConfig configs<1..2^16-1>`` — the body of ``GET /hpke_config``."""
@@ -207,18 +219,15 @@ def encode_hpke_config_list(configs: list[HpkeConfig]) -> bytes:
 
 def decode_hpke_config_list(data: bytes) -> list[HpkeConfig]:
     r = Reader(data)
-    sub = r.sub16()
+    out = _read_all(r.sub16(), HpkeConfig)
     r.end()
-    out = []
-    while not sub.done:
-        out.append(HpkeConfig.read(sub))
     if not out:
         raise DecodeError("empty HpkeConfigList")
     return out
 
 
 @dataclass(frozen=True)
-class HpkeCiphertext:
+class HpkeCiphertext(Message):
     config_id: int
     enc: bytes
     payload: bytes
@@ -230,13 +239,9 @@ class HpkeCiphertext:
     def read(cls, r: Reader) -> HpkeCiphertext:
         return cls(r.u8(), r.opaque16(), r.opaque32())
 
-    @classmethod
-    def decode(cls, data: bytes) -> HpkeCiphertext:
-        return _whole(cls, data)
-
 
 @dataclass(frozen=True)
-class ReportMetadata:
+class ReportMetadata(Message):
     report_id: bytes
     time: int
 
@@ -247,13 +252,9 @@ class ReportMetadata:
     def read(cls, r: Reader) -> ReportMetadata:
         return cls(r.take(16), r.u64())
 
-    @classmethod
-    def decode(cls, data: bytes) -> ReportMetadata:
-        return _whole(cls, data)
-
 
 @dataclass(frozen=True)
-class Report:
+class Report(Message):
     """A client's upload (``PUT /tasks/{task-id}/reports``)."""
 
     metadata: ReportMetadata
@@ -273,13 +274,9 @@ class Report:
     def read(cls, r: Reader) -> Report:
         return cls(ReportMetadata.read(r), r.opaque32(), HpkeCiphertext.read(r), HpkeCiphertext.read(r))
 
-    @classmethod
-    def decode(cls, data: bytes) -> Report:
-        return _whole(cls, data)
-
 
 @dataclass(frozen=True)
-class PlaintextInputShare:
+class PlaintextInputShare(Message):
     """What an input share ciphertext opens to: extensions (raw encoded list) and the VDAF payload."""
 
     extensions: bytes
@@ -291,10 +288,6 @@ class PlaintextInputShare:
     @classmethod
     def read(cls, r: Reader) -> PlaintextInputShare:
         return cls(r.opaque16(), r.opaque32())
-
-    @classmethod
-    def decode(cls, data: bytes) -> PlaintextInputShare:
-        return _whole(cls, data)
 
 
 @dataclass(frozen=True)
@@ -340,7 +333,7 @@ class AggregateShareAad:
 
 
 @dataclass(frozen=True)
-class PingPong:
+class PingPong(Message):
     """VDAF ping-pong message: type 0 initialize (prep_share), 1 continue (prep_msg, prep_share),
     2 finish (prep_msg)."""
 
@@ -358,23 +351,19 @@ class PingPong:
         return u8(2) + opaque32(self.prep_msg)
 
     @classmethod
-    def decode(cls, data: bytes) -> PingPong:
-        r = Reader(data)
+    def read(cls, r: Reader) -> PingPong:
         kind = r.u8()
         if kind == cls.INITIALIZE:
-            out = cls(kind, prep_share=r.opaque32())
-        elif kind == cls.CONTINUE:
-            out = cls(kind, prep_msg=r.opaque32(), prep_share=r.opaque32())
-        elif kind == cls.FINISH:
-            out = cls(kind, prep_msg=r.opaque32())
-        else:
-            raise DecodeError(f"ping-pong message type {kind} unknown")
-        r.end()
-        return out
+            return cls(kind, prep_share=r.opaque32())
+        if kind == cls.CONTINUE:
+            return cls(kind, prep_msg=r.opaque32(), prep_share=r.opaque32())
+        if kind == cls.FINISH:
+            return cls(kind, prep_msg=r.opaque32())
+        raise DecodeError(f"ping-pong message type {kind} unknown")
 
 
 @dataclass(frozen=True)
-class ReportShare:
+class ReportShare(Message):
     metadata: ReportMetadata
     public_share: bytes
     encrypted_input_share: HpkeCiphertext
@@ -388,7 +377,7 @@ class ReportShare:
 
 
 @dataclass(frozen=True)
-class PrepareInit:
+class PrepareInit(Message):
     report_share: ReportShare
     payload: bytes  # an encoded PingPong (initialize) message
 
@@ -401,7 +390,7 @@ class PrepareInit:
 
 
 @dataclass(frozen=True)
-class AggregationJobInitReq:
+class AggregationJobInitReq(Message):
     """Leader → helper, ``PUT /tasks/{task-id}/aggregation_jobs/{job-id}`` (time-interval tasks)."""
 
     agg_param: bytes
@@ -412,24 +401,19 @@ class AggregationJobInitReq:
         return opaque32(self.agg_param) + u8(TIME_INTERVAL) + opaque32(inits)
 
     @classmethod
-    def decode(cls, data: bytes) -> AggregationJobInitReq:
-        r = Reader(data)
+    def read(cls, r: Reader) -> AggregationJobInitReq:
         agg_param = r.opaque32()
         qt = r.u8()
         if qt != TIME_INTERVAL:
             raise DecodeError(f"partial batch selector type {qt} is not time_interval (1)")
-        sub = r.sub32()
-        r.end()
-        inits = []
-        while not sub.done:
-            inits.append(PrepareInit.read(sub))
+        inits = _read_all(r.sub32(), PrepareInit)
         if not inits:
             raise DecodeError("an aggregation job needs at least one report")
         return cls(agg_param, tuple(inits))
 
 
 @dataclass(frozen=True)
-class PrepareResp:
+class PrepareResp(Message):
     """Per report: state 0 continue (payload: PingPong), 1 finished, 2 reject (``error``)."""
 
     report_id: bytes
@@ -468,25 +452,19 @@ class PrepareError:
 
 
 @dataclass(frozen=True)
-class AggregationJobResp:
+class AggregationJobResp(Message):
     prepare_resps: tuple[PrepareResp, ...]
 
     def encode(self) -> bytes:
         return opaque32(b"".join(p.encode() for p in self.prepare_resps))
 
     @classmethod
-    def decode(cls, data: bytes) -> AggregationJobResp:
-        r = Reader(data)
-        sub = r.sub32()
-        r.end()
-        out = []
-        while not sub.done:
-            out.append(PrepareResp.read(sub))
-        return cls(tuple(out))
+    def read(cls, r: Reader) -> AggregationJobResp:
+        return cls(tuple(_read_all(r.sub32(), PrepareResp)))
 
 
 @dataclass(frozen=True)
-class CollectionReq:
+class CollectionReq(Message):
     """Collector → leader, ``PUT /tasks/{task-id}/collection_jobs/{job-id}``."""
 
     interval: Interval
@@ -496,15 +474,12 @@ class CollectionReq:
         return batch_selector(self.interval) + opaque32(self.agg_param)
 
     @classmethod
-    def decode(cls, data: bytes) -> CollectionReq:
-        r = Reader(data)
-        out = cls(read_batch_selector(r), r.opaque32())
-        r.end()
-        return out
+    def read(cls, r: Reader) -> CollectionReq:
+        return cls(read_batch_selector(r), r.opaque32())
 
 
 @dataclass(frozen=True)
-class Collection:
+class Collection(Message):
     """Leader → collector: ``report_count`` here is *noisy* (see :mod:`privstats.services.dap.dp`)."""
 
     report_count: int
@@ -522,17 +497,14 @@ class Collection:
         )
 
     @classmethod
-    def decode(cls, data: bytes) -> Collection:
-        r = Reader(data)
+    def read(cls, r: Reader) -> Collection:
         if r.u8() != TIME_INTERVAL:
             raise DecodeError("collection: partial batch selector is not time_interval")
-        out = cls(r.u64(), Interval.read(r), HpkeCiphertext.read(r), HpkeCiphertext.read(r))
-        r.end()
-        return out
+        return cls(r.u64(), Interval.read(r), HpkeCiphertext.read(r), HpkeCiphertext.read(r))
 
 
 @dataclass(frozen=True)
-class AggregateShareReq:
+class AggregateShareReq(Message):
     """Leader → helper, ``POST /tasks/{task-id}/aggregate_shares``."""
 
     interval: Interval
@@ -546,8 +518,5 @@ class AggregateShareReq:
         )
 
     @classmethod
-    def decode(cls, data: bytes) -> AggregateShareReq:
-        r = Reader(data)
-        out = cls(read_batch_selector(r), r.opaque32(), r.u64(), r.take(32))
-        r.end()
-        return out
+    def read(cls, r: Reader) -> AggregateShareReq:
+        return cls(read_batch_selector(r), r.opaque32(), r.u64(), r.take(32))

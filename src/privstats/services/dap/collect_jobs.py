@@ -30,13 +30,12 @@ from privstats.services.dap.codec import (
     AggregateShareReq,
     Collection,
     CollectionReq,
-    DecodeError,
     HpkeCiphertext,
     Interval,
     Role,
     aggregate_share_info,
 )
-from privstats.services.dap.common import DapProblem, RoleContext, job_id_from_path
+from privstats.services.dap.common import DapProblem, RoleContext, decode_body, job_id_from_path
 from privstats.services.dap.hpke import seal
 from privstats.services.dap.store import encode_vec
 
@@ -169,22 +168,17 @@ def register_collection_routes(app: Any, ctx: RoleContext, driver: Any, limit: i
 
     @app.put("/tasks/{task_id}/collection_jobs/{job}")
     async def put_collection(task_id: str, job: str, request: Request):
-        ctx.check_task(task_id)
-        ctx.check_auth(request.headers, "collect")
+        ctx.admit(task_id, request.headers, "collect")
         job_id = job_id_from_path(job, "collection job id")
         body = await read_body(request, limit)
-        try:
-            req = CollectionReq.decode(body)
-        except DecodeError as exc:
-            raise DapProblem(400, "invalidMessage", f"collection request: {exc}") from None
+        req = decode_body(CollectionReq, body, "collection request")
         await run_in_threadpool(create_collection, ctx, job_id, req)
         driver.wake.set()
         return Response(status_code=201)
 
     @app.post("/tasks/{task_id}/collection_jobs/{job}")
     def poll_collection(task_id: str, job: str, request: Request):
-        ctx.check_task(task_id)
-        ctx.check_auth(request.headers, "collect")
+        ctx.admit(task_id, request.headers, "collect")
         row = ctx.store.get_collection(None, job_id_from_path(job, "collection job id"))
         if row is None or row["state"] == "deleted":
             raise DapProblem(404, "unrecognizedCollectionJob", "no such collection job")
@@ -197,8 +191,7 @@ def register_collection_routes(app: Any, ctx: RoleContext, driver: Any, limit: i
 
     @app.delete("/tasks/{task_id}/collection_jobs/{job}")
     def delete_collection(task_id: str, job: str, request: Request):
-        ctx.check_task(task_id)
-        ctx.check_auth(request.headers, "collect")
+        ctx.admit(task_id, request.headers, "collect")
         job_id = job_id_from_path(job, "collection job id")
         if ctx.store.get_collection(None, job_id) is None:
             raise DapProblem(404, "unrecognizedCollectionJob", "no such collection job")

@@ -13,11 +13,17 @@ from __future__ import annotations
 import functools
 import hashlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import Request
 
-from privstats.services.dap.codec import HPKE_CONFIG_LIST, HpkeConfig, encode_hpke_config_list
+from privstats.services.dap.codec import (
+    HPKE_CONFIG_LIST,
+    DecodeError,
+    HpkeConfig,
+    Message,
+    encode_hpke_config_list,
+)
 from privstats.services.dap.task import DapTask, b64, unb64
 from privstats.services.security import check_bearer
 from privstats.services.tasks import RoleSecrets, Task
@@ -59,6 +65,17 @@ class DapProblem(Exception):
         if task_id is not None:
             doc["taskid"] = b64(task_id)
         return doc
+
+
+_M = TypeVar("_M", bound=Message)
+
+
+def decode_body(message: type[_M], body: bytes, what: str) -> _M:
+    """``message.decode(body)``, a parse failure answered as a 400 ``invalidMessage`` problem."""
+    try:
+        return message.decode(body)
+    except DecodeError as exc:
+        raise DapProblem(400, "invalidMessage", f"{what}: {exc}") from None
 
 
 def job_id_from_path(text: str, what: str = "job id") -> bytes:
@@ -120,6 +137,11 @@ class RoleContext:
     def check_task(self, task_id_text: str) -> None:
         if task_id_text != self.dap.task_id_b64:
             raise DapProblem(404, "unrecognizedTask", "this aggregator does not serve that task")
+
+    def admit(self, task_id_text: str, headers: Any, kind: str) -> None:
+        """A request's gate: :meth:`check_task` on the path's task id, then :meth:`check_auth`."""
+        self.check_task(task_id_text)
+        self.check_auth(headers, kind)
 
 
 def build_context(role: str, task: Task, secrets: RoleSecrets, storage: Any) -> RoleContext:

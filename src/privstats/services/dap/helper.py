@@ -21,7 +21,7 @@ own noise, and a retried request gets the stored sealed share.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import Request
 
@@ -46,6 +46,7 @@ from privstats.services.dap.common import (
     RoleContext,
     build_context,
     dap_app,
+    decode_body,
     job_id_from_path,
     request_hash,
 )
@@ -148,6 +149,17 @@ def _additions(ctx: RoleContext, accepted: list[tuple[bytes, int, Any]]) -> dict
     return out
 
 
+_Req = TypeVar("_Req", AggregationJobInitReq, AggregateShareReq)
+
+
+def _decode_prio3(message: type[_Req], body: bytes, what: str) -> _Req:
+    """Parse a leader's request; Prio3 takes no aggregation parameter."""
+    req = decode_body(message, body, what)
+    if req.agg_param:
+        raise DapProblem(400, "invalidMessage", "Prio3 takes an empty aggregation parameter")
+    return req
+
+
 def handle_job(ctx: RoleContext, job_id: bytes, body: bytes, now: int | None = None) -> bytes:
     """Answer an ``AggregationJobInitReq`` (encoded ``AggregationJobResp``), committing first."""
     store = ctx.store
@@ -158,12 +170,7 @@ def handle_job(ctx: RoleContext, job_id: bytes, body: bytes, now: int | None = N
         if prior[0] != digest:
             raise DapProblem(409, "invalidMessage", "this aggregation job id names another request")
         return prior[1]
-    try:
-        req = AggregationJobInitReq.decode(body)
-    except DecodeError as exc:
-        raise DapProblem(400, "invalidMessage", f"aggregation job: {exc}") from None
-    if req.agg_param:
-        raise DapProblem(400, "invalidMessage", "Prio3 takes an empty aggregation parameter")
+    req = _decode_prio3(AggregationJobInitReq, body, "aggregation job")
     rids = [p.report_share.metadata.report_id for p in req.prepare_inits]
     if len(set(rids)) != len(rids):
         raise DapProblem(400, "invalidMessage", "a report id appears twice in the job")
@@ -209,12 +216,7 @@ def handle_aggregate_share(ctx: RoleContext, body: bytes) -> bytes:
     """Answer an ``AggregateShareReq`` (encoded ``AggregateShare``), idempotently."""
     from privstats.services.dap.collect_jobs import check_interval, release_share
 
-    try:
-        req = AggregateShareReq.decode(body)
-    except DecodeError as exc:
-        raise DapProblem(400, "invalidMessage", f"aggregate share request: {exc}") from None
-    if req.agg_param:
-        raise DapProblem(400, "invalidMessage", "Prio3 takes an empty aggregation parameter")
+    req = _decode_prio3(AggregateShareReq, body, "aggregate share request")
     iv = req.interval
     check_interval(ctx, iv)
     store, digest = ctx.store, request_hash(body)
@@ -254,8 +256,7 @@ def create_helper_app(task, secrets, storage, **_options: Any):
 
     @app.put("/tasks/{task_id}/aggregation_jobs/{job}")
     async def aggregation_job(task_id: str, job: str, request: Request):
-        ctx.check_task(task_id)
-        ctx.check_auth(request.headers, "forward")
+        ctx.admit(task_id, request.headers, "forward")
         job_id = job_id_from_path(job, "aggregation job id")
         body = await read_body(request, limit)
         out = await run_in_threadpool(handle_job, ctx, job_id, body)
@@ -263,8 +264,7 @@ def create_helper_app(task, secrets, storage, **_options: Any):
 
     @app.post("/tasks/{task_id}/aggregate_shares")
     async def aggregate_share(task_id: str, request: Request):
-        ctx.check_task(task_id)
-        ctx.check_auth(request.headers, "forward")
+        ctx.admit(task_id, request.headers, "forward")
         body = await read_body(request, limit)
         out = await run_in_threadpool(handle_aggregate_share, ctx, body)
         return Response(out, status_code=200, media_type=AGGREGATE_SHARE)

@@ -55,75 +55,69 @@ __all__ = ["DapStore", "decode_vec", "encode_vec", "report_checksum"]
 meta = MetaData()
 _T = "privstats_dap_"
 
-reports = Table(
-    _T + "reports",
-    meta,
-    Column("task_id", LargeBinary(32), primary_key=True),
-    Column("report_id", LargeBinary(16), primary_key=True),
-    Column("time", BigInteger, nullable=False),
-    Column("public_share", LargeBinary, nullable=False),
-    Column("leader_share", LargeBinary, nullable=False),
-    Column("helper_ct", LargeBinary, nullable=False),
+
+def _table(name: str, *columns: Column) -> Table:
+    """A DAP table: every one is per task, so ``task_id`` leads its primary key."""
+    return Table(_T + name, meta, Column("task_id", LargeBinary(32), primary_key=True), *columns)
+
+
+def _key(name: str, type_: Any) -> Column:
+    return Column(name, type_, primary_key=True)
+
+
+def _required(name: str, type_: Any) -> Column:
+    return Column(name, type_, nullable=False)
+
+
+def _optional(name: str, type_: Any) -> Column:
+    return Column(name, type_, nullable=True)
+
+
+reports = _table(
+    "reports",
+    _key("report_id", LargeBinary(16)),
+    _required("time", BigInteger),
+    *(_required(c, LargeBinary) for c in ("public_share", "leader_share", "helper_ct")),
     Column("state", String(8), nullable=False, index=True),
     Column("job_id", LargeBinary(16), nullable=True, index=True),
 )
-jobs = Table(
-    _T + "jobs",
-    meta,
-    Column("task_id", LargeBinary(32), primary_key=True),
-    Column("role", String(8), primary_key=True),
-    Column("job_id", LargeBinary(16), primary_key=True),
-    Column("state", String(8), nullable=False),
+jobs = _table(
+    "jobs",
+    _key("role", String(8)),
+    _key("job_id", LargeBinary(16)),
+    _required("state", String(8)),
     Column("lease_until", BigInteger, nullable=False, default=0),
-    Column("request_hash", LargeBinary(32), nullable=True),
-    Column("response", LargeBinary, nullable=True),
+    _optional("request_hash", LargeBinary(32)),
+    _optional("response", LargeBinary),
 )
-seen = Table(
-    _T + "seen",
-    meta,
-    Column("task_id", LargeBinary(32), primary_key=True),
-    Column("report_id", LargeBinary(16), primary_key=True),
-    Column("job_id", LargeBinary(16), nullable=False),
+seen = _table("seen", _key("report_id", LargeBinary(16)), _required("job_id", LargeBinary(16)))
+buckets = _table(
+    "buckets",
+    _key("role", String(8)),
+    _key("start", BigInteger),
+    _required("agg_share", LargeBinary),
+    _required("report_count", BigInteger),
+    _required("checksum", LargeBinary(32)),
 )
-buckets = Table(
-    _T + "buckets",
-    meta,
-    Column("task_id", LargeBinary(32), primary_key=True),
-    Column("role", String(8), primary_key=True),
-    Column("start", BigInteger, primary_key=True),
-    Column("agg_share", LargeBinary, nullable=False),
-    Column("report_count", BigInteger, nullable=False),
-    Column("checksum", LargeBinary(32), nullable=False),
+collected = _table(
+    "collected", _key("role", String(8)), _key("start", BigInteger), _required("duration", BigInteger)
 )
-collected = Table(
-    _T + "collected",
-    meta,
-    Column("task_id", LargeBinary(32), primary_key=True),
-    Column("role", String(8), primary_key=True),
-    Column("start", BigInteger, primary_key=True),
-    Column("duration", BigInteger, nullable=False),
+collections = _table(
+    "collections",
+    _key("job_id", LargeBinary(16)),
+    *(_required(c, BigInteger) for c in ("start", "duration")),
+    _required("state", String(8)),  # start | released | finished | failed | deleted
+    _optional("leader_ct", LargeBinary),
+    _optional("report_count", BigInteger),  # noisy
+    _optional("result", LargeBinary),
+    _optional("error", String(64)),
 )
-collections = Table(
-    _T + "collections",
-    meta,
-    Column("task_id", LargeBinary(32), primary_key=True),
-    Column("job_id", LargeBinary(16), primary_key=True),
-    Column("start", BigInteger, nullable=False),
-    Column("duration", BigInteger, nullable=False),
-    Column("state", String(8), nullable=False),  # start | released | finished | failed | deleted
-    Column("leader_ct", LargeBinary, nullable=True),
-    Column("report_count", BigInteger, nullable=True),  # noisy
-    Column("result", LargeBinary, nullable=True),
-    Column("error", String(64), nullable=True),
-)
-agg_shares = Table(
-    _T + "agg_shares",
-    meta,
-    Column("task_id", LargeBinary(32), primary_key=True),
-    Column("start", BigInteger, primary_key=True),
-    Column("duration", BigInteger, nullable=False),
-    Column("request_hash", LargeBinary(32), nullable=False),
-    Column("response", LargeBinary, nullable=False),
+agg_shares = _table(
+    "agg_shares",
+    _key("start", BigInteger),
+    _required("duration", BigInteger),
+    _required("request_hash", LargeBinary(32)),
+    _required("response", LargeBinary),
 )
 
 _LOCK_KEY = 827364777

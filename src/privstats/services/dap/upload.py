@@ -31,7 +31,7 @@ from privstats.services.dap.codec import (
     Role,
     input_share_info,
 )
-from privstats.services.dap.common import DapProblem, RoleContext
+from privstats.services.dap.common import DapProblem, RoleContext, decode_body
 from privstats.services.dap.hpke import HPKEOpenError, open_
 
 __all__ = ["GroupCommitter", "UploadRoute", "handle_upload", "parse_upload"]
@@ -45,10 +45,7 @@ def parse_upload(ctx: RoleContext, body: bytes, now: int | None = None) -> tuple
     ``outdatedConfig`` (unknown HPKE config id), ``reportTooEarly`` (time beyond now + skew),
     ``reportRejected`` (too old, share does not open).
     """
-    try:
-        rep = Report.decode(body)
-    except DecodeError as exc:
-        raise DapProblem(400, "invalidMessage", f"report: {exc}") from None
+    rep = decode_body(Report, body, "report")
     now = int(time.time()) if now is None else now
     dap, t = ctx.dap, rep.metadata.time
     if t > now + dap.tolerable_clock_skew:
