@@ -49,9 +49,8 @@ def test_krr_two_users_claim_the_local_epsilon0():
     rr = ShuffledKRR(8, n=200, epsilon=1.0, delta=1e-6)
     est = _weaker(rr, rr.simulate([3, 5], rng=0))
     assert est.n == 2
-    assert (
-        est.guarantee.epsilon == pytest.approx(rr.epsilon0) and rr.epsilon0 > 1.97
-    )  # 1.98: no amplification
+    # two users barely amplify: the claim is ε0 itself, up to the accountant's bisection (was the planned 1)
+    assert 0.999 * rr.epsilon0 <= est.guarantee.epsilon <= rr.epsilon0 and rr.epsilon0 > 1.97
     _planned(rr, rr.simulate(np.arange(200) % 8, rng=0), 200)
 
 
