@@ -234,14 +234,13 @@ def exponential_run(c: Call):
             rng=src,
         )
         band = (res.quantiles, res.raw, res.stderr)
-    order = np.argsort(qs)
+    levels, inverse = np.unique(qs, return_inverse=True)  # equal levels share one release
     sx = np.sort(c.xs)
     mechanism = joint_exponential_quantiles if c.method == "joint" else independent_exponential_quantiles
-    v = mechanism(sx, qs[order], epsilon=eps_point, bounds=bounds, rng=src, neighbours=neighbours)
+    v = mechanism(sx, levels, epsilon=eps_point, bounds=bounds, rng=src, neighbours=neighbours)
     if c.method != "joint":
         v = np.maximum.accumulate(v)  # post-processing: quantiles ordered like their levels
-    values = np.empty(qs.size)
-    values[order] = v
+    values = np.asarray(v, dtype=float)[inverse.ravel()]
     protocol = {
         "joint": "joint-exponential",
         "exponential": "exponential",
