@@ -171,7 +171,7 @@ def test_hosmer_lemeshow_noise_is_drawn_without_numpy(monkeypatch):
         raise AssertionError("numpy random generator used on an rng=None path")
 
     calls = []
-    real_uncertainty = distribution.hl_uncertainty
+    real_uncertainty = distribution.hl_pooled_uncertainty
 
     def spy(*a, **k):
         calls.append(k.get("rng"))
@@ -179,6 +179,6 @@ def test_hosmer_lemeshow_noise_is_drawn_without_numpy(monkeypatch):
 
     for name in ("PCG64", "MT19937", "Philox", "SFC64", "random", "normal", "binomial", "laplace"):
         monkeypatch.setattr(np.random, name, boom)
-    monkeypatch.setattr(distribution, "hl_uncertainty", spy)
+    monkeypatch.setattr(distribution, "hl_pooled_uncertainty", spy)
     est = privstats.hosmer_lemeshow(Y, P, epsilon=4.0)
     assert est is not None and len(calls) == 1

@@ -76,7 +76,7 @@ def arrived_guarantee(
         eps = top  # the shuffled output of ε0-LDP reports is ε0-DP outright
     elif delta_of_eps(top) > delta:
         raise TooFewUsersError(
-            f"only {n_arrived} of the planned n={n_planned} users arrived: the protocol gives no "
+            f"too few values: only {n_arrived} of the planned n={n_planned} users arrived: the protocol gives no "
             f"epsilon <= {EPS_SEARCH_MAX:g} at delta={delta:g} for so few users (its messages are hidden "
             "only by the other users' blanket); collect at least the planned n"
         )

@@ -31,7 +31,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -40,8 +40,8 @@ from privstats.secure.vdaf.circuits import Histogram, SumVec, check_int
 from privstats.secure.vdaf.errors import VdafError
 from privstats.secure.vdaf.xof import SEED_SIZE, XofTurboShake128
 
-if TYPE_CHECKING:
-    from privstats.secure.vdaf.prio3 import Prio3
+# a Prio3 instance, typed loosely: prio3.py imports this module, so importing Prio3 here would be a loop
+Prio3 = Any
 
 __all__ = ["aggregate_encoded", "prep_init_batch"]
 
@@ -85,7 +85,7 @@ def _consts(vdaf: Prio3) -> _Consts:
         limbs.to_limbs32(limbs.from_ints(idft).reshape(size, calls + 1, limbs.NLIMB)),
         limbs.from_ints([shares_inv]),
     )
-    vdaf._batch_consts = consts  # type: ignore[attr-defined]
+    vdaf._batch_consts = consts
     return consts
 
 

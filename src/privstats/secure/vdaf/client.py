@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import operator
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -34,8 +34,8 @@ from privstats.secure.vdaf.circuits import Histogram
 from privstats.secure.vdaf.field import Field, next_power_of_2
 from privstats.secure.vdaf.xof import SEED_SIZE
 
-if TYPE_CHECKING:
-    from privstats.secure.vdaf.prio3 import Prio3
+# a Prio3 instance, typed loosely: prio3.py imports this module, so importing Prio3 here would be a loop
+Prio3 = Any
 
 __all__ = ["histogram_proof", "shard_encoded"]
 

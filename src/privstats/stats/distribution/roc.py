@@ -200,7 +200,7 @@ def _smoothed_auc_stderr(pos, neg, covs, smoothing: str, rng) -> float:
     smoothed curves plus Gaussian noise of the raw curves' covariance, each smoothed the same way
     (post-processing of the release).  The raw AUC's exact stderr overstates the smoothed value's
     spread many times where smoothing binds (local model, AUC near 1: 1.25 against 0.05)."""
-    gen = np.random.default_rng(None if rng is None else as_source(rng).uint64(2).tolist())
+    gen = np.random.default_rng(as_source(rng).uint64(2).tolist())  # rng=None: seeded from the CSPRNG
     curves = []
     for cur, cov in zip((pos, neg), covs, strict=True):
         z = gen.standard_normal((ROC_DRAWS, cov.shape[0])) @ _noise_factor(cov).T
