@@ -160,11 +160,19 @@ def test_hosmer_lemeshow_through_leader_and_helper(tmp_path, servers):
     exact = hl_from_class_counts(pos, neg, zero, zero, spec.internal, 0.0, bootstrap=100, rng=0)["H"]
     assert abs(est.details["unbiased"] - exact) < 5 * est.stderr
     assert est.details["p_value"] < 0.01 and est.model == "secure" and est.epsilon == 1.0
-    # the in-process secure model on the same data has the same law: its stderr agrees
+    # the in-process secure model on the same data has the same law. The service's noise is fresh
+    # (CSPRNG), so compare with the spread of 100 seeded in-process releases: the reported stderr
+    # depends on the noisy counts (seeds 0-39 range over 28-57), a single pair can differ by 2x.
     import privstats
 
-    ref = privstats.hosmer_lemeshow(y, p, epsilon=spec.epsilon, model="secure", depth=6, rng=11)
-    assert 0.7 < est.stderr / ref.stderr < 1.4
+    refs = [
+        privstats.hosmer_lemeshow(y, p, epsilon=spec.epsilon, model="secure", depth=6, rng=s)
+        for s in range(100)
+    ]
+    ref_se = np.array([r.stderr for r in refs])
+    ref_h = np.array([r.details["unbiased"] for r in refs])
+    assert 0.8 * ref_se.min() < est.stderr < 1.25 * ref_se.max()
+    assert abs(est.details["unbiased"] - ref_h.mean()) < 5 * ref_h.std()
 
 
 def test_cli_submit_and_collect(tmp_path, servers, capsys):
