@@ -87,22 +87,31 @@ class SummaryResult:
         }
 
 
-def _result(
-    method, n_owners, delivery, target, gamma, privacy, accessed, accessed_target, **extra
-) -> SummaryResult:
+def _result(method, owners, consumer: Consumer, curator: Curator, privacy, **extra) -> SummaryResult:
+    """The result of a finished run: the consumer's delivered summary, scored against its target, and
+    the raw points the curator received."""
+    delivery = consumer.summary
     owners_arr, rows = delivery.owners, delivery.rows
-    indices = [rows[owners_arr == i].astype(np.int64) for i in range(n_owners)]
-    value = mmd2(delivery.points, target, gamma) if len(rows) else float("nan")
+    indices = [rows[owners_arr == i].astype(np.int64) for i in range(len(owners))]
+    value = mmd2(delivery.points, consumer._target, curator.gamma) if len(rows) else float("nan")
     return SummaryResult(
         method,
         indices,
         np.stack([owners_arr, rows], 1) if len(rows) else np.zeros((0, 2), np.int64),
         value,
         privacy,
-        accessed,
-        accessed_target,
+        curator.accessed,
+        curator.accessed_target,
         **extra,
     )
+
+
+def _exact_curator(size, n_features, gamma, feature_seed, seed_set, rng, params=None) -> Curator:
+    """The curator of the non-private runs: exact (RFF) sketches, an auction only with ``params``."""
+    return Curator(
+        size=size, n_features=n_features, gamma=gamma, feature_seed=feature_seed, sketch="exact",
+        params=params, seed_set=seed_set, rng=rng,
+    )  # fmt: skip
 
 
 def uniform_allocation(owners, size: int, src) -> np.ndarray:
@@ -222,13 +231,10 @@ def run_private(
         extra.update(summary_sigmas=list(params.summary_sigmas), lattice_step=curator._gauss.step)
     return _result(
         "private",
-        len(owners),
-        consumer.summary,
-        consumer._target,
-        gamma,
+        owners,
+        consumer,
+        curator,
         {"target": acc["target"], "owners": acc["owners"]},
-        curator.accessed,
-        curator.accessed_target,
         params={
             **vars(params),
             **extra,
@@ -266,16 +272,7 @@ def run_greedy(
     params = None
     if np.isfinite(epsilon_auc):
         params = PrivateParams(0.0, 0.0, epsilon_auc, tau, 0, 0, 0.0)  # type: ignore[arg-type]  # None: no cap
-    curator = Curator(
-        size=size,
-        n_features=n_features,
-        gamma=gamma,
-        feature_seed=feature_seed,
-        sketch="exact",
-        params=params,
-        seed_set=seed_set,
-        rng=rng,
-    )
+    curator = _exact_curator(size, n_features, gamma, feature_seed, seed_set, rng, params)
     timings = _run_rounds(owners, consumer, curator, size, transport)
     rounds = {
         "asked_biased": np.array(curator.auction.asked_biased),
@@ -284,13 +281,10 @@ def run_greedy(
     }
     return _result(
         "greedy",
-        len(owners),
-        consumer.summary,
-        consumer._target,
-        gamma,
+        owners,
+        consumer,
+        curator,
         {"target": None, "owners": None},
-        curator.accessed,
-        curator.accessed_target,
         params={
             "n_features": n_features,
             "gamma": gamma,
@@ -314,18 +308,8 @@ def run_uniform(
         rows = src.permutation(o.n_points)[:k]
         curator.add_uniform([transport(t) for t in o.send_rows(rows, round=0)])
     consumer.receive(transport(curator.deliver()))
-    res = _result(
-        "uniform",
-        len(owners),
-        consumer.summary,
-        consumer._target,
-        gamma,
-        {"target": None, "owners": None},
-        curator.accessed,
-        0,
-        params={"per_owner": take.tolist()},
-    )
-    res.privacy = {"target": _zero(), "owners": _zero()}
+    nothing_spent = {"target": _zero(), "owners": _zero()}
+    res = _result("uniform", owners, consumer, curator, nothing_spent, params={"per_owner": take.tolist()})
     res.timings = {"total": time.perf_counter() - t0}
     return res
 
@@ -348,10 +332,7 @@ def run_pool(
     nothing is released to them, so no party spends privacy budget; with ``pool == size`` this is uniform
     sampling."""
     t0 = time.perf_counter()
-    curator = Curator(
-        size=size, n_features=n_features, gamma=gamma, feature_seed=feature_seed, sketch="exact",
-        seed_set=seed_set, rng=rng,
-    )  # fmt: skip
+    curator = _exact_curator(size, n_features, gamma, feature_seed, seed_set, rng)
     curator.receive_target(transport(consumer.send_target()))
     curator.setup()  # h1 and the exact target mean stay with the trusted curator: nothing is sent
     _uniform_pool(owners, curator, max(int(pool), size), transport)
@@ -360,13 +341,10 @@ def run_pool(
     consumer.receive(transport(curator.deliver()))
     res = _result(
         "uniform-pool",
-        len(owners),
-        consumer.summary,
-        consumer._target,
-        gamma,
+        owners,
+        consumer,
+        curator,
         {"target": _zero(), "owners": _zero()},
-        curator.accessed,
-        curator.accessed_target,
         params={"sketch": None, "pool": curator.pool_uniform, "n_features": n_features, "gamma": gamma},
         rounds={"pool_uniform": curator.pool_uniform, "pool_size": np.array(curator.pool_sizes)},
     )
