@@ -87,7 +87,7 @@ class SummaryResult:
         }
 
 
-def _result(method, owners, consumer: Consumer, curator: Curator, privacy, **extra) -> SummaryResult:
+def _result(method, owners, consumer, curator: Curator, privacy, **extra) -> SummaryResult:
     """The result of a finished run: the consumer's delivered summary, scored against its target, and
     the raw points the curator received."""
     delivery = consumer.summary
