@@ -23,25 +23,40 @@ from privstats.local.base import CountState, SupportOracle
 from privstats.privacy.randomness import RNGLike, as_generator, as_source, dyadic_threshold
 from privstats.validation import as_domain_values
 
-__all__ = ["GRR", "BinaryRR"]
+__all__ = ["GRR", "BinaryRR", "KaryResponse"]
 
 
-class GRR(SupportOracle):
+class KaryResponse:
+    """p and q of k-ary randomized response over ``outcomes`` values (GRR: the domain; OLH: the buckets)."""
+
+    epsilon: float
+
+    @property
+    def outcomes(self) -> int:
+        """The number k of outcomes a report can take."""
+        raise NotImplementedError
+
+    # e^ε/(e^ε + k − 1) written with e^−ε: no overflow for huge ε (p − q: each oracle's gap, via expm1)
+    @property
+    def p(self) -> float:
+        """Probability of reporting the true outcome."""
+        return 1.0 / (1.0 + (self.outcomes - 1) * math.exp(-self.epsilon))
+
+    @property
+    def q(self) -> float:
+        """Probability of reporting one given other outcome."""
+        return math.exp(-self.epsilon) / (1.0 + (self.outcomes - 1) * math.exp(-self.epsilon))
+
+
+class GRR(KaryResponse, SupportOracle):
     """Generalized (k-ary) randomized response over ``domain_size`` values."""
 
     name = "grr"
     report_fields: ClassVar[dict[str, str]] = {"value": "int64"}
 
-    # e^ε/(e^ε + d − 1) written with e^−ε: no overflow for huge ε, and p − q via expm1 for tiny ε
     @property
-    def p(self) -> float:
-        """Probability of reporting the true value."""
-        return 1.0 / (1.0 + (self.domain_size - 1) * math.exp(-self.epsilon))
-
-    @property
-    def q(self) -> float:
-        """Probability of reporting one given other value."""
-        return math.exp(-self.epsilon) / (1.0 + (self.domain_size - 1) * math.exp(-self.epsilon))
+    def outcomes(self) -> int:
+        return self.domain_size
 
     @property
     def gap(self) -> float:

@@ -121,14 +121,6 @@ class HierarchyState:
             pos += length
         return cls(header["protocol"], header["params"], levels)
 
-    def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, HierarchyState)
-            and self.protocol == other.protocol
-            and self.params == other.params
-            and self.levels == other.levels
-        )
-
 
 class HierarchicalHistogram:
     """A b-ary tree of ε-LDP frequency oracles over ``[0, domain_size)`` for range queries."""

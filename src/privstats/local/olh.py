@@ -37,6 +37,7 @@ from typing import ClassVar
 import numpy as np
 
 from privstats.local.base import CountState, SupportOracle
+from privstats.local.grr import KaryResponse
 from privstats.privacy.randomness import RNGLike, as_generator, as_source, dyadic_threshold
 from privstats.validation import as_domain_values, check_positive_int
 
@@ -102,7 +103,7 @@ def olh_hash(seeds, values, g: int) -> np.ndarray:
     return _bucket_of(z, g).reshape(s.shape)
 
 
-class OLH(SupportOracle):
+class OLH(KaryResponse, SupportOracle):
     """Optimized local hashing over ``domain_size`` values with ``g`` hash buckets."""
 
     name = "olh"
@@ -121,14 +122,9 @@ class OLH(SupportOracle):
         return {"domain_size": self.domain_size, "epsilon": self.epsilon, "g": self.g}
 
     @property
-    def p(self) -> float:
-        """Probability that the reported bucket is the hashed value's: e^ε/(e^ε + g − 1)."""
-        return 1.0 / (1.0 + (self.g - 1) * math.exp(-self.epsilon))
-
-    @property
-    def q(self) -> float:
-        """Probability of each other bucket."""
-        return math.exp(-self.epsilon) / (1.0 + (self.g - 1) * math.exp(-self.epsilon))
+    def outcomes(self) -> int:
+        """k-RR runs over the g buckets: p is the hashed value's bucket, q each other one."""
+        return self.g
 
     @property
     def gap(self) -> float:
