@@ -9,11 +9,9 @@ import numpy as np
 from privstats.cdf.result import PrivateECDF
 from privstats.cdf.smoothing import SMOOTHING_METHODS, smooth
 from privstats.cdf.tree import choose_mechanism, grid_histogram, uniform_grid
-from privstats.estimate import Estimate
 from privstats.plan import Option, check_model, warn_if_useless
-from privstats.privacy import PureDP
 from privstats.privacy.randomness import RNGLike
-from privstats.stats.distribution.plumbing import NEIGHBOURS, _central_curve, _short
+from privstats.stats.distribution.plumbing import NEIGHBOURS, _central_curve, _pure_estimate, _short
 from privstats.stats.units import Call, choose, unit
 from privstats.validation import (
     MAX_GRID,
@@ -292,17 +290,5 @@ def _release(c: Call, raw, se, mech, name: str, cost: dict, noise_model: dict, s
             protocol=name,
             stacklevel=4,
         )
-    est = Estimate(
-        values,
-        stderr=se,
-        guarantee=PureDP(epsilon),
-        model=model,
-        protocol=name,
-        params=params,
-        n=int(xs.size) if neighbours == "replace" else None,
-        neighbours=neighbours,
-        details=details,
-        support=(0.0, 1.0),
-        **cost,
-    )
+    est = _pure_estimate(values, se, c, name, params, cost, details=details, support=(0.0, 1.0))
     return PrivateECDF(thresholds, values, se, estimate=est, raw=raw)

@@ -14,10 +14,15 @@ from privstats.cdf.smoothing import smooth
 from privstats.cdf.tree import choose_mechanism, uniform_grid
 from privstats.estimate import Estimate
 from privstats.plan import Option, check_model
-from privstats.privacy import PureDP
 from privstats.privacy.randomness import RNGLike, as_source
 from privstats.stats.distribution.ecdf import _plan_ecdf_central, _plan_ecdf_local, _plan_ecdf_secure, ecdf
-from privstats.stats.distribution.plumbing import NEIGHBOURS, _dlap_sim, _quantile_levels, _width
+from privstats.stats.distribution.plumbing import (
+    NEIGHBOURS,
+    _dlap_sim,
+    _pure_estimate,
+    _quantile_levels,
+    _width,
+)
 from privstats.stats.units import Call, choose, unit
 from privstats.validation import (
     MAX_GRID,
@@ -147,24 +152,14 @@ def quantiles(
         est, band = choose("quantiles", "shuffle", "auto").run(c)
         return _finish_quantiles(est, qs, band, bounds, postprocess)
     c.xs = as_float_array(x, "x", bounds=bounds)
-    c.n = public_n = c.xs.size if neighbours == "replace" else None  # n is private under add/remove
+    c.n = c.xs.size if neighbours == "replace" else None  # n is private under add/remove
     chosen = _quantile_method(c)
     unit_ = choose("quantiles", model, "exponential" if chosen == "independent" else chosen)
     values, protocol, params, cost, band = unit_.run(Call(**{**vars(c), "method": chosen}))
     params.update(method=chosen, q=qs.tolist())
     if model == "local":
         protocol = "ecdf-local-hierarchy+algorithm1"
-    est = Estimate(
-        values,
-        stderr=None,
-        guarantee=PureDP(epsilon),
-        model=model,
-        protocol=protocol,
-        params=params,
-        n=public_n,
-        neighbours=neighbours,
-        **cost,
-    )  # n is private (None) under add/remove
+    est = _pure_estimate(values, None, c, protocol, params, cost)
     return _finish_quantiles(est, qs, band, bounds, postprocess)
 
 
