@@ -42,6 +42,19 @@ GMD_OPTIONS = (*OPTIONS, "quantization")
 USTAT_OPTIONS = (*OPTIONS, "quantization", "lipschitz")
 
 
+def _quantized_option(params: dict, stderr: float, proto: QuantizedUStat, **more) -> Option:
+    """The planner's option for a quantised protocol: one report per user, of ``proto``'s size."""
+    return Option(
+        "local",
+        "ustat-quantized",
+        params,
+        stderr,
+        messages_per_user=1.0,
+        bits_per_user=proto.bits_per_user,
+        **more,
+    )
+
+
 def _max_categories(oracle: str) -> int:
     """Hadamard response (no structured variance yet) keeps the dense k×k path."""
     return DENSE_MAX_CATEGORIES if oracle == "hr" else STRUCTURED_MAX_CATEGORIES
@@ -78,14 +91,11 @@ def _plan_auc_quantized(
     # public parameters cannot bound: report the uncorrected worst case 1/(3k²) as its scale (at n = 569,
     # ε = 0.5 the grid has k = 2 cells, bound 0.083; measured on breast-cancer scores −0.066, issue 26)
     bias = _auc_linear_family_bias(k) if t == "half" else 0.5 / k
-    return Option(
-        "local",
-        "ustat-quantized",
+    return _quantized_option(
         {"domain_size": k, "oracle": orc, **({"smoothing": sm} if sm != "none" else {})},
         math.sqrt(var + bias**2),
+        proto,
         bias=bias,
-        messages_per_user=1.0,
-        bits_per_user=proto.bits_per_user,
         note=f"bias 0 for linear class densities; up to {_auc_linear_family_bias(k):.2g} (the uncorrected "
         "worst case over linear densities, reported as the bias's scale) for curved ones"
         if sm == "linear"
@@ -131,14 +141,7 @@ def _plan_tau_local(*, n, epsilon, bins=None, oracle="auto", **_):
     proto = QuantizedUStat(K.KendallOperator(k, k), epsilon, orc)
     var = proto.conditional_variance(np.full(k * k, n / (k * k)))
     nontie = 1 - 1 / k  # tau-b divides by √(non-tie x · non-tie y) = 1 − 1/k
-    return Option(
-        "local",
-        "ustat-quantized",
-        {"bins": k, "oracle": orc},
-        math.sqrt(var) / nontie,
-        messages_per_user=1.0,
-        bits_per_user=proto.bits_per_user,
-    )
+    return _quantized_option({"bins": k, "oracle": orc}, math.sqrt(var) / nontie, proto)
 
 
 @unit("kendall_tau", "local", "ustat-quantized", "quantized", (*OPTIONS, "variant"), _plan_tau_local)
@@ -205,14 +208,7 @@ def _plan_gmd_local(*, n, epsilon, bounds=None, bins=None, oracle="auto", quanti
     orc = _pick_kernel_oracle(oracle, n, epsilon, op)
     proto = QuantizedUStat(op, epsilon, orc)
     var = proto.conditional_variance(np.full(k, n / k))
-    return Option(
-        "local",
-        "ustat-quantized",
-        {"bins": k, "oracle": orc},
-        w * math.sqrt(var),
-        messages_per_user=1.0,
-        bits_per_user=proto.bits_per_user,
-    )
+    return _quantized_option({"bins": k, "oracle": orc}, w * math.sqrt(var), proto)
 
 
 @unit("gini_mean_difference", "local", "ustat-quantized", "quantized", GMD_OPTIONS, _plan_gmd_local)
@@ -243,14 +239,7 @@ def _plan_collision_local(*, n, epsilon, domain_size=None, oracle="auto", **_):
         return None
     proto = QuantizedUStat(K.CollisionOperator(d), epsilon, orc)
     var = proto.conditional_variance(np.full(d, n / d))
-    return Option(
-        "local",
-        "ustat-quantized",
-        {"domain_size": d, "oracle": orc},
-        math.sqrt(var),
-        messages_per_user=1.0,
-        bits_per_user=proto.bits_per_user,
-    )
+    return _quantized_option({"domain_size": d, "oracle": orc}, math.sqrt(var), proto)
 
 
 @unit("collision_probability", "local", "ustat-quantized", "quantized", ("oracle",), _plan_collision_local)
@@ -290,14 +279,7 @@ def _plan_ustat_local(
     orc = _pick_kernel_oracle(oracle, n, epsilon, A)
     proto = QuantizedUStat(A, epsilon, orc)
     var = max(proto.conditional_variance(np.full(k, n / k)), 0.0)
-    return Option(
-        "local",
-        "ustat-quantized",
-        {**params, "oracle": orc},
-        math.sqrt(var),
-        messages_per_user=1.0,
-        bits_per_user=proto.bits_per_user,
-    )
+    return _quantized_option({**params, "oracle": orc}, math.sqrt(var), proto)
 
 
 def _callable_matrix(c: Call) -> tuple[Any, np.ndarray, dict]:
