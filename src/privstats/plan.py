@@ -121,6 +121,10 @@ def statistic_range(statistic: str, *, n: int | None = None, bounds=None) -> tup
     return None
 
 
+# the columns of Option.as_row before its parameters
+ROW_COLUMNS = ("model", "protocol", "stderr", "bias", "bits_per_user", "messages_per_user", "delta", "trust")
+
+
 @dataclass(frozen=True)
 class Option:
     """One way to compute the statistic: its trust model, protocol, parameters and predicted error."""
@@ -140,17 +144,9 @@ class Option:
         return TRUST[self.model]
 
     def as_row(self) -> dict:
-        return {
-            "model": self.model,
-            "protocol": self.protocol,
-            "stderr": self.stderr,
-            "bias": self.bias,
-            "bits_per_user": self.bits_per_user,
-            "messages_per_user": self.messages_per_user,
-            "delta": self.delta,
-            "trust": self.trust,
-            "params": ", ".join(f"{k}={v}" for k, v in self.params.items()),
-        }
+        """The option as a table row: the ``ROW_COLUMNS``, then the parameters as text."""
+        row = {k: getattr(self, k) for k in ROW_COLUMNS}
+        return {**row, "params": ", ".join(f"{k}={v}" for k, v in self.params.items())}
 
 
 Predictor = Callable[..., "Option | list[Option] | None"]

@@ -150,14 +150,8 @@ class HierarchicalHistogram:
     # ---- description ------------------------------------------------------------------
     @property
     def params(self) -> dict:
-        return {
-            "domain_size": self.domain_size,
-            "epsilon": self.epsilon,
-            "branching": self.branching,
-            "oracle": self.oracle,
-            "split": self.split,
-            "level_oracles": [o.name for o in self.oracles],
-        }
+        named = ("domain_size", "epsilon", "branching", "oracle", "split")  # the constructor's arguments
+        return {**{k: getattr(self, k) for k in named}, "level_oracles": [o.name for o in self.oracles]}
 
     @property
     def guarantee(self) -> PureDP:

@@ -91,14 +91,9 @@ class SummaryPlan:
         return self.score_spread / self.bid_noise_sd if self.bid_noise_sd > 0 else math.inf
 
     def to_dict(self) -> dict:
-        return {
-            "choice": self.choice,
-            "reason": self.reason,
-            "bid_noise_sd": self.bid_noise_sd,
-            "score_spread": self.score_spread,
-            "snr": self.snr,
-            "rule": "uniform when bid_noise_sd >= score_spread (public parameters only)",
-        }
+        """The plan's numbers and choice (its Gaussian parameters left out), with the rule it applied."""
+        named = {k: getattr(self, k) for k in ("choice", "reason", "bid_noise_sd", "score_spread", "snr")}
+        return {**named, "rule": "uniform when bid_noise_sd >= score_spread (public parameters only)"}
 
 
 def plan_summary(
