@@ -105,8 +105,20 @@ def auc(
         check_positive_int(P, "P", maximum=max(1, MAX_CELLS // n))
 
     c = Call.of("auc", locals())
-    u = choose("auc", model, method, auto=lambda: _auc_local_method(c) if model == "local" else "auto")
-    return finish(u.run(c), c, protocol=u.protocol, support=(0.0, 1.0))
+    return _run_unit(c, (0.0, 1.0), auto=lambda: _auc_local_method(c) if model == "local" else "auto")
+
+
+def _run_unit(c: Call, support: tuple[float, float] | None, auto=None) -> Estimate:
+    """Run the unit that the call's model and method choose and finish its release once."""
+    u = choose(c.statistic, c.model, c.method, auto)
+    return finish(u.run(c), c, protocol=u.protocol, support=support)
+
+
+def _at_least_two_users(n: int) -> int:
+    """The number of users ``n``, checked: a pairwise statistic needs a pair."""
+    if n < 2:
+        raise ValueError("x must hold at least two users")
+    return n
 
 
 def _check_auc_options(ties, smoothing, splitting, discard, domain_size) -> None:
@@ -175,13 +187,8 @@ def kendall_tau(
         bx = by = None
     xs = as_float_array(x, "x", bounds=bx)
     ys = as_float_array(y, "y", bounds=by)
-    n = check_same_length(x=xs, y=ys)
-    if n < 2:
-        raise ValueError("x must hold at least two users")
-
-    c = Call.of("kendall_tau", locals())
-    u = choose("kendall_tau", model, method)
-    return finish(u.run(c), c, protocol=u.protocol, support=(-1.0, 1.0))
+    n = _at_least_two_users(check_same_length(x=xs, y=ys))
+    return _run_unit(Call.of("kendall_tau", locals()), (-1.0, 1.0))
 
 
 def gini_mean_difference(
@@ -219,12 +226,8 @@ def gini_mean_difference(
     )
     lo, hi = check_bounds(bounds)
     xs = as_float_array(x, "x", bounds=(lo, hi))
-    n, w = xs.size, hi - lo
-    if n < 2:
-        raise ValueError("x must hold at least two users")
-    c = Call.of("gini_mean_difference", locals(), u=(xs - lo) / w)
-    u = choose("gini_mean_difference", model, method)
-    return finish(u.run(c), c, protocol=u.protocol, support=(0.0, w))
+    n, w = _at_least_two_users(xs.size), hi - lo
+    return _run_unit(Call.of("gini_mean_difference", locals(), u=(xs - lo) / w), (0.0, w))
 
 
 def gini_coefficient(
@@ -293,9 +296,7 @@ def collision_probability(
     )
     d = check_positive_int(domain_size, "domain_size", minimum=2, maximum=STRUCTURED_MAX_CATEGORIES)
     xs = as_domain_values(x, d, "x")
-    n = xs.size
-    if n < 2:
-        raise ValueError("x must hold at least two users")
+    n = _at_least_two_users(xs.size)
     c = Call.of("collision_probability", locals())
     u = choose("collision_probability", model, method)
     release = u.run(c)
@@ -350,12 +351,8 @@ def ustatistic(
     if isinstance(kernel, str):
         return _ustatistic_named(x, kernel, epsilon, backend, P, zeta, rng, postprocess)
     xs, f, A, kr, lo, hi = _kernel_inputs(x, kernel, bounds, kernel_range, model)
-    n = xs.size
-    if n < 2:
-        raise ValueError("x must hold at least two users")
-    c = Call.of("ustatistic", locals())
-    u = choose("ustatistic", model, method)
-    return finish(u.run(c), c, protocol=u.protocol, support=kr)
+    n = _at_least_two_users(xs.size)
+    return _run_unit(Call.of("ustatistic", locals()), kr)
 
 
 def _ustatistic_named(x, name, epsilon, backend, P, zeta, rng, postprocess) -> Estimate:
