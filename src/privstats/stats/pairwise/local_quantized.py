@@ -75,12 +75,10 @@ def _plan_auc_quantized(
     n_pos, n_neg = cls
     t = ties or "half"
     sm = smoothing or _default_smoothing(t, domain_size)
-    if domain_size:
-        k, orc = int(domain_size), _pick_oracle(oracle, min(cls), epsilon, int(domain_size))
-    else:
-        k, orc = _auc_bins(n_pos, n_neg, epsilon, oracle, t, sm)
-    if k > _max_categories(orc):
+    grid = _auc_grid(cls, epsilon, domain_size, oracle, t, sm)
+    if grid is None:
         return None
+    k, orc = grid
     proto = QuantizedUStat(K.AUCOperator(k, t, sm), epsilon, orc)
     # at huge ε the exact variance is ~0 and can cancel to a tiny negative number
     var = max(proto.two_sample_variance(np.full(k, n_pos / k), np.full(k, n_neg / k)), 0.0)
@@ -103,23 +101,24 @@ def _plan_auc_quantized(
     )
 
 
+def _auc_grid(cls: tuple[int, int], epsilon, domain_size, oracle, ties: str, smoothing: str):
+    """Protocol A's bins k and oracle for ``(n_pos, n_neg)`` users: ``domain_size`` (else the planner's
+    k), or None where no quantised protocol fits."""
+    if domain_size:
+        k, orc = int(domain_size), _pick_oracle(oracle, min(cls), epsilon, int(domain_size))
+    else:
+        k, orc = _auc_bins(*cls, epsilon, oracle, ties, smoothing)
+    return None if k > _max_categories(orc) else (k, orc)
+
+
 @unit("auc", "local", "ustat-quantized", "quantized", AUC_OPTIONS, _plan_auc_quantized)
 def auc_quantized(c: Call) -> Release:
     """Bins and oracle as the predictor chooses them (or ``domain_size``); one report per user."""
     t = c.ties or "half"
     sm = c.smoothing or _default_smoothing(t, c.domain_size)
-    opt = _plan_auc_quantized(
-        n=c.n,
-        epsilon=c.epsilon,
-        n_pos=c.n_pos,
-        domain_size=c.domain_size,
-        oracle=c.oracle,
-        ties=t,
-        smoothing=sm,
-    )
-    k, orc = (
-        (opt.params["domain_size"], opt.params["oracle"]) if opt is not None else (c.domain_size, c.oracle)
-    )
+    cls = _classes(c.n, c.n_pos)
+    grid = None if cls is None else _auc_grid(cls, c.epsilon, c.domain_size, c.oracle, t, sm)
+    k, orc = grid if grid is not None else (c.domain_size, c.oracle)
     if k is None:
         raise ValueError("domain_size: no quantised AUC protocol fits these parameters; pass domain_size")
     proto = QuantizedUStat(K.AUCOperator(_check_structured(k, "domain_size", orc), t, sm), c.epsilon, orc)
