@@ -66,8 +66,10 @@ __all__ = [
     "STATE_NAME",
     "CollectError",
     "Collector",
+    "budget_status",
     "check_collection_id",
     "create_app",
+    "load_state",
     "run_collection",
 ]
 
@@ -207,8 +209,7 @@ class Collector:
                     part = item.full if len(new) == len(item.ids) else self._state_of(item, new)
                     delta = part if delta is None else delta.merge(part)
                 if delta is not None:
-                    row = self.storage.get_aggregate(conn, self.tid, STATE_NAME, for_update=True)
-                    state = self.oracle.new_state() if row is None else CountState.from_bytes(row[1])
+                    _, state = load_state(self.storage, conn, self.tid, self.oracle, for_update=True)
                     merged = state.merge(delta)
                     self.storage.put_aggregate(conn, self.tid, STATE_NAME, merged.n, merged.to_bytes())
         except BaseException as exc:  # nothing of the group was committed: every upload fails
@@ -234,8 +235,7 @@ class Collector:
     def state(self) -> CountState:
         """The committed aggregator state (all reports stored so far)."""
         with self.storage.read() as conn:
-            row = self.storage.get_aggregate(conn, self.tid, STATE_NAME)
-        return self.oracle.new_state() if row is None else CountState.from_bytes(row[1])
+            return load_state(self.storage, conn, self.tid, self.oracle)[1]
 
     def _report_batches(self):
         for bodies in self.storage.iter_report_bodies(self.tid):
@@ -262,23 +262,37 @@ class Collector:
         """
 
         def release(conn: Any) -> tuple[int, Any]:
-            row = self.storage.get_aggregate(conn, self.tid, STATE_NAME, for_update=True)
-            state = self.oracle.new_state() if row is None else CountState.from_bytes(row[1])
+            _, state = load_state(self.storage, conn, self.tid, self.oracle, for_update=True)
             return state.n, (lambda: self.oracle.estimate(state))
 
         return run_collection(self.storage, self.task, collection_id, release, min_reports)
 
     def status(self) -> dict:
         """Budget and collections: no report count (see the module's note)."""
-        led = self.storage.ledger(None, self.tid)
-        return {
-            "task_id": self.task.task_id,
-            "role": "collector",
-            "budget_total": led.total.to_dict(),
-            "budget_spent": led.spent.to_dict(),
-            "budget_remaining": led.remaining.to_dict(),
-            "collections": len(led.entries),
-        }
+        return budget_status(self.storage, self.task, "collector")
+
+
+def load_state(
+    storage: Storage, conn: Any, tid: bytes, oracle: Any, *, for_update: bool = False
+) -> tuple[int, CountState]:
+    """A role's stored ``(report count, aggregator state)``, the empty state if none is stored;
+    ``for_update`` locks the row for the rest of the transaction."""
+    row = storage.get_aggregate(conn, tid, STATE_NAME, for_update=for_update)
+    return (0, oracle.new_state()) if row is None else (int(row[0]), CountState.from_bytes(row[1]))
+
+
+def budget_status(storage: Storage, task: Task, role: str) -> dict:
+    """The status a collecting role (collector, analyzer) serves: budget and collections, never a
+    report count."""
+    led = storage.ledger(None, task.id_bytes)
+    return {
+        "task_id": task.task_id,
+        "role": role,
+        "budget_total": led.total.to_dict(),
+        "budget_spent": led.spent.to_dict(),
+        "budget_remaining": led.remaining.to_dict(),
+        "collections": len(led.entries),
+    }
 
 
 def run_collection(
@@ -332,55 +346,12 @@ def run_collection(
 # ------------------------------------------------------------------------------------------------- HTTP
 def create_app(task: Task, secrets: RoleSecrets, storage: Storage, **options: Any):
     """FastAPI app of the collector role."""
-    from fastapi import Header, Request
-    from fastapi.concurrency import run_in_threadpool
-
-    from privstats.services.app import error, read_body, require_token, role_app
+    from privstats.services.app import TaskRoutes, role_app
 
     collector = Collector(task, storage, **options)
     app, check_task = role_app("collector", task.task_id, collector)
-
-    @app.post("/tasks/{task_id}/reports")
-    async def upload(task_id: str, request: Request, authorization: str | None = Header(None)) -> dict:
-        require_token(authorization, secrets, "upload")
-        check_task(task_id)
-        body = await read_body(request, task.max_request_bytes)
-        try:
-            return await run_in_threadpool(collector.ingest, body)
-        except WireError as exc:
-            error(400, "bad_report", str(exc))
-
-    @app.post("/tasks/{task_id}/collect")
-    async def collect(task_id: str, request: Request, authorization: str | None = Header(None)) -> dict:
-        require_token(authorization, secrets, "collect")
-        check_task(task_id)
-        query = await _json(request)
-        try:
-            return await run_in_threadpool(
-                collector.collect, query.get("collection_id"), query.get("min_reports")
-            )
-        except CollectError as exc:
-            error(400 if exc.code == "bad_request" else 409, exc.code, str(exc))
-
-    @app.get("/tasks/{task_id}/status")
-    def status(task_id: str, authorization: str | None = Header(None)) -> dict:
-        require_token(authorization, secrets, "collect")
-        check_task(task_id)
-        return collector.status()
-
+    routes = TaskRoutes(app, check_task, secrets)
+    routes.binary("reports", "upload", task.max_request_bytes, collector.ingest, "bad_report")
+    routes.collect(collector.collect)
+    routes.status("collect", collector.status)
     return app
-
-
-async def _json(request: Any) -> dict:
-    import json
-
-    from privstats.services.app import error, read_body
-
-    raw = await read_body(request, 1 << 16)
-    try:
-        query = json.loads(raw or b"{}")
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        error(400, "bad_request", "the body must be a JSON object")
-    if not isinstance(query, dict):
-        error(400, "bad_request", "the body must be a JSON object")
-    return query
