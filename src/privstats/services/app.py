@@ -145,12 +145,12 @@ class TaskRoutes:
 
     def collect(self, handler: Any) -> None:
         """``POST /tasks/{id}/collect`` (collect token): ``handler(collection_id, min_reports)`` from
-        the JSON body; a :class:`~privstats.services.collector.CollectError` is a 400 (bad request)
+        the JSON body; a :class:`~privstats.services.collection.CollectError` is a 400 (bad request)
         or 409 (batch too small, budget exceeded)."""
         from fastapi import Header, Request
         from fastapi.concurrency import run_in_threadpool
 
-        from privstats.services.collector import CollectError
+        from privstats.services.collection import CollectError
 
         @self.app.post("/tasks/{task_id}/collect")
         async def collect(task_id: str, request: Request, authorization: str | None = Header(None)) -> dict:

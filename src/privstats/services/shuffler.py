@@ -22,7 +22,7 @@ itself: ``floor(well-formed messages / m)`` — the report count the batch heade
 checked against its length, never trusted.  A batch whose own count is below ``task.min_batch``
 is acknowledged (so the shuffler erases it) but not applied; otherwise its messages are folded
 into the protocol's mergeable state in the same transaction that records the batch id.
-Collections are as in the collector (:func:`~privstats.services.collector.run_collection`).
+Collections are as in the collector (:func:`~privstats.services.collection.run_collection`).
 
 What one malicious client can shift: everything it sends is one report of ``m`` messages per
 report id; each message counts like any honest message, so one report moves an item's estimate by
@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from privstats.local.base import CountState
-from privstats.services.collector import STATE_NAME, budget_status, load_state, run_collection
+from privstats.services.collection import STATE_NAME, budget_status, load_state, run_collection
 from privstats.services.security import HPKE_OVERHEAD, hpke_info, hpke_open_many
 from privstats.services.storage import Storage
 from privstats.services.tasks import RoleSecrets, Task, build_protocol
