@@ -127,3 +127,23 @@ def test_unsupported_python_gets_a_clear_error(monkeypatch):
     with pytest.raises(ImportError, match=r"needs Python 3\.10 or 3\.11; this is Python 3\.12"):
         require_spu()
     assert not spu_available()
+
+
+def test_ledger_and_state_files_are_bound_to_their_task(task, tmp_path):
+    """A party's ledger and the aggregator's state remember their task: another task's file is refused
+    (named as ledger or state), and the same task reopens its own file."""
+    from privstats.services.party.collect import _State
+
+    t = task[0]
+    other, other_sec = new_pairs_task("auc", epsilon=1.0, bounds=[(-8, 8)])
+    _policy(task, tmp_path).db.close()
+    with pytest.raises(
+        ValueError, match=f"ledger .*left.db belongs to task {t.task_id}, not {other.task_id}"
+    ):
+        PartyPolicy(other, "left", other_sec["left"]["token"], tmp_path / "left.db", n_users=10)
+    assert _policy(task, tmp_path).hello({})["task_id"] == t.task_id
+
+    _State(tmp_path / "agg.db", t).db.close()
+    with pytest.raises(ValueError, match=f"state .*agg.db belongs to task {t.task_id}, not {other.task_id}"):
+        _State(tmp_path / "agg.db", other)
+    assert _State(tmp_path / "agg.db", t).meta("task_id") == t.task_id

@@ -8,10 +8,11 @@ import io
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-__all__ = ["CLIError", "read_columns"]
+__all__ = ["CLIError", "add_domain_size", "from_args", "read_columns"]
 
 
 class CLIError(Exception):
@@ -41,6 +42,21 @@ def _delta(text: str) -> float:
     if not (0 <= v < 1):
         raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text!r}")
     return v
+
+
+def add_domain_size(parser: argparse.ArgumentParser, meaning: str) -> None:
+    """``--domain-size D`` (items are integers 0..D-1), with what it means to the command."""
+    parser.add_argument("--domain-size", type=int, metavar="D", help=meaning)
+
+
+def from_args(args: argparse.Namespace, *names: str, **renamed: str) -> dict[str, Any]:
+    """Keyword arguments from parsed options: ``name=args.name`` for each of ``names``, and
+    ``keyword=args.<attribute>`` for each ``keyword="attribute"`` of ``renamed``.
+
+    >>> from_args(argparse.Namespace(out="r", seed=1, only=["auc"]), "out", "seed", scenarios="only")
+    {'out': 'r', 'seed': 1, 'scenarios': ['auc']}
+    """
+    return {**{n: getattr(args, n) for n in names}, **{k: getattr(args, a) for k, a in renamed.items()}}
 
 
 # ----------------------------------------------------------------------------- input files

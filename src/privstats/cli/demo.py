@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from privstats.cli.common import _epsilon_list
+from privstats.cli.common import _epsilon_list, from_args
 
 NAMES = ("demo",)
 
@@ -58,11 +58,4 @@ def add_parsers(sub) -> None:
 def run(args) -> int:
     from privstats.demo import run_demo
 
-    return run_demo(
-        args.size,
-        out=args.out,
-        seed=args.seed,
-        epsilons=args.epsilons,
-        scenarios=args.only,
-        as_json=args.json,
-    )
+    return run_demo(args.size, **from_args(args, "out", "seed", "epsilons", scenarios="only", as_json="json"))

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from privstats.cli.common import CLIError, _delta, _epsilon, _labels, _numeric, read_columns
+from privstats.cli.common import CLIError, _delta, _epsilon, _labels, _numeric, add_domain_size, read_columns
 
 NAMES = ("estimate",)
 
@@ -75,12 +75,7 @@ def add_parsers(sub) -> None:
         help="public bounds of the values (required for ranked and continuous statistics; "
         "never derived from the data, which would leak it)",
     )
-    est.add_argument(
-        "--domain-size",
-        type=int,
-        metavar="D",
-        help="frequencies, collision_probability: items are integers 0..D-1; auc: bins",
-    )
+    add_domain_size(est, "frequencies, collision_probability: items are integers 0..D-1; auc: bins")
     est.add_argument(
         "--bins", type=int, metavar="K", help="quantisation bins (kendall_tau, gini_mean_difference)"
     )

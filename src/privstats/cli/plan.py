@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from privstats.cli.common import CLIError, _delta, _epsilon
+from privstats.cli.common import CLIError, _delta, _epsilon, add_domain_size
 
 NAMES = ("plan",)
 ALIASES = {"roc": "roc_curve"}  # the name `privstats estimate` uses
@@ -32,12 +32,7 @@ def add_parsers(sub) -> None:
     pl.add_argument("--delta", type=_delta, default=0.0, help="δ (default 0: pure-DP protocols only)")
     pl.add_argument("--bounds", nargs=2, type=float, metavar=("LO", "HI"), help="public bounds of the values")
     pl.add_argument("--model", choices=["local", "shuffle", "secure", "central"], help="keep one trust model")
-    pl.add_argument(
-        "--domain-size",
-        type=int,
-        metavar="D",
-        help="frequencies, range_counts, heavy_hitters, collision_probability: domain size",
-    )
+    add_domain_size(pl, "frequencies, range_counts, heavy_hitters, collision_probability: domain size")
     pl.add_argument(
         "--positives", type=float, metavar="N1", help="auc, roc_curve: number of positives (default n/2)"
     )

@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from privstats.cli.common import CLIError, _delta, _epsilon, read_columns
+from privstats.cli.common import CLIError, _delta, _epsilon, add_domain_size, from_args, read_columns
 
 NAMES = ("task", "serve", "submit", "collect")
 
@@ -48,7 +48,7 @@ def _add_task(sub) -> None:
         help="local: auto|grr|oue|olh|hr; shuffle: auto|single-rr|single-rappor|"
         "multi-hadamard (default auto)",
     )
-    new.add_argument("--domain-size", type=int, metavar="D", help="items are integers 0..D-1")
+    add_domain_size(new, "items are integers 0..D-1")
     new.add_argument(
         "--bounds", nargs=2, type=float, metavar=("LO", "HI"), help="public bounds (secure model)"
     )
@@ -182,16 +182,8 @@ def _service_command(args) -> int:
                     "rebuild": args.rebuild,
                 }
             _announce(args)
-            return serve(
-                args.role,
-                args.task,
-                db=args.db,
-                host=args.host,
-                port=args.port,
-                secrets_path=args.secrets,
-                log_level=args.log_level,
-                **options,
-            )
+            where = from_args(args, "db", "host", "port", "log_level", secrets_path="secrets")
+            return serve(args.role, args.task, **where, **options)
         if args.command == "submit":
             return _submit(args)
         return _collect(args)
@@ -230,17 +222,9 @@ def _task_new(args) -> int:
         for r in ("collector", "shuffler", "analyzer", "leader", "helper")
         if getattr(args, r)
     }
+    numbers = ("epsilon", "delta", "min_batch", "max_collections", "max_request_bytes")
     task, secrets = new_task(
-        args.statistic,
-        model=args.model,
-        protocol=args.protocol,
-        params=params,
-        epsilon=args.epsilon,
-        delta=args.delta,
-        min_batch=args.min_batch,
-        max_collections=args.max_collections,
-        urls=urls,
-        max_request_bytes=args.max_request_bytes,
+        args.statistic, params=params, urls=urls, **from_args(args, "model", "protocol", *numbers)
     )
     paths = write_task(task, secrets, args.out)
     print(f"task {task.task_id}: {task.statistic} / {task.model} / {task.protocol}")

@@ -7,7 +7,7 @@ import math
 import time
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -131,19 +131,13 @@ class DemoResult:
     cpu_time_s: float = 0.0
 
     def to_dict(self) -> dict:
-        return {
-            "size": self.size,
-            "seed": self.seed,
-            "epsilons": list(self.epsilons),
-            "oracles": self.oracle_rows,
-            "rows": self.rows,
-            "notes": self.notes,
-            "unavailable": self.unavailable,
-            "figures": self.figures,
-            "report": self.report,
-            "wall_time_s": self.wall_time_s,
-            "cpu_time_s": self.cpu_time_s,
-        }
+        """Every field in order but the figures' ``curves``; ``oracle_rows`` as ``oracles``."""
+        out = {_KEYS.get(f.name, f.name): getattr(self, f.name) for f in fields(self) if f.name != "curves"}
+        out["epsilons"] = list(self.epsilons)
+        return out
+
+
+_KEYS = {"oracle_rows": "oracles"}  # DemoResult's fields named otherwise in its JSON
 
 
 class _Context:

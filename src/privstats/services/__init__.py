@@ -8,7 +8,9 @@ Foundation shared by every role (generic over trust models and protocols):
   (task, report id); mergeable aggregates; the durable budget ledger; collections; batches.
 * :mod:`~privstats.services.security` — bearer tokens (constant-time) and HPKE.
 * :mod:`~privstats.services.wire` — the compact binary upload and batch formats.
-* :mod:`~privstats.services.app` — shared HTTP helpers and the ``privstats serve`` runner.
+* :mod:`~privstats.services.app` — shared HTTP helpers and routes, and the ``privstats serve`` runner.
+* :mod:`~privstats.services.collection` — the collection protocol of the collector and the analyzer
+  (minimum batch, durable budget, idempotent collection ids, a status without counts).
 
 Roles: :mod:`~privstats.services.collector` (local model), :mod:`~privstats.services.shuffler`
 (shuffler and analyzer of the shuffle model), :mod:`~privstats.services.dap` (the secure model's

@@ -3,6 +3,8 @@
 * :func:`read_body` — the request body with a hard size limit (413 before reading more).
 * :func:`require_token` — bearer-token check (401 missing, 403 wrong; constant-time).
 * :func:`error` — an ``HTTPException`` with a JSON ``{"error": code, "message": ...}`` detail.
+* :func:`role_app` and :class:`TaskRoutes` — the app a role starts from and the routes the
+  collector, shuffler and analyzer share (a binary upload, a collection, a status).
 * :func:`run_server` — uvicorn in this process; SIGTERM stops accepting, drains in-flight requests
   and background work, runs the role's shutdown, and returns 0.
 * :func:`serve` — build a role's app from ``task.json`` (+ its secrets file) and run it.
@@ -13,8 +15,6 @@ takes ``(task, secrets, storage, **options)`` and returns a FastAPI app.  The se
 for a task with a ``dap`` object.
 """
 
-from __future__ import annotations
-
 import importlib
 import os
 import signal
@@ -23,7 +23,18 @@ from typing import Any, NoReturn
 from privstats.services.security import check_bearer
 from privstats.services.tasks import RoleSecrets, Task, load_secrets, load_task
 
-__all__ = ["ROLE_FACTORIES", "build_app", "error", "read_body", "require_token", "run_server", "serve"]
+__all__ = [
+    "ROLE_FACTORIES",
+    "TaskRoutes",
+    "build_app",
+    "error",
+    "read_body",
+    "read_json",
+    "require_token",
+    "role_app",
+    "run_server",
+    "serve",
+]
 
 #: role -> "module:function" building its FastAPI app
 ROLE_FACTORIES: dict[str, str] = {
@@ -69,6 +80,20 @@ async def read_body(request: Any, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+async def read_json(request: Any) -> dict:
+    """The body as a JSON object (at most 64 KiB; an empty body is ``{}``); 400 otherwise."""
+    import json
+
+    raw = await read_body(request, 1 << 16)
+    try:
+        query = json.loads(raw or b"{}")
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        error(400, "bad_request", "the body must be a JSON object")
+    if not isinstance(query, dict):
+        error(400, "bad_request", "the body must be a JSON object")
+    return query
+
+
 def role_app(role: str, task_id: str, server: Any, *, lifespan: Any = None) -> tuple[Any, Any]:
     """The FastAPI app every role starts from — ``GET /healthz`` answers 200 once it serves — and
     the check its routes run on the task id of their path (404 for another task)."""
@@ -88,6 +113,62 @@ def role_app(role: str, task_id: str, server: Any, *, lifespan: Any = None) -> t
         return {"status": "ok", "role": role, "task_id": task_id}
 
     return app, check_task
+
+
+class TaskRoutes:
+    """The routes of a role's task, on ``app`` (from :func:`role_app`): each checks its bearer
+    token (401/403), then the task id of its path (404), before anything else."""
+
+    def __init__(self, app: Any, check_task: Any, secrets: RoleSecrets):
+        self.app, self.check_task, self.secrets = app, check_task, secrets
+
+    def _check(self, authorization: str | None, token: str, task_id: str) -> None:
+        require_token(authorization, self.secrets, token)
+        self.check_task(task_id)
+
+    def binary(self, path: str, token: str, limit: int, handler: Any, bad_code: str) -> None:
+        """``POST /tasks/{id}/<path>``: a binary body of at most ``limit`` bytes, answered by
+        ``handler(body)`` in a worker thread; a WireError is a 400 ``bad_code``."""
+        from fastapi import Header, Request
+        from fastapi.concurrency import run_in_threadpool
+
+        from privstats.services.wire import WireError
+
+        @self.app.post(f"/tasks/{{task_id}}/{path}")
+        async def post(task_id: str, request: Request, authorization: str | None = Header(None)) -> dict:
+            self._check(authorization, token, task_id)
+            body = await read_body(request, limit)
+            try:
+                return await run_in_threadpool(handler, body)
+            except WireError as exc:
+                error(400, bad_code, str(exc))
+
+    def collect(self, handler: Any) -> None:
+        """``POST /tasks/{id}/collect`` (collect token): ``handler(collection_id, min_reports)`` from
+        the JSON body; a :class:`~privstats.services.collection.CollectError` is a 400 (bad request)
+        or 409 (batch too small, budget exceeded)."""
+        from fastapi import Header, Request
+        from fastapi.concurrency import run_in_threadpool
+
+        from privstats.services.collection import CollectError
+
+        @self.app.post("/tasks/{task_id}/collect")
+        async def collect(task_id: str, request: Request, authorization: str | None = Header(None)) -> dict:
+            self._check(authorization, "collect", task_id)
+            query = await read_json(request)
+            try:
+                return await run_in_threadpool(handler, query.get("collection_id"), query.get("min_reports"))
+            except CollectError as exc:
+                error(400 if exc.code == "bad_request" else 409, exc.code, str(exc))
+
+    def status(self, token: str, handler: Any) -> None:
+        """``GET /tasks/{id}/status`` (``token``): ``handler()``."""
+        from fastapi import Header
+
+        @self.app.get("/tasks/{task_id}/status")
+        def status(task_id: str, authorization: str | None = Header(None)) -> dict:
+            self._check(authorization, token, task_id)
+            return handler()
 
 
 def build_app(role: str, task: Task, secrets: RoleSecrets, db: str, **options: Any):

@@ -49,7 +49,6 @@ reports through :func:`privstats.engine.aggregate` (:meth:`Collector.rebuild_sta
 20
 """
 
-import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,7 +56,16 @@ from typing import Any
 import numpy as np
 
 from privstats.local.base import CountState
-from privstats.services.storage import BudgetExceededError, Storage
+from privstats.services.collection import (
+    BELOW_MIN_BATCH,
+    STATE_NAME,
+    CollectError,
+    budget_status,
+    check_collection_id,
+    load_state,
+    run_collection,
+)
+from privstats.services.storage import Storage
 from privstats.services.tasks import RoleSecrets, Task, build_protocol
 from privstats.services.wire import WireError, record_layout, unpack_upload_array
 
@@ -66,14 +74,12 @@ __all__ = [
     "STATE_NAME",
     "CollectError",
     "Collector",
+    "budget_status",
     "check_collection_id",
     "create_app",
+    "load_state",
     "run_collection",
 ]
-
-STATE_NAME = "state"
-#: the one refusal text below the minimum batch (never the count: repeated refusals reveal nothing more)
-BELOW_MIN_BATCH = "the batch is below the minimum batch; nothing was released"
 
 
 @dataclass
@@ -86,23 +92,6 @@ class _Upload:
     done: threading.Event = field(default_factory=threading.Event)
     result: dict[str, int] | None = None
     error: BaseException | None = None
-
-
-_COLLECTION_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-
-
-class CollectError(ValueError):
-    """A refused collection: ``code`` is ``batch_too_small``, ``budget_exceeded`` or ``bad_request``."""
-
-    def __init__(self, code: str, message: str):
-        super().__init__(message)
-        self.code = code
-
-
-def check_collection_id(cid: Any) -> str:
-    if not isinstance(cid, str) or not _COLLECTION_ID.match(cid):
-        raise CollectError("bad_request", "collection_id must be 1-64 characters of [A-Za-z0-9_.-]")
-    return cid
 
 
 class Collector:
@@ -207,8 +196,7 @@ class Collector:
                     part = item.full if len(new) == len(item.ids) else self._state_of(item, new)
                     delta = part if delta is None else delta.merge(part)
                 if delta is not None:
-                    row = self.storage.get_aggregate(conn, self.tid, STATE_NAME, for_update=True)
-                    state = self.oracle.new_state() if row is None else CountState.from_bytes(row[1])
+                    _, state = load_state(self.storage, conn, self.tid, self.oracle, for_update=True)
                     merged = state.merge(delta)
                     self.storage.put_aggregate(conn, self.tid, STATE_NAME, merged.n, merged.to_bytes())
         except BaseException as exc:  # nothing of the group was committed: every upload fails
@@ -234,8 +222,7 @@ class Collector:
     def state(self) -> CountState:
         """The committed aggregator state (all reports stored so far)."""
         with self.storage.read() as conn:
-            row = self.storage.get_aggregate(conn, self.tid, STATE_NAME)
-        return self.oracle.new_state() if row is None else CountState.from_bytes(row[1])
+            return load_state(self.storage, conn, self.tid, self.oracle)[1]
 
     def _report_batches(self):
         for bodies in self.storage.iter_report_bodies(self.tid):
@@ -262,125 +249,25 @@ class Collector:
         """
 
         def release(conn: Any) -> tuple[int, Any]:
-            row = self.storage.get_aggregate(conn, self.tid, STATE_NAME, for_update=True)
-            state = self.oracle.new_state() if row is None else CountState.from_bytes(row[1])
+            _, state = load_state(self.storage, conn, self.tid, self.oracle, for_update=True)
             return state.n, (lambda: self.oracle.estimate(state))
 
         return run_collection(self.storage, self.task, collection_id, release, min_reports)
 
     def status(self) -> dict:
         """Budget and collections: no report count (see the module's note)."""
-        led = self.storage.ledger(None, self.tid)
-        return {
-            "task_id": self.task.task_id,
-            "role": "collector",
-            "budget_total": led.total.to_dict(),
-            "budget_spent": led.spent.to_dict(),
-            "budget_remaining": led.remaining.to_dict(),
-            "collections": len(led.entries),
-        }
-
-
-def run_collection(
-    storage: Storage, task: Task, collection_id: Any, release: Any, min_reports: Any = None
-) -> dict:
-    """The collection protocol every role shares (collector, analyzer).
-
-    In one transaction: return the stored result of ``collection_id`` if any; else
-    ``release(conn) -> (n_reports, make_estimate)`` reads (and locks) the role's state; refuse below
-    ``task.min_batch`` (:data:`BELOW_MIN_BATCH`, whatever the count); spend ``task.guarantee``
-    from the durable ledger (BudgetExceededError ->
-    :class:`CollectError`, nothing recorded); compute the estimate; store the result under
-    ``collection_id``; commit.  Nothing is released unless all of it commits.
-    """
-    cid = check_collection_id(collection_id)
-    if min_reports is not None:
-        # an analyst-chosen threshold answered exactly and for free finds the count by bisection
-        raise CollectError(
-            "bad_request",
-            "min_reports is not accepted: a threshold of the analyst's choosing would reveal the exact "
-            "number of reports by bisection; the task's min_batch is the only floor",
-        )
-    floor = task.min_batch
-    tid = task.id_bytes
-    done = storage.get_collection(None, tid, cid)
-    if done is not None:
-        return done
-    with storage.transaction() as conn:
-        done = storage.get_collection(conn, tid, cid)
-        if done is not None:
-            return done
-        n, make_estimate = release(conn)
-        if n < floor:
-            raise CollectError("batch_too_small", BELOW_MIN_BATCH)
-        try:
-            led = storage.spend(conn, tid, task.guarantee_value, f"collection {cid}")
-        except BudgetExceededError as exc:
-            raise CollectError("budget_exceeded", str(exc)) from None
-        estimate = make_estimate()
-        result = {
-            "collection_id": cid,
-            "estimate": estimate.to_dict(),
-            "n": int(n),
-            "budget_spent": led.spent.to_dict(),
-            "budget_remaining": led.remaining.to_dict(),
-        }
-        storage.put_collection(conn, tid, cid, result)
-    return result
+        return budget_status(self.storage, self.task, "collector")
 
 
 # ------------------------------------------------------------------------------------------------- HTTP
 def create_app(task: Task, secrets: RoleSecrets, storage: Storage, **options: Any):
     """FastAPI app of the collector role."""
-    from fastapi import Header, Request
-    from fastapi.concurrency import run_in_threadpool
-
-    from privstats.services.app import error, read_body, require_token, role_app
+    from privstats.services.app import TaskRoutes, role_app
 
     collector = Collector(task, storage, **options)
     app, check_task = role_app("collector", task.task_id, collector)
-
-    @app.post("/tasks/{task_id}/reports")
-    async def upload(task_id: str, request: Request, authorization: str | None = Header(None)) -> dict:
-        require_token(authorization, secrets, "upload")
-        check_task(task_id)
-        body = await read_body(request, task.max_request_bytes)
-        try:
-            return await run_in_threadpool(collector.ingest, body)
-        except WireError as exc:
-            error(400, "bad_report", str(exc))
-
-    @app.post("/tasks/{task_id}/collect")
-    async def collect(task_id: str, request: Request, authorization: str | None = Header(None)) -> dict:
-        require_token(authorization, secrets, "collect")
-        check_task(task_id)
-        query = await _json(request)
-        try:
-            return await run_in_threadpool(
-                collector.collect, query.get("collection_id"), query.get("min_reports")
-            )
-        except CollectError as exc:
-            error(400 if exc.code == "bad_request" else 409, exc.code, str(exc))
-
-    @app.get("/tasks/{task_id}/status")
-    def status(task_id: str, authorization: str | None = Header(None)) -> dict:
-        require_token(authorization, secrets, "collect")
-        check_task(task_id)
-        return collector.status()
-
+    routes = TaskRoutes(app, check_task, secrets)
+    routes.binary("reports", "upload", task.max_request_bytes, collector.ingest, "bad_report")
+    routes.collect(collector.collect)
+    routes.status("collect", collector.status)
     return app
-
-
-async def _json(request: Any) -> dict:
-    import json
-
-    from privstats.services.app import error, read_body
-
-    raw = await read_body(request, 1 << 16)
-    try:
-        query = json.loads(raw or b"{}")
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        error(400, "bad_request", "the body must be a JSON object")
-    if not isinstance(query, dict):
-        error(400, "bad_request", "the body must be a JSON object")
-    return query

@@ -22,7 +22,7 @@ itself: ``floor(well-formed messages / m)`` — the report count the batch heade
 checked against its length, never trusted.  A batch whose own count is below ``task.min_batch``
 is acknowledged (so the shuffler erases it) but not applied; otherwise its messages are folded
 into the protocol's mergeable state in the same transaction that records the batch id.
-Collections are as in the collector (:func:`~privstats.services.collector.run_collection`).
+Collections are as in the collector (:func:`~privstats.services.collection.run_collection`).
 
 What one malicious client can shift: everything it sends is one report of ``m`` messages per
 report id; each message counts like any honest message, so one report moves an item's estimate by
@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from privstats.local.base import CountState
-from privstats.services.collector import CollectError, run_collection
+from privstats.services.collection import STATE_NAME, budget_status, load_state, run_collection
 from privstats.services.security import HPKE_OVERHEAD, hpke_info, hpke_open_many
 from privstats.services.storage import Storage
 from privstats.services.tasks import RoleSecrets, Task, build_protocol
@@ -69,7 +69,6 @@ __all__ = [
     "operator_counts",
 ]
 
-STATE_NAME = "state"
 DROPPED_NAME = "dropped"
 
 
@@ -310,10 +309,7 @@ class AnalyzerRole(_ShuffleTask):
         return {"batch": batch_id.hex(), "applied": applied}
 
     def _apply(self, conn: Any, delta: CountState, n_reports: int, dropped: int) -> None:
-        row = self.storage.get_aggregate(conn, self.tid, STATE_NAME, for_update=True)
-        n_before, state = (
-            (0, self.oracle.new_state()) if row is None else (row[0], CountState.from_bytes(row[1]))
-        )
+        n_before, state = load_state(self.storage, conn, self.tid, self.oracle, for_update=True)
         merged = state.merge(delta)
         self.storage.put_aggregate(conn, self.tid, STATE_NAME, n_before + n_reports, merged.to_bytes())
         drow = self.storage.get_aggregate(conn, self.tid, DROPPED_NAME, for_update=True)
@@ -323,10 +319,7 @@ class AnalyzerRole(_ShuffleTask):
         """As the collector's: min batch (in reports), durable budget, idempotent per collection id."""
 
         def release(conn: Any) -> tuple[int, Any]:
-            row = self.storage.get_aggregate(conn, self.tid, STATE_NAME, for_update=True)
-            n, state = (
-                (0, self.oracle.new_state()) if row is None else (row[0], CountState.from_bytes(row[1]))
-            )
+            n, state = load_state(self.storage, conn, self.tid, self.oracle, for_update=True)
 
             def make() -> Any:
                 est = self.oracle.estimate(state)
@@ -339,15 +332,7 @@ class AnalyzerRole(_ShuffleTask):
     def status(self) -> dict:
         """Budget and collections; no report, message or dropped count (the operator reads those in
         the database: :func:`operator_counts`)."""
-        led = self.storage.ledger(None, self.tid)
-        return {
-            "task_id": self.task.task_id,
-            "role": "analyzer",
-            "budget_total": led.total.to_dict(),
-            "budget_spent": led.spent.to_dict(),
-            "budget_remaining": led.remaining.to_dict(),
-            "collections": len(led.entries),
-        }
+        return budget_status(self.storage, self.task, "analyzer")
 
 
 def operator_counts(storage: Storage, task: Task) -> dict[str, int]:
@@ -372,10 +357,9 @@ def operator_counts(storage: Storage, task: Task) -> dict[str, int]:
 # ------------------------------------------------------------------------------------------------- HTTP
 def create_shuffler_app(task: Task, secrets: RoleSecrets, storage: Storage, **options: Any):
     """FastAPI app of the shuffler; its forwarding worker runs for the app's lifetime."""
-    from fastapi import Header, Request
     from fastapi.concurrency import run_in_threadpool
 
-    from privstats.services.app import error, read_body, require_token, role_app
+    from privstats.services.app import TaskRoutes, role_app
 
     role = ShufflerRole(task, secrets, storage, **options)
 
@@ -386,61 +370,20 @@ def create_shuffler_app(task: Task, secrets: RoleSecrets, storage: Storage, **op
         await run_in_threadpool(role.stop)
 
     app, check_task = role_app("shuffler", task.task_id, role, lifespan=lifespan)
-
-    @app.post("/tasks/{task_id}/reports")
-    async def upload(task_id: str, request: Request, authorization: str | None = Header(None)) -> dict:
-        require_token(authorization, secrets, "upload")
-        check_task(task_id)
-        body = await read_body(request, task.max_request_bytes)
-        try:
-            return await run_in_threadpool(role.ingest, body)
-        except WireError as exc:
-            error(400, "bad_report", str(exc))
-
-    @app.get("/tasks/{task_id}/status")
-    def status(task_id: str, authorization: str | None = Header(None)) -> dict:
-        require_token(authorization, secrets, "upload")
-        check_task(task_id)
-        return role.status()
-
+    routes = TaskRoutes(app, check_task, secrets)
+    routes.binary("reports", "upload", task.max_request_bytes, role.ingest, "bad_report")
+    routes.status("upload", role.status)
     return app
 
 
 def create_analyzer_app(task: Task, secrets: RoleSecrets, storage: Storage, **options: Any):
     """FastAPI app of the analyzer."""
-    from fastapi import Header, Request
-    from fastapi.concurrency import run_in_threadpool
-
-    from privstats.services.app import error, read_body, require_token, role_app
-    from privstats.services.collector import _json
+    from privstats.services.app import TaskRoutes, role_app
 
     role = AnalyzerRole(task, secrets, storage, **options)
     app, check_task = role_app("analyzer", task.task_id, role)
-
-    @app.post("/tasks/{task_id}/batches")
-    async def batches(task_id: str, request: Request, authorization: str | None = Header(None)) -> dict:
-        require_token(authorization, secrets, "forward")
-        check_task(task_id)
-        body = await read_body(request, max(task.max_request_bytes, 1 << 30))
-        try:
-            return await run_in_threadpool(role.receive, body)
-        except WireError as exc:
-            error(400, "bad_batch", str(exc))
-
-    @app.post("/tasks/{task_id}/collect")
-    async def collect(task_id: str, request: Request, authorization: str | None = Header(None)) -> dict:
-        require_token(authorization, secrets, "collect")
-        check_task(task_id)
-        query = await _json(request)
-        try:
-            return await run_in_threadpool(role.collect, query.get("collection_id"), query.get("min_reports"))
-        except CollectError as exc:
-            error(400 if exc.code == "bad_request" else 409, exc.code, str(exc))
-
-    @app.get("/tasks/{task_id}/status")
-    def status(task_id: str, authorization: str | None = Header(None)) -> dict:
-        require_token(authorization, secrets, "collect")
-        check_task(task_id)
-        return role.status()
-
+    routes = TaskRoutes(app, check_task, secrets)
+    routes.binary("batches", "forward", max(task.max_request_bytes, 1 << 30), role.receive, "bad_batch")
+    routes.collect(role.collect)
+    routes.status("collect", role.status)
     return app

@@ -69,44 +69,34 @@ metadata = MetaData()
 
 schema_version = Table("privstats_schema_version", metadata, Column("version", Integer, primary_key=True))
 
-reports = Table(
-    "privstats_reports",
-    metadata,
-    Column("task_id", LargeBinary(16), primary_key=True),
+
+def _task_table(name: str, *columns: Column, **options: Any) -> Table:
+    """``privstats_<name>``, keyed first by the task id (one database may hold many tasks)."""
+    task_id = Column("task_id", LargeBinary(16), primary_key=True)
+    return Table(f"privstats_{name}", metadata, task_id, *columns, **options)
+
+
+reports = _task_table(
+    "reports",
     Column("report_id", LargeBinary(16), primary_key=True),
     Column("body", LargeBinary, nullable=False),
     Column("batch_id", LargeBinary(16), nullable=True),
     sqlite_with_rowid=False,  # one B-tree clustered on the primary key (1.3x faster inserts)
 )
-
-aggregates = Table(
-    "privstats_aggregates",
-    metadata,
-    Column("task_id", LargeBinary(16), primary_key=True),
+aggregates = _task_table(
+    "aggregates",
     Column("name", String(64), primary_key=True),
     Column("n_reports", BigInteger, nullable=False),
     Column("state", LargeBinary, nullable=False),
 )
-
-budget = Table(
-    "privstats_budget",
-    metadata,
-    Column("task_id", LargeBinary(16), primary_key=True),
-    Column("ledger", Text, nullable=False),  # BudgetLedger.to_json()
-)
-
-collections = Table(
-    "privstats_collections",
-    metadata,
-    Column("task_id", LargeBinary(16), primary_key=True),
+budget = _task_table("budget", Column("ledger", Text, nullable=False))  # BudgetLedger.to_json()
+collections = _task_table(
+    "collections",
     Column("collection_id", String(64), primary_key=True),
     Column("result", Text, nullable=False),
 )
-
-batches = Table(
-    "privstats_batches",
-    metadata,
-    Column("task_id", LargeBinary(16), primary_key=True),
+batches = _task_table(
+    "batches",
     Column("batch_id", LargeBinary(16), primary_key=True),
     Column("role", String(32), nullable=False),
     Column("status", String(16), nullable=False),  # 'pending' | 'done'

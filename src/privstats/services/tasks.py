@@ -499,6 +499,7 @@ def new_task(
     urls: dict | None = None,
     max_request_bytes: int = 16 << 20,
     extra: dict | None = None,
+    dap: bool = True,
 ) -> tuple[Task, dict[str, RoleSecrets]]:
     """A fresh task (random id, keys and tokens) and the secrets of every party.
 
@@ -514,9 +515,9 @@ def new_task(
     A secure-model task is a DAP-09 task (:func:`privstats.services.dap.task.new_dap_task`): its
     ``dap`` object is what a DAP client and the two aggregators need; ``params`` takes the
     :class:`~privstats.secure.histogram.SecureSpec` options plus ``time_precision`` (seconds) and
-    ``chunk_length`` (Prio3Histogram).
+    ``chunk_length`` (Prio3Histogram).  ``dap=False`` leaves that object out (:func:`new_base_task`).
     """
-    if model == "secure":
+    if model == "secure" and dap:
         return _new_secure_task(
             statistic,
             protocol=protocol,
@@ -529,19 +530,70 @@ def new_task(
             max_request_bytes=max_request_bytes,
             extra=extra,
         )
-    return new_base_task(
+    epsilon, min_batch, max_collections = _check_numbers(model, epsilon, min_batch, max_collections)
+    p = dict(params or {})
+    name, full = resolve_protocol(
         statistic,
-        model=model,
-        protocol=protocol,
-        params=params,
+        model,
+        protocol,
+        domain_size=p.pop("domain_size", None),
         epsilon=epsilon,
         delta=delta,
         min_batch=min_batch,
-        max_collections=max_collections,
-        urls=urls,
-        max_request_bytes=max_request_bytes,
-        extra=extra,
+        options=p,
     )
+    one, total = _guarantees(model, epsilon, float(full.get("delta", delta or 0.0)), max_collections)
+    role_urls = _role_urls(model, urls)
+    task_id = os.urandom(16).hex()
+    secrets, keys = _party_secrets(task_id, model)
+    task = Task(
+        task_id=task_id,
+        statistic=statistic,
+        model=model,
+        protocol=name,
+        params=full,
+        guarantee=one.to_dict(),
+        budget=total.to_dict(),
+        min_batch=min_batch,
+        urls=role_urls,
+        hpke_keys=keys,
+        max_request_bytes=int(max_request_bytes),
+        extra=dict(extra or {}),
+    )
+    if not math.isfinite(epsilon * max_collections):
+        raise ValueError("max_collections: the total budget overflows")
+    return task, secrets
+
+
+def new_base_task(statistic: str, **options: Any) -> tuple[Task, dict[str, RoleSecrets]]:
+    """:func:`new_task` (the same keywords) without the secure model's ``dap`` object (what
+    :func:`new_dap_task <privstats.services.dap.task.new_dap_task>` builds on): id, keys, tokens,
+    guarantee, URLs."""
+    return new_task(statistic, dap=False, **options)
+
+
+def _check_numbers(
+    model: str, epsilon: float, min_batch: int, max_collections: int
+) -> tuple[float, int, int]:
+    """``(epsilon, min_batch, max_collections)`` checked, with the model's name."""
+    from privstats.validation import check_epsilon, check_positive_int
+
+    epsilon = check_epsilon(epsilon)
+    min_batch = check_positive_int(min_batch, "min_batch")
+    max_collections = check_positive_int(max_collections, "max_collections")
+    if model not in MODEL_ROLES:
+        raise ValueError(f"model must be one of {sorted(MODEL_ROLES)}, got {model!r}")
+    return epsilon, min_batch, max_collections
+
+
+def _role_urls(model: str, urls: dict | None) -> dict[str, str]:
+    """Each role's URL: as given, else ``http://127.0.0.1:<its default port>``."""
+    roles = MODEL_ROLES[model]
+    given = dict(urls or {})
+    bad = set(given) - set(roles)
+    if bad:
+        raise ValueError(f"urls: a {model} task has roles {list(roles)}, not {sorted(bad)}")
+    return {r: str(given.get(r) or f"http://127.0.0.1:{DEFAULT_PORTS[r]}").rstrip("/") for r in roles}
 
 
 def _new_secure_task(statistic: str, *, protocol, params: dict, delta, max_request_bytes, extra, **kw):
@@ -567,69 +619,6 @@ def _new_secure_task(statistic: str, *, protocol, params: dict, delta, max_reque
         max_request_bytes=int(max_request_bytes),
         extra=dict(extra or {}),
     ), secrets
-
-
-def new_base_task(
-    statistic: str,
-    *,
-    model: str,
-    protocol: str | None = None,
-    params: dict | None = None,
-    epsilon: float,
-    delta: float | None = None,
-    min_batch: int,
-    max_collections: int = 1,
-    urls: dict | None = None,
-    max_request_bytes: int = 16 << 20,
-    extra: dict | None = None,
-) -> tuple[Task, dict[str, RoleSecrets]]:
-    """:func:`new_task` without the secure model's ``dap`` object (what :func:`new_dap_task
-    <privstats.services.dap.task.new_dap_task>` builds on): id, keys, tokens, guarantee, URLs."""
-    from privstats.validation import check_epsilon, check_positive_int
-
-    epsilon = check_epsilon(epsilon)
-    min_batch = check_positive_int(min_batch, "min_batch")
-    max_collections = check_positive_int(max_collections, "max_collections")
-    if model not in MODEL_ROLES:
-        raise ValueError(f"model must be one of {sorted(MODEL_ROLES)}, got {model!r}")
-    p = dict(params or {})
-    domain_size = p.pop("domain_size", None)
-    name, full = resolve_protocol(
-        statistic,
-        model,
-        protocol,
-        domain_size=domain_size,
-        epsilon=epsilon,
-        delta=delta,
-        min_batch=min_batch,
-        options=p,
-    )
-    one, total = _guarantees(model, epsilon, float(full.get("delta", delta or 0.0)), max_collections)
-    roles = MODEL_ROLES[model]
-    given = dict(urls or {})
-    bad = set(given) - set(roles)
-    if bad:
-        raise ValueError(f"urls: a {model} task has roles {list(roles)}, not {sorted(bad)}")
-    role_urls = {r: str(given.get(r) or f"http://127.0.0.1:{DEFAULT_PORTS[r]}").rstrip("/") for r in roles}
-    task_id = os.urandom(16).hex()
-    secrets, keys = _party_secrets(task_id, model)
-    task = Task(
-        task_id=task_id,
-        statistic=statistic,
-        model=model,
-        protocol=name,
-        params=full,
-        guarantee=one.to_dict(),
-        budget=total.to_dict(),
-        min_batch=min_batch,
-        urls=role_urls,
-        hpke_keys=keys,
-        max_request_bytes=int(max_request_bytes),
-        extra=dict(extra or {}),
-    )
-    if not math.isfinite(epsilon * max_collections):
-        raise ValueError("max_collections: the total budget overflows")
-    return task, secrets
 
 
 # ---------------------------------------------------------------------------------------------- files

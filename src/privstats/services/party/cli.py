@@ -104,6 +104,21 @@ def add_parser(subparsers) -> None:
     collect.add_argument("--json", action="store_true", help="machine-readable output")
 
 
+#: the options of ``task new`` that go to :func:`new_pairs_task` as they are parsed
+_TASK_OPTIONS = (
+    "epsilon",
+    "bounds",
+    "P",
+    "ties",
+    "kernel",
+    "mechanism",
+    "grid_bits",
+    "noise",
+    "layout",
+    "batch_size",
+)
+
+
 def _task_new(args) -> int:
     from .task import new_pairs_task, write_pairs_task
 
@@ -112,20 +127,8 @@ def _task_new(args) -> int:
         parties[role] = {
             k: v for k, v in (("listen", getattr(args, role)), ("link", getattr(args, f"{role}_link"))) if v
         }
-    task, sec = new_pairs_task(
-        args.statistic,
-        epsilon=args.epsilon,
-        bounds=args.bounds,
-        P=args.P,
-        ties=args.ties,
-        kernel=args.kernel,
-        mechanism=args.mechanism,
-        grid_bits=args.grid_bits,
-        noise=args.noise,
-        layout=args.layout,
-        parties=parties,
-        batch_size=args.batch_size,
-    )
+    options = {name: getattr(args, name) for name in _TASK_OPTIONS}
+    task, sec = new_pairs_task(args.statistic, parties=parties, **options)
     paths = write_pairs_task(task, sec, args.out)
     print(
         f"task {task.task_id}: {task.statistic} / secure / spu ({task.layout}, P={task.P}, ε={task.epsilon})"

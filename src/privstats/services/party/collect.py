@@ -14,7 +14,6 @@ run again, a job a party reports as interrupted has spent its pairs and is left 
 from __future__ import annotations
 
 import math
-import sqlite3
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +22,7 @@ from privstats.estimate import Estimate, constrain
 from privstats.privacy.guarantees import ApproxDP, PureDP
 from privstats.ustat.pairs import PairsProtocol, combination_variance
 
-from .task import PairsTask, read_pairs_task, read_role_secrets
+from .task import PairsTask, open_task_db, read_pairs_task, read_role_secrets
 
 __all__ = ["CollectError", "collect_pairs", "estimate_from_outputs", "plan_pairs", "rows_for"]
 
@@ -68,14 +67,7 @@ def rows_for(layout: str, pairs: np.ndarray, n_left: int) -> tuple[np.ndarray, n
 
 class _State:
     def __init__(self, path: Path, task: PairsTask):
-        self.db = sqlite3.connect(str(path), isolation_level=None)
-        self.db.execute("PRAGMA synchronous=FULL")
-        self.db.executescript(STATE)
-        row = self.db.execute("SELECT value FROM meta WHERE key='task_id'").fetchone()
-        if row is None:
-            self.db.execute("INSERT INTO meta VALUES ('task_id', ?)", (task.task_id,))
-        elif row[0] != task.task_id:
-            raise ValueError(f"state {path} belongs to task {row[0]}, not {task.task_id}")
+        self.db = open_task_db(path, STATE, task.task_id, "state")
 
     def meta(self, key: str) -> str | None:
         row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()

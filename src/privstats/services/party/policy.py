@@ -23,12 +23,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import sqlite3
 from pathlib import Path
 
 import numpy as np
 
-from .task import PairsTask
+from .task import PairsTask, open_task_db
 
 __all__ = ["PartyPolicy", "PolicyError"]
 
@@ -56,15 +55,7 @@ class PartyPolicy:
 
     def __init__(self, task: PairsTask, role: str, token: str, db: str | Path, *, n_users: int):
         self.task, self.role, self.token, self.n = task, role, token, int(n_users)
-        self.db = sqlite3.connect(str(db), isolation_level=None, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=FULL")
-        self.db.executescript(SCHEMA)
-        row = self.db.execute("SELECT value FROM meta WHERE key='task_id'").fetchone()
-        if row is None:
-            self.db.execute("INSERT INTO meta VALUES ('task_id', ?)", (task.task_id,))
-        elif row[0] != task.task_id:
-            raise ValueError(f"ledger {db} belongs to task {row[0]}, not {task.task_id}")
+        self.db = open_task_db(db, SCHEMA, task.task_id, "ledger", wal=True, check_same_thread=False)
         self.expected = task.job_header()
         self.usage = np.zeros(self.n, dtype=np.int64)  # the ledger's per-user counts, kept in step
         for user, pairs in self.db.execute("SELECT user, pairs FROM usage"):

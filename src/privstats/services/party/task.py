@@ -15,8 +15,10 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import sqlite3
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from privstats.validation import check_choice, check_epsilon, check_positive_int
 
@@ -185,6 +187,26 @@ def read_role_secrets(task_path: str | Path, role: str, path: str | Path | None 
     if sec.get("role") != role:
         raise ValueError(f"{p} holds the secrets of {sec.get('role')!r}, not {role!r}")
     return sec
+
+
+def open_task_db(
+    path: str | Path, schema: str, task_id: str, what: str, *, wal: bool = False, **connect: Any
+) -> sqlite3.Connection:
+    """A role's own SQLite file (autocommit, ``synchronous=FULL``, WAL if asked) with ``schema``,
+    whose ``meta`` table binds it to ``task_id`` on first use: the file of another task is refused
+    (ValueError naming it as ``what``)."""
+    db = sqlite3.connect(str(path), isolation_level=None, **connect)
+    if wal:
+        db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=FULL")
+    db.executescript(schema)
+    row = db.execute("SELECT value FROM meta WHERE key='task_id'").fetchone()
+    if row is None:
+        db.execute("INSERT INTO meta VALUES ('task_id', ?)", (task_id,))
+    elif row[0] != task_id:
+        db.close()
+        raise ValueError(f"{what} {path} belongs to task {row[0]}, not {task_id}")
+    return db
 
 
 def is_pairs_task(path: str | Path) -> bool:
