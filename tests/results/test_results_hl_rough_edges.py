@@ -96,3 +96,26 @@ def test_underpowered_hl_says_so_in_the_result():
     y, p = _calibrated(big, 8)
     est = privstats.hosmer_lemeshow(y, p, epsilon=8.0, bootstrap=200, rng=0)
     assert est.details["underpowered"] is False
+
+
+def test_clipped_hl_on_breast_cancer_is_flagged_with_an_honest_interval():
+    """Breast cancer (n = 569, cross-validated logistic regression), central ε = 1: about half of the
+    answers are H clipped to 0 (the debiased statistic is negative; the test has no power at this n).
+    Each such answer must say so: clipped, underpowered, an interval of positive width from the
+    unclipped value, and a p-value computed from the unclipped statistic (not 'calibrated' by default)."""
+    from test_results_hl_small_n import _breast_cancer
+
+    y, p = _breast_cancer()
+    clipped = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UselessResultWarning)
+        for r in range(20):
+            est = privstats.hosmer_lemeshow(y, p, epsilon=1.0, bootstrap=200, rng=r)
+            assert est.details["underpowered"] is True
+            lo, hi = est.ci()
+            assert hi - lo > 0 and lo <= est.value <= hi
+            if est.value == 0.0:
+                clipped += 1
+                assert est.clipped and est.unclipped < 0
+                assert 0 < est.details["p_value"] <= 1
+    assert clipped >= 3  # the situation the flag is for does occur here
