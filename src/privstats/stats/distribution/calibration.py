@@ -37,6 +37,9 @@ HL_QUANTILE_FRACTION = 0.2  # "split": share of ε for the quantile ECDF
 HL_STEPS = 1 << 20  # predicted probabilities are snapped to multiples of 2^-20
 
 
+HL_SECURE_PROTOCOL = "hosmer-lemeshow-two-ecdfs+dap-09+prio3"  # what a deployed secure HL task runs
+
+
 def hosmer_lemeshow_accounting(epsilon: float, depth: int, budget: str = "tight") -> dict:
     """Privacy accounting of :func:`hosmer_lemeshow`, computed from sensitivities and noise scales.
 
@@ -490,24 +493,34 @@ def _plan_hl_central(*, n, epsilon, groups=10, depth=10, mean_probabilities=None
 
 
 def _plan_hl_secure(*, n, epsilon, groups=10, depth=6, bounds=None, **_) -> Option:
+    """The secure release's RMS error (:func:`_hl_secure_rmse`) and its report size."""
+    from privstats.secure.histogram import SecureSpec, report_bits
+
+    lo_hi = check_probability_bounds((0.0, 1.0) if bounds is None else bounds)
+    se = _hl_secure_rmse(int(n), float(epsilon), int(groups), int(depth), lo_hi)
+    spec = SecureSpec("hosmer_lemeshow", epsilon=epsilon, bounds=lo_hi, grid=1 << int(depth))
+    params, bits = {"groups": groups, "depth": depth}, report_bits(spec.length)
+    return Option("secure", HL_SECURE_PROTOCOL, params, se, messages_per_user=1.0, bits_per_user=bits)
+
+
+@lru_cache(maxsize=64)
+def _hl_secure_rmse(n: int, epsilon: float, groups: int, depth: int, bounds: tuple[float, float]) -> float:
     """RMS error of the secure estimate (:func:`privstats.secure.hosmer_lemeshow._pooled`) about
     its estimand Σ r² / max(V, floor), simulated 4000 times with a fixed seed: probabilities uniform
-    on ``bounds`` (default (0, 1); the grid's cells share n evenly), a calibrated model (r ~ N(0, V)),
-    the group sums' exact noise covariance (Gaussian), plus the private cuts' share
-    (:func:`_hl_cut_variance`)."""
+    on ``bounds`` (the grid's cells share n evenly), a calibrated model (r ~ N(0, V)), the group
+    sums' exact noise covariance (Gaussian), plus the private cuts' share (:func:`_hl_cut_variance`)."""
     from privstats.secure.aggregation import DistributedNoiseMechanism
-    from privstats.secure.histogram import SecureSpec, report_bits
+    from privstats.secure.histogram import SecureSpec
     from privstats.secure.hosmer_lemeshow import _diff_cov, _groups, _pooled, _v_floor
     from privstats.secure.noise import noise_variance_factor
 
-    lo_hi = check_probability_bounds((0.0, 1.0) if bounds is None else bounds)
-    spec = SecureSpec("hosmer_lemeshow", epsilon=epsilon, bounds=lo_hi, grid=1 << int(depth))
+    spec = SecureSpec("hosmer_lemeshow", epsilon=epsilon, bounds=bounds, grid=1 << depth)
     cov = DistributedNoiseMechanism(spec.mechanism, noise_variance_factor(2)).count_covariance()
     k = int(spec.internal.size)
-    edges = np.concatenate([[lo_hi[0]], spec.internal])
+    edges = np.concatenate([[bounds[0]], spec.internal])
     mid = 0.5 * (edges[:-1] + edges[1:])
     per_cell = np.full(k, n / k)
-    ends = _groups(np.cumsum(per_cell), int(groups))
+    ends = _groups(np.cumsum(per_cell), groups)
     starts = np.concatenate([[0], ends[:-1] + 1])
     c = np.arange(k)
     G = ((c[None, :] >= starts[:, None]) & (c[None, :] <= ends[:, None])).astype(np.float64)
@@ -526,15 +539,8 @@ def _plan_hl_secure(*, n, epsilon, groups=10, depth=6, bounds=None, **_) -> Opti
     est = _pooled(r + z[:, :Q], e1 + z[:, Q : 2 * Q], t + z[:, 2 * Q :], var_r, floor)
     var = float(np.mean((est - target) ** 2))
     se_f = math.sqrt(float(np.mean(np.diag(cov)[:k]))) / n  # the pooled curve places the cuts
-    var += _hl_cut_variance(n, e1 / t, np.maximum(d2, floor), int(depth), se_f)
-    return Option(
-        "secure",
-        "hosmer-lemeshow-two-ecdfs+dap-09+prio3",
-        {"groups": groups, "depth": depth},
-        math.sqrt(var),
-        messages_per_user=1.0,
-        bits_per_user=report_bits(spec.length),
-    )
+    var += _hl_cut_variance(n, e1 / t, np.maximum(d2, floor), depth, se_f)
+    return math.sqrt(var)
 
 
 # the predictors are registered with their units (central first: the planner's order)
