@@ -58,7 +58,10 @@ PLAN_CASES: dict[str, tuple[dict, dict]] = {
             "ci_fraction": "fraction",
         },
     ),
-    "hosmer_lemeshow": ({"groups": 10, "depth": 6}, {"groups": "count", "depth": "count"}),
+    "hosmer_lemeshow": (
+        {"groups": 10, "depth": 6, "bounds": (0, 1)},
+        {"groups": "count", "depth": "count", "bounds": "bounds"},
+    ),
     "frequencies": ({"domain": 16}, {"domain": "domain"}),
     "range_counts": ({"domain": 16}, {"domain": "domain"}),
     "heavy_hitters": ({"domain": 64}, {"domain": "domain"}),

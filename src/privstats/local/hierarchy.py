@@ -485,15 +485,16 @@ class HierarchicalHistogram:
         )
 
     # ---- all prefixes [0, i] at once (ECDFs) ------------------------------------------------
-    def prefix_variances(self, true_counts, level_sizes) -> np.ndarray:
+    def prefix_variances(self, true_counts, level_sizes, *, at=None) -> np.ndarray:
         """Exact variance of every consistent prefix count (values <= i, i = 0..domain_size-1).
 
         Equals ``linear_variance(true_counts, range_coefficients(n, 0, i, level_sizes)[0],
         level_sizes)`` for every i, in O(d h^3) arithmetic instead of O(d^2): the adjoint
         coefficients of a prefix are constant on the subtrees of the path's siblings, so every
-        sum the variance needs is a sum over O(h) groups (GRR, OUE and OLH levels).
+        sum the variance needs is a sum over O(h) groups (GRR, OUE and OLH levels).  ``at``: only
+        the prefixes i in ``at`` (O(|at| h^3) after an O(d) cumulative sum).
         """
-        return _prefix_variances(self, true_counts, level_sizes)
+        return _prefix_variances(self, true_counts, level_sizes, at)
 
     def prefix_covariance(self, true_counts, level_sizes) -> np.ndarray:
         """Exact covariance matrix (d x d) of the consistent prefix counts (dense: d <= 4096)."""
@@ -543,8 +544,8 @@ def _oracle_quadratic(oracle: FrequencyOracle) -> tuple[float, float, float, flo
     )
 
 
-def _prefix_variances(hh: HierarchicalHistogram, true_counts, level_sizes) -> np.ndarray:
-    """See :meth:`HierarchicalHistogram.prefix_variances`."""
+def _prefix_variances(hh: HierarchicalHistogram, true_counts, level_sizes, at=None) -> np.ndarray:
+    """See :meth:`HierarchicalHistogram.prefix_variances`; ``at``: only the prefixes [0, i], i in ``at``."""
     b, H, d = hh.branching, hh.height, hh.domain_size
     c = np.zeros(hh.padded_size)
     c[:d] = np.asarray(true_counts, dtype=float)
@@ -553,13 +554,14 @@ def _prefix_variances(hh: HierarchicalHistogram, true_counts, level_sizes) -> np
     scales = n / sizes
     alpha, beta = hh._consistency_passes(n, hh.level_variances(n, sizes))
     cum = np.concatenate([[0.0], np.cumsum(c)])
-    i = np.arange(d)
+    i = np.arange(d) if at is None else np.asarray(at, dtype=np.int64)
+    m_i = i.size
     # Adjoint of the consistency passes for the prefix [0, i]: at level index l (b^(l+1) nodes) the path
     # node p_l, its λ_l left siblings (fully covered) and b-1-λ_l right siblings get the coefficients
     # P, L, R; a node whose first off-path ancestor is a sibling at level k gets that sibling's
     # coefficient times β_k ⋯ β_(l-1); every coefficient at level l is finally multiplied by α_l.
-    P, L, R, nL, cL, cR, cP = (np.empty((H, d)) for _ in range(7))
-    inherited = np.zeros(d)
+    P, L, R, nL, cL, cR, cP = (np.empty((H, m_i)) for _ in range(7))
+    inherited = np.zeros(m_i)
     for l in range(H):
         s = b ** (H - 1 - l)
         p = i // s
@@ -585,7 +587,7 @@ def _prefix_variances(hh: HierarchicalHistogram, true_counts, level_sizes) -> np
     Y, Q = cL * L + cR * R, cL * L * L + cR * R * R
     U1 = alpha[:, None] * (B.T @ Y + cP * P)
     U2 = alpha[:, None] ** 2 * ((B * B).T @ Q + cP * P * P)
-    total = np.zeros(d)
+    total = np.zeros(m_i)
     for l, oracle in enumerate(hh.oracles):
         a1, a2, a3, a4 = _oracle_quadratic(oracle)
         m = sizes[l]
@@ -594,18 +596,16 @@ def _prefix_variances(hh: HierarchicalHistogram, true_counts, level_sizes) -> np
     if hh.split == "users" and n > 1:
         # Σ_{l,l'} K_{ll'} (n W_{ll'} − U1_l U1_l') k_l k_l' / (n − 1), K = diag(π) − ππᵀ, W_{ll'} = Σ_leaf c a_l a_l'
         pi = sizes / n
-        QB = np.einsum("kn,kl,km->lmn", Q, B, B)
-        G2 = Y[:, None, :] * B[:, :, None]  # [k, l', i] = Y_k B[k, l']
-        tail = np.cumsum(G2[::-1], axis=0)[::-1]  # Σ_{k' >= k}
-        Z = (
-            np.concatenate([tail[1:], np.zeros((1, H, d))]) + (cP * P)[None, :, :]
-        )  # Z[l, l'] = Σ_{k>l} + c_P P_l'
-        W = QB + P[:, None, :] * Z
-        upper = np.triu(np.ones((H, H), dtype=bool))
-        W = np.where(upper[:, :, None], W, np.transpose(W, (1, 0, 2)))
-        W *= (alpha[:, None] * alpha[None, :])[:, :, None]
-        kv = scales * pi  # π_l k_l
-        cross = np.einsum("l,m,lmn->n", kv, kv, W)  # Σ_leaf c (Σ_l π_l k_l a_l)²
+        # cross = Σ_leaf c (Σ_l π_l k_l a_l)² = Σ_{l<=l'} w_ll' W_ll' with W_ll' = α_l α_l' (Σ_k Q_k B_kl B_kl'
+        # + P_l (Σ_{k>l} Y_k B_kl' + c_P,l' P_l')) and w = (π k α)_l (π k α)_l' (twice off the diagonal):
+        # each part contracts over the levels first, O(h^2 N) instead of h^3 N with (h, h, N) arrays
+        kva = scales * pi * alpha
+        w = np.triu(2.0 * np.outer(kva, kva), 1) + np.diag(kva**2)
+        cross = (
+            np.einsum("kl,lm,km->k", B, w, B) @ Q
+            + np.sum(P * (np.triu(w @ B.T, 1) @ Y), axis=0)
+            + np.sum(P * (w @ (cP * P)), axis=0)
+        )
         diag = np.einsum("l,ln->n", pi * scales**2, U2)
         f = scales[:, None] * U1
         total += (n * (diag - cross) - (np.einsum("l,ln->n", pi, f * f) - (pi @ f) ** 2)) / (n - 1)

@@ -60,7 +60,7 @@ class SecureSpec:
     the last for values above the grid; ``neighbours`` as in :func:`privstats.ecdf`), or
     ``"roc"`` (private labels: 2 (N+1) label-split cells, positives first; each class curve is
     ε/2-DP under add/remove, as ``privstats.roc_curve(..., labels="private", model="secure")``),
-    or ``"hosmer_lemeshow"`` (the same over predicted probabilities, bounds (0, 1); see
+    or ``"hosmer_lemeshow"`` (the same over predicted probabilities, bounds within [0, 1]; see
     :mod:`privstats.secure.hosmer_lemeshow`).
 
     >>> SecureSpec("roc", epsilon=1.0, bounds=(0, 1), grid=7).length  # 2 classes x (7 + 1) cells
@@ -85,8 +85,10 @@ class SecureSpec:
         check_choice(self.neighbours, "neighbours", ("replace", "add-remove"))
         if self.statistic in _LABELLED and self.neighbours != "add-remove":
             object.__setattr__(self, "neighbours", "add-remove")
-        if self.statistic == "hosmer_lemeshow" and self.bounds != (0.0, 1.0):
-            raise ValueError(f"bounds: hosmer_lemeshow takes probabilities, bounds (0, 1), got {self.bounds}")
+        if self.statistic == "hosmer_lemeshow" and (self.bounds[0] < 0.0 or self.bounds[1] > 1.0):
+            raise ValueError(
+                f"bounds: hosmer_lemeshow takes probabilities, bounds within [0, 1], got {self.bounds}"
+            )
 
     @property
     def thresholds(self) -> np.ndarray:
@@ -301,7 +303,7 @@ def _open_quantiles(spec: SecureSpec, noisy: np.ndarray, n: int, q, meta: dict):
     )
 
 
-def _open_hl(spec: SecureSpec, parts, meta: dict, groups: int, rng: RNGLike):
+def _open_hl(spec: SecureSpec, parts, n: int | None, meta: dict, groups: int, rng: RNGLike):
     from privstats.estimate import Estimate
     from privstats.privacy import PureDP
     from privstats.secure.aggregation import DistributedNoiseMechanism
@@ -327,7 +329,7 @@ def _open_hl(spec: SecureSpec, parts, meta: dict, groups: int, rng: RNGLike):
         model="secure",
         protocol="hosmer-lemeshow-two-ecdfs+" + PROTOCOL,
         params={"groups": groups, "epsilon_per_curve": spec.curve_epsilon, **mech.params()},
-        n=None,
+        n=None if n is None else int(n),  # the guarantee is replace-one: the batch size is public
         neighbours="replace",
         messages_per_user=1.0,
         bits_per_user=report_bits(spec.length),
@@ -360,7 +362,7 @@ def open_histogram(
     if spec.statistic == "quantiles":
         return _open_quantiles(spec, parts[0], n, q, meta)
     if spec.statistic == "hosmer_lemeshow":
-        return _open_hl(spec, parts, meta, groups, rng)
+        return _open_hl(spec, parts, n, meta, groups, rng)
     raise ValueError(_ROC)
 
 

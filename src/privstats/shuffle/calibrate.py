@@ -123,27 +123,32 @@ def hadamard_swap_delta(epsilon0: float, n_blanket: int, tau: int) -> float:
     pd_all = stats.binom.pmf(d_all, N, pb)
     q_a = q / (1.0 - pb)  # A | D = d ~ Bin(N − d, q_a)
     q_ap = q / (1.0 - pb - q)  # A' | D = d, A = a ~ Bin(N − d − a, q_ap)
+    live = pd_all != 0.0
+    d_col, pd_col = d_all[live][:, None], pd_all[live][:, None]
+    # per d a window of a around its mean (the rest is added to δ), all rows in one padded array
+    mu = (N - d_col) * q_a
+    half = 13 * np.sqrt(mu + 1) + 30
+    a_lo = np.maximum(0, (mu - half).astype(np.int64))
+    a_len = np.minimum(N - d_col, (mu + half).astype(np.int64)) + 1 - a_lo
+    a = np.minimum(a_lo + np.arange(max(int(a_len.max(initial=1)), 1))[None, :], N - d_col)  # pad: repeat
+    pa = pd_col * stats.binom.pmf(a, N - d_col, q_a)
+    M = N - d_col - a
+    c = e0 / (1.0 + a + d_col)
+    gains = []
+    for w in (0, 1):
+        # gain 1 − c (a' + d + w) > 0  iff  a' <= t
+        t = np.floor((1.0 + a + d_col) / e0 - d_col - w - 1e-12)
+        F = stats.binom.cdf(t, M, q_ap)
+        F1 = np.where(M > 0, stats.binom.cdf(t - 1, np.maximum(M - 1, 0), q_ap), 0.0)
+        partial_mean = M * q_ap * F1  # E[A' 1{A' <= t}]
+        gains.append(np.maximum(F * (1.0 - c * (d_col + w)) - c * partial_mean, 0.0))
     total_mass = 0.0
     delta = 0.0
-    for d_raw, pd in zip(d_all, pd_all, strict=False):
-        if pd == 0.0:
-            continue
-        d = int(d_raw)
-        mu = (N - d) * q_a
-        half = 13 * math.sqrt(mu + 1) + 30  # window around the mean; the rest is added to δ
-        a = np.arange(max(0, int(mu - half)), min(N - d, int(mu + half)) + 1)
-        pa = pd * stats.binom.pmf(a, N - d, q_a)
-        total_mass += float(pa.sum())
-        M = N - d - a
-        c = e0 / (1.0 + a + d)
-        for w, pw in ((0, 1 - p), (1, p)):
-            # gain 1 − c (a' + d + w) > 0  iff  a' <= t
-            t = np.floor((1.0 + a + d) / e0 - d - w - 1e-12)
-            F = stats.binom.cdf(t, M, q_ap)
-            F1 = np.where(M > 0, stats.binom.cdf(t - 1, np.maximum(M - 1, 0), q_ap), 0.0)
-            partial_mean = M * q_ap * F1  # E[A' 1{A' <= t}]
-            gain = np.maximum(F * (1.0 - c * (d + w)) - c * partial_mean, 0.0)
-            delta += pw * float(np.sum(pa * gain))
+    for row, length in enumerate(a_len[:, 0].tolist()):  # summed row by row, in the order of d
+        pa_row = pa[row, :length]
+        total_mass += float(pa_row.sum())
+        for gain, pw in zip(gains, (1 - p, p), strict=True):
+            delta += pw * float(np.sum(pa_row * gain[row, :length]))
     return min(1.0, delta + max(0.0, 1.0 - total_mass))
 
 
@@ -221,17 +226,44 @@ def hadamard_blanket(
 # ---------------------------------------------------------------- Count-Min ----------------------------------
 
 
-def _cell_losses(n: int, gamma: float, sign: int) -> tuple[np.ndarray, np.ndarray, float]:
-    """Loss values and their probabilities under P for a cell shifted by ``sign`` (±1), and the ∞-loss mass."""
-    y = np.arange(n + 1, dtype=np.float64)  # the noise N ~ Bin(n, γ)
-    logpmf = (
+CELL_WINDOW = 1 << 16
+"""Up to this many values of a cell's Bin(n, γ) noise are all enumerated; beyond, only its bulk."""
+_LOG_TINY = math.log(1e-300)  # probabilities below this are dropped from the loss distribution anyway
+
+
+def _binomial_support(n: int, gamma: float) -> np.ndarray:
+    """The values y of N ~ Bin(n, γ) whose probability can exceed 1e-300 (float64).
+
+    All of 0..n up to :data:`CELL_WINDOW` values; for larger n a window around the mean, grown
+    until the probabilities at both of its ends are below 1e-300, so a huge n (10^12 users)
+    costs a few thousand values instead of n floats.
+    """
+    if n + 1 <= CELL_WINDOW:
+        return np.arange(n + 1, dtype=np.float64)
+    mu, sd = n * gamma, math.sqrt(n * gamma * (1 - gamma))
+    half = 40 * sd + 700.0
+    while True:
+        lo, hi = max(0, math.floor(mu - half)), min(n, math.ceil(mu + half))
+        ends = _binomial_logpmf(n, gamma, np.array([lo, hi], dtype=np.float64))
+        if (lo == 0 or ends[0] < _LOG_TINY) and (hi == n or ends[1] < _LOG_TINY):
+            return np.arange(lo, hi + 1, dtype=np.float64)
+        half *= 2
+
+
+def _binomial_logpmf(n: int, gamma: float, y: np.ndarray) -> np.ndarray:
+    return (
         gammaln(n + 1)
         - gammaln(y + 1)
         - gammaln(n - y + 1)
         + y * math.log(gamma)
         + (n - y) * math.log1p(-gamma)
     )
-    pmf = np.exp(logpmf)
+
+
+def _cell_losses(n: int, gamma: float, sign: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """Loss values and their probabilities under P for a cell shifted by ``sign`` (±1), and the ∞-loss mass."""
+    y = _binomial_support(n, gamma)  # the noise N ~ Bin(n, γ), where its probability can exceed 1e-300
+    pmf = np.exp(_binomial_logpmf(n, gamma, y))
     lg = math.log(gamma) - math.log1p(-gamma)
     with np.errstate(divide="ignore"):
         if sign > 0:  # P outputs N+1, Q outputs N: loss ln P(N=y)/P(N=y+1) at output y+1

@@ -7,13 +7,23 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
+
+import numpy as np
 
 from privstats.estimate import Estimate
+from privstats.local.base import CountState
 from privstats.privacy.guarantees import ApproxDP
 from privstats.validation import check_delta, check_domain_size, check_epsilon, check_positive_int
 
-__all__ = ["ShuffleProtocol", "base_params", "check_public_counts", "shuffle_estimate"]
+__all__ = [
+    "FrequencyProtocol",
+    "PublicCounts",
+    "ShuffleProtocol",
+    "base_params",
+    "check_public_counts",
+    "shuffle_estimate",
+]
 
 
 class ShuffleProtocol:
@@ -29,6 +39,45 @@ class ShuffleProtocol:
         return ApproxDP(self.epsilon, self.delta)
 
 
+class PublicCounts(TypedDict):
+    """The public parameters every frequency protocol takes by keyword: ``n`` users and the (ε, δ)
+    target.  The protocols take them as ``**public`` and pass them to :class:`FrequencyProtocol`."""
+
+    n: int
+    epsilon: float
+    delta: float
+
+
+class FrequencyProtocol(ShuffleProtocol):
+    """A frequency protocol over the items [0, ``domain_size``): the checked public counts (ValueError
+    or TypeError naming the argument), its empty aggregator state and the check of a given state."""
+
+    domain_size: int
+    n_minimum = 1  # fewest users the protocol's accountant accepts
+
+    def __init__(self, domain_size: int, *, n: int, epsilon: float, delta: float):
+        self.domain_size, self.n, self.epsilon, self.delta = check_public_counts(
+            domain_size, n, epsilon, delta, n_minimum=self.n_minimum
+        )
+
+    @property
+    def params(self) -> dict:
+        raise NotImplementedError
+
+    @property
+    def state_size(self) -> int:
+        """Counters of the aggregator's state (one per item unless the protocol hashes)."""
+        return self.domain_size
+
+    def new_state(self) -> CountState:
+        return CountState(self.name, self.params, 0, np.zeros(self.state_size, dtype=np.int64))
+
+    def check_state(self, state: Any) -> None:
+        """ValueError unless ``state`` is a CountState of this protocol with these parameters."""
+        if not isinstance(state, CountState) or state.protocol != self.name or state.params != self.params:
+            raise ValueError(f"state must be a CountState of {self.name} with parameters {self.params}")
+
+
 def check_public_counts(
     domain_size: int, n: int, epsilon: float, delta: float, *, n_minimum: int = 1
 ) -> tuple[int, int, float, float]:
@@ -36,7 +85,7 @@ def check_public_counts(
     return (
         check_domain_size(domain_size),
         check_positive_int(n, "n", minimum=n_minimum),
-        check_epsilon(epsilon),
+        check_epsilon(epsilon, model="shuffle"),  # e^ε of the accountants overflows above ε ≈ 709
         check_delta(delta),
     )
 

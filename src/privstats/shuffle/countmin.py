@@ -22,6 +22,7 @@ True
 from __future__ import annotations
 
 import math
+from typing import Unpack
 
 import numpy as np
 from scipy import stats
@@ -31,9 +32,11 @@ from privstats.local.base import CountState
 from privstats.privacy.randomness import RNGLike, as_generator, as_source
 from privstats.shuffle.arrived import arrived_guarantee
 from privstats.shuffle.calibrate import countmin_delta, countmin_gamma
-from privstats.shuffle.common import ShuffleProtocol, base_params, check_public_counts, shuffle_estimate
+from privstats.shuffle.common import FrequencyProtocol, PublicCounts, base_params, shuffle_estimate
 from privstats.validation import (
+    MAX_CELLS,
     as_domain_values,
+    check_choice,
     check_domain_size,
     check_positive_int,
 )
@@ -69,7 +72,7 @@ def exact_binomial_dyadic(trials: int, numerator: int, bits: int, rng: RNGLike =
     return successes
 
 
-class CountMinMultiMessage(ShuffleProtocol):
+class CountMinMultiMessage(FrequencyProtocol):
     """Algorithm 2 for one item per user over [0, B)."""
 
     name = "shuffle-countmin"
@@ -78,9 +81,6 @@ class CountMinMultiMessage(ShuffleProtocol):
         self,
         domain_size: int,
         *,
-        n: int,
-        epsilon: float,
-        delta: float,
         tau: int | None = None,
         buckets: int | None = None,
         gamma: float | None = None,
@@ -88,12 +88,11 @@ class CountMinMultiMessage(ShuffleProtocol):
         calibration: str = "numeric",
         estimator: str = "min",
         beta: float = 0.05,
+        **public: Unpack[PublicCounts],
     ):
         if check_domain_size(domain_size) > 2**32:
             raise ValueError("domain_size must be at most 2^32 for the Count-Min hash family")
-        self.domain_size, self.n, self.epsilon, self.delta = check_public_counts(
-            domain_size, n, epsilon, delta
-        )
+        super().__init__(domain_size, **public)
         self.tau = (
             math.ceil(math.log2(2 * self.domain_size / beta))
             if tau is None
@@ -101,9 +100,14 @@ class CountMinMultiMessage(ShuffleProtocol):
         )
         b = 2 * self.n if buckets is None else check_positive_int(buckets, "buckets", minimum=2)
         self.buckets = 1 << math.ceil(math.log2(b))
-        if estimator not in ("min", "mean"):
-            raise ValueError(f"estimator must be 'min' or 'mean', got {estimator!r}")
-        self.estimator = estimator
+        if self.tau * self.buckets > MAX_CELLS:  # the analyzer's table must fit in memory
+            raise ValueError(
+                f"{'buckets' if buckets is not None else 'n'}: the Count-Min table would have tau x buckets = "
+                f"{self.tau} x {self.buckets} cells (buckets default to 2n, rounded up to a power of two), "
+                f"more than {MAX_CELLS}; pass fewer buckets (n={self.n})"
+            )
+        self.estimator = check_choice(estimator, "estimator", ("min", "mean"))
+        check_choice(calibration, "calibration", ("numeric", "paper"))
         if gamma is None:
             gamma, self.accounting = countmin_gamma(
                 self.n, self.epsilon, self.delta, tau=self.tau, method=calibration
@@ -144,8 +148,9 @@ class CountMinMultiMessage(ShuffleProtocol):
             h = (self._a[None, :] * x + self._c[None, :]) >> self._shift
         return (np.arange(self.tau, dtype=np.uint64)[None, :] * np.uint64(self.buckets) + h).astype(np.int64)
 
-    def new_state(self) -> CountState:
-        return CountState(self.name, self.params, 0, np.zeros(self.tau * self.buckets, dtype=np.int64))
+    @property
+    def state_size(self) -> int:
+        return self.tau * self.buckets
 
     # ---- client -------------------------------------------------------------------------------------------------
     def encode(self, value, rng: RNGLike = None) -> np.ndarray:
@@ -194,8 +199,7 @@ class CountMinMultiMessage(ShuffleProtocol):
     # ---- aggregator ---------------------------------------------------------------------------------------------
     def aggregate(self, messages, state: CountState | None = None) -> CountState:
         state = self.new_state() if state is None else state
-        if state.protocol != self.name or state.params != self.params:
-            raise ValueError("state belongs to a different protocol or parameters")
+        self.check_state(state)
         m = np.asarray(messages)
         if m.ndim == 1 and m.dtype == np.uint64:
             m = m[m != DUMMY_CELL]  # padding messages of the shuffler service carry nothing
@@ -282,8 +286,7 @@ class CountMinMultiMessage(ShuffleProtocol):
     def estimate(self, state: CountState, users: int | None = None) -> Estimate:
         """Counts of the B items.  ``users``: how many users' reports the state holds (default: from the
         message count, :meth:`users_from_messages`); the guarantee is recomputed for fewer than n."""
-        if not isinstance(state, CountState) or state.protocol != self.name or state.params != self.params:
-            raise ValueError(f"state must be a CountState of {self.name} with parameters {self.params}")
+        self.check_state(state)
         if users is None:
             users, low = self.users_from_messages(int(state.n))
         else:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
+from typing import Unpack
 
 import numpy as np
 
@@ -35,9 +36,11 @@ from privstats.privacy.guarantees import ApproxDP
 from privstats.privacy.randomness import RNGLike, as_generator, as_source
 from privstats.shuffle.arrived import arrived_guarantee
 from privstats.shuffle.calibrate import group_delta_factor, hadamard_blanket, hadamard_swap_delta
-from privstats.shuffle.common import ShuffleProtocol, base_params, check_public_counts, shuffle_estimate
+from privstats.shuffle.common import FrequencyProtocol, PublicCounts, base_params, shuffle_estimate
 from privstats.validation import (
     as_domain_values,
+    check_array,
+    check_choice,
     check_positive_int,
 )
 
@@ -174,7 +177,7 @@ def _span(basis: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------------------------------------ protocol -----------
 
 
-class HadamardMultiMessage(ShuffleProtocol):
+class HadamardMultiMessage(FrequencyProtocol):
     """Algorithm 1 over the domain [0, B) for n users holding sets of at most k items."""
 
     name = "shuffle-hadamard"
@@ -183,22 +186,22 @@ class HadamardMultiMessage(ShuffleProtocol):
         self,
         domain_size: int,
         *,
-        n: int,
-        epsilon: float,
-        delta: float,
         k: int = 1,
         rho: int | None = None,
         tau: int | None = None,
         calibration: str = "exact",
+        **public: Unpack[PublicCounts],
     ):
-        self.domain_size, self.n, self.epsilon, self.delta = check_public_counts(
-            domain_size, n, epsilon, delta
-        )
+        super().__init__(domain_size, **public)
         self.k = check_positive_int(k, "k")
+        check_choice(calibration, "calibration", ("exact", "chernoff"))
+        if self.domain_size + self.k + 1 > 1 << 31:  # indices 1..B+k on 31-bit words
+            raise ValueError(
+                f"domain_size + k = {self.domain_size} + {self.k} is too large for the Hadamard protocol "
+                "(domain_size + k + 1 must be at most 2^31)"
+            )
         self.b_prime = 1 << math.ceil(math.log2(self.domain_size + self.k + 1))
         self.m = int(math.log2(self.b_prime))
-        if self.m > 31:
-            raise ValueError(f"domain_size={domain_size} is too large for the Hadamard protocol (max 2^30)")
         if rho is None:
             rho, self.accounting = hadamard_blanket(
                 self.n, self.epsilon, self.delta, k=self.k, tau=tau, method=calibration
@@ -233,13 +236,10 @@ class HadamardMultiMessage(ShuffleProtocol):
         dr, db = self.expected_dims()
         return self.k * (8 + 32 * dr) + self.rho * (8 + 32 * db)
 
-    def new_state(self) -> CountState:
-        return CountState(self.name, self.params, 0, np.zeros(self.domain_size, dtype=np.int64))
-
     # ---- client -----------------------------------------------------------------------------------------------
     def _indices(self, sets) -> np.ndarray:
         """(n, k) Hadamard indices, padded with B+1..B+k."""
-        arr = np.asarray(sets)
+        arr = check_array(sets, "sets", kind="any", ndim=None)
         if arr.ndim == 1:
             arr = as_domain_values(arr, self.domain_size)[:, None]
         if arr.ndim != 2 or arr.shape[1] > self.k:
@@ -283,8 +283,7 @@ class HadamardMultiMessage(ShuffleProtocol):
     def aggregate(self, messages, state: CountState | None = None) -> CountState:
         """Fold message rows (any order, any batch size) into the counts c_j of the B items."""
         state = self.new_state() if state is None else state
-        if state.protocol != self.name or state.params != self.params:
-            raise ValueError("state belongs to a different protocol or parameters")
+        self.check_state(state)
         msgs = np.asarray(messages)
         if msgs.ndim != 2 or msgs.shape[1] < 2 or msgs.dtype.kind not in "iu":
             raise ValueError("messages must be a 2-d integer array of rows [d, basis...]")
@@ -406,8 +405,7 @@ class HadamardMultiMessage(ShuffleProtocol):
     # ---- analyst -------------------------------------------------------------------------------------------------
     def estimate(self, state: CountState) -> Estimate:
         """Unbiased counts x̂_j = (c_j − N 2^−τ)/(1 − 2^−τ) for the B items, N = messages received."""
-        if not isinstance(state, CountState) or state.protocol != self.name or state.params != self.params:
-            raise ValueError(f"state must be a CountState of {self.name} with parameters {self.params}")
+        self.check_state(state)
         p = 2.0**-self.tau
         c = state.counts.astype(np.float64)
         value = (c - state.n * p) / (1 - p)

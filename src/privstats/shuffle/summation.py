@@ -41,11 +41,32 @@ def _sum_delta(epsilon: float, trials: int, gamma: float) -> float:
     )
 
 
-def _sum_gamma(trials: int, epsilon: float, delta: float) -> float:
-    def dlt(gamma: float) -> float:
-        return _sum_delta(epsilon, trials, gamma)
+def _known_good_gamma(trials: int, epsilon: float, delta: float) -> float:
+    """A γ whose δ(ε) is at most ``delta``, found by doubling the expected blanket count γ·trials
+    from 16 (cheap: a cell's noise law costs ~ its standard deviation, not ``trials``); 0.5 if none
+    below 1/2 is."""
+    mean = 16.0
+    while mean / trials < 0.5:
+        if _sum_delta(epsilon, trials, mean / trials) <= delta:
+            return mean / trials
+        mean *= 2
+    return 0.5
 
-    if dlt(0.5) > delta:
+
+def _sum_gamma(trials: int, epsilon: float, delta: float) -> float:
+    """The smallest γ (to 0.1%) whose δ(ε) is at most ``delta``: bisection on [0, 1/2].
+
+    δ(ε) decreases as γ grows, so every γ at or above a known-good one passes without being
+    computed: at 10^12 users the bisection's first steps (γ near 1/2, whose noise law has ~10^7
+    values) would otherwise run for minutes.  The bisection's steps, and so γ, are those of the
+    plain search.
+    """
+    good = _known_good_gamma(trials, epsilon, delta)
+
+    def dlt(gamma: float) -> float:
+        return 0.0 if gamma >= good else _sum_delta(epsilon, trials, gamma)
+
+    if good >= 0.5 and _sum_delta(epsilon, trials, 0.5) > delta:
         raise ValueError(
             f"summation cannot reach (epsilon={epsilon}, delta={delta}) with {trials} blanket bits; "
             "increase n or blanket"
@@ -77,7 +98,7 @@ class ShuffledSum:
     ):
         self.n = check_positive_int(n, "n")
         self.inputs = check_choice(inputs, "inputs", ("unit", "bits"))
-        self.epsilon = check_epsilon(epsilon)
+        self.epsilon = check_epsilon(epsilon, model="shuffle")
         self.delta = check_delta(delta)
         self.blanket = check_positive_int(blanket, "blanket")
         self.gamma = (

@@ -20,6 +20,7 @@ from privstats.stats.units import Call, choose, unit
 from privstats.validation import (
     as_binary_labels,
     as_float_array,
+    check_bounds,
     check_choice,
     check_epsilon,
     check_positive_int,
@@ -34,6 +35,9 @@ HL_QUANTILE_FRACTION = 0.2  # "split": share of ε for the quantile ECDF
 
 
 HL_STEPS = 1 << 20  # predicted probabilities are snapped to multiples of 2^-20
+
+
+HL_SECURE_PROTOCOL = "hosmer-lemeshow-two-ecdfs+dap-09+prio3"  # what a deployed secure HL task runs
 
 
 def hosmer_lemeshow_accounting(epsilon: float, depth: int, budget: str = "tight") -> dict:
@@ -250,6 +254,7 @@ def hosmer_lemeshow(
     bootstrap: int = 2000,
     rng: RNGLike = None,
     model: str = "central",
+    bounds=(0.0, 1.0),
 ) -> Estimate:
     """ε-DP Hosmer–Lemeshow statistic with a noise-aware p-value and standard error (Algorithm 2, corrected).
 
@@ -275,6 +280,10 @@ def hosmer_lemeshow(
     * ``stderr``: the standard deviation of H given the data, by re-noising plug-in true
       sums: E = released E, O - E = released difference shrunk by its noise variance
       (sign(d) sqrt(max(d² - s², 0))), so the squared residuals are not double-counted.
+
+    ``bounds``: the public range (lo, hi) within [0, 1] of the predicted probabilities, default
+    (0, 1) (a model whose outputs are known to be clipped, e.g. (0.01, 0.99), gets a finer grid for
+    the group cuts); a probability outside it is an error, not clipped.
 
     ``model="secure"``: two non-colluding servers aggregate each client's label-split one-hot
     cell of its probability on a 2^depth grid (default depth 6: at n ≈ 6,000 and ε = 1 its
@@ -302,8 +311,9 @@ def hosmer_lemeshow(
     if not isinstance(method, str):
         raise ValueError(f"method must be 'auto', 'binary', 'b-ary' or 'b-ary:<b>', got {method!r}")
     check_choice(budget, "budget", HL_BUDGETS)
+    bounds = check_probability_bounds(bounds)
     y = as_binary_labels(y_true, "y_true").astype(np.float64)
-    p = as_float_array(y_prob, "y_prob", bounds=(0.0, 1.0))
+    p = as_float_array(y_prob, "y_prob", bounds=bounds)
     check_same_length(y_true=y, y_prob=p)
     c = Call.of("hosmer_lemeshow", locals(), y=y, p=p, L=L, Q=Q, B=B)
     est = choose("hosmer_lemeshow", model, "auto").run(c)
@@ -311,10 +321,26 @@ def hosmer_lemeshow(
     return est
 
 
+def check_probability_bounds(bounds) -> tuple[float, float]:
+    """Public bounds of predicted probabilities: a pair (lo, hi) with 0 <= lo < hi <= 1.
+
+    >>> check_probability_bounds((0.01, 0.99))
+    (0.01, 0.99)
+    """
+    lo, hi = check_bounds(bounds)
+    if lo < 0.0 or hi > 1.0:
+        raise ValueError(f"bounds must lie within [0, 1] (predicted probabilities), got {bounds!r}")
+    return lo, hi
+
+
 def _warn_small_n(est: Estimate, model: str, epsilon: float, Q: int, n: int) -> None:
     """H has no range: warn where the DP noise on a group's residual reaches its sampling spread
-    n/(4Q) (central: twice the pooled residual's noise variance; secure: twice its median Var r)."""
+    n/(4Q) (central: twice the pooled residual's noise variance; secure: twice its median Var r).
+
+    ``details["n_needed"]`` and ``details["underpowered"]`` (n below it) say so in the result too: there
+    a clipped H = 0 and a large p-value mean "no evidence either way", not "calibrated"."""
     need = est.details.get("n_needed") or math.ceil(8 * Q * float(np.median(est.details["var_O_minus_E"])))
+    est.details.update(n_needed=int(need), underpowered=n < need)
     if n < need:
         warnings.warn(
             f"hosmer_lemeshow ({model}): at epsilon={epsilon:g} with groups={Q} each group's residual "
@@ -329,7 +355,7 @@ def secure_run(c: Call) -> Estimate:
     """Two servers aggregate each client's label-split cell; H post-processes the two class curves."""
     from privstats.secure.histogram import SecureSpec, release_in_process
 
-    spec = SecureSpec("hosmer_lemeshow", epsilon=c.epsilon, bounds=(0.0, 1.0), grid=1 << c.L)
+    spec = SecureSpec("hosmer_lemeshow", epsilon=c.epsilon, bounds=c.bounds, grid=1 << c.L)
     return release_in_process(spec, c.p, c.y.astype(np.int64), rng=c.rng, groups=c.Q)
 
 
@@ -339,7 +365,7 @@ def _noisy_sums(c: Call, acc: dict, src):
     curve = ecdf(
         p,
         epsilon=acc["epsilon_quantile"],
-        bounds=(0.0, 1.0),
+        bounds=c.bounds,
         grid=1 << L,
         smoothing="isotonic",
         method=c.method,
@@ -417,9 +443,12 @@ def central_run(c: Call) -> Estimate:
     )
 
 
-def _hl_groups_uniform(n: int, groups: int, mean_probabilities) -> tuple[np.ndarray, np.ndarray]:
-    """Per group (n_g, π_g): equal sizes; π_g public, default evenly spread (g + ½)/Q."""
-    pi = (np.arange(groups) + 0.5) / groups if mean_probabilities is None else np.asarray(mean_probabilities)
+def _hl_groups_uniform(n: int, groups: int, mean_probabilities, bounds=None) -> tuple[np.ndarray, np.ndarray]:
+    """Per group (n_g, π_g): equal sizes; π_g public, default evenly spread lo + (hi − lo)(g + ½)/Q
+    over the probabilities' ``bounds`` (default (0, 1))."""
+    lo, hi = check_probability_bounds((0.0, 1.0) if bounds is None else bounds)
+    spread = lo + (hi - lo) * (np.arange(groups) + 0.5) / groups
+    pi = spread if mean_probabilities is None else np.asarray(mean_probabilities)
     if pi.shape != (groups,) or np.any((pi <= 0) | (pi >= 1)):
         raise ValueError(f"mean_probabilities must be {groups} probabilities in (0, 1)")
     return np.full(groups, n / groups), pi.astype(float)
@@ -455,31 +484,43 @@ def _hl_central_rmse(n: int, epsilon: float, groups: int, depth: int, pi: tuple[
     return math.sqrt(float(np.mean((H - true) ** 2)) + _hl_cut_variance(n, p, d2, depth, se_f))
 
 
-def _plan_hl_central(*, n, epsilon, groups=10, depth=10, mean_probabilities=None, **_) -> Option:
+def _plan_hl_central(*, n, epsilon, groups=10, depth=10, mean_probabilities=None, bounds=None, **_) -> Option:
     """Simulated from the released sums' law (:func:`_hl_central_rmse`); groups of equal size
-    at public mean probabilities (default evenly spread (g + ½)/Q), a calibrated model."""
-    pi = _hl_groups_uniform(n, int(groups), mean_probabilities)[1]
+    at public mean probabilities (default evenly spread over ``bounds``), a calibrated model."""
+    pi = _hl_groups_uniform(n, int(groups), mean_probabilities, bounds)[1]
     se = _hl_central_rmse(int(n), float(epsilon), int(groups), int(depth), tuple(pi.tolist()))
     return Option("central", "hosmer-lemeshow-algorithm2", {"groups": groups, "budget": "split"}, se)
 
 
-def _plan_hl_secure(*, n, epsilon, groups=10, depth=6, **_) -> Option:
+def _plan_hl_secure(*, n, epsilon, groups=10, depth=6, bounds=None, **_) -> Option:
+    """The secure release's RMS error (:func:`_hl_secure_rmse`) and its report size."""
+    from privstats.secure.histogram import SecureSpec, report_bits
+
+    lo_hi = check_probability_bounds((0.0, 1.0) if bounds is None else bounds)
+    se = _hl_secure_rmse(int(n), float(epsilon), int(groups), int(depth), lo_hi)
+    spec = SecureSpec("hosmer_lemeshow", epsilon=epsilon, bounds=lo_hi, grid=1 << int(depth))
+    params, bits = {"groups": groups, "depth": depth}, report_bits(spec.length)
+    return Option("secure", HL_SECURE_PROTOCOL, params, se, messages_per_user=1.0, bits_per_user=bits)
+
+
+@lru_cache(maxsize=64)
+def _hl_secure_rmse(n: int, epsilon: float, groups: int, depth: int, bounds: tuple[float, float]) -> float:
     """RMS error of the secure estimate (:func:`privstats.secure.hosmer_lemeshow._pooled`) about
     its estimand Σ r² / max(V, floor), simulated 4000 times with a fixed seed: probabilities uniform
-    on (0, 1) (the grid's cells share n evenly), a calibrated model (r ~ N(0, V)), the group sums'
-    exact noise covariance (Gaussian), plus the private cuts' share (:func:`_hl_cut_variance`)."""
+    on ``bounds`` (the grid's cells share n evenly), a calibrated model (r ~ N(0, V)), the group
+    sums' exact noise covariance (Gaussian), plus the private cuts' share (:func:`_hl_cut_variance`)."""
     from privstats.secure.aggregation import DistributedNoiseMechanism
-    from privstats.secure.histogram import SecureSpec, report_bits
+    from privstats.secure.histogram import SecureSpec
     from privstats.secure.hosmer_lemeshow import _diff_cov, _groups, _pooled, _v_floor
     from privstats.secure.noise import noise_variance_factor
 
-    spec = SecureSpec("hosmer_lemeshow", epsilon=epsilon, bounds=(0.0, 1.0), grid=1 << int(depth))
+    spec = SecureSpec("hosmer_lemeshow", epsilon=epsilon, bounds=bounds, grid=1 << depth)
     cov = DistributedNoiseMechanism(spec.mechanism, noise_variance_factor(2)).count_covariance()
     k = int(spec.internal.size)
-    edges = np.concatenate([[0.0], spec.internal])
+    edges = np.concatenate([[bounds[0]], spec.internal])
     mid = 0.5 * (edges[:-1] + edges[1:])
     per_cell = np.full(k, n / k)
-    ends = _groups(np.cumsum(per_cell), int(groups))
+    ends = _groups(np.cumsum(per_cell), groups)
     starts = np.concatenate([[0], ends[:-1] + 1])
     c = np.arange(k)
     G = ((c[None, :] >= starts[:, None]) & (c[None, :] <= ends[:, None])).astype(np.float64)
@@ -498,15 +539,8 @@ def _plan_hl_secure(*, n, epsilon, groups=10, depth=6, **_) -> Option:
     est = _pooled(r + z[:, :Q], e1 + z[:, Q : 2 * Q], t + z[:, 2 * Q :], var_r, floor)
     var = float(np.mean((est - target) ** 2))
     se_f = math.sqrt(float(np.mean(np.diag(cov)[:k]))) / n  # the pooled curve places the cuts
-    var += _hl_cut_variance(n, e1 / t, np.maximum(d2, floor), int(depth), se_f)
-    return Option(
-        "secure",
-        "hosmer-lemeshow-two-ecdfs+dap-09+prio3",
-        {"groups": groups, "depth": depth},
-        math.sqrt(var),
-        messages_per_user=1.0,
-        bits_per_user=report_bits(spec.length),
-    )
+    var += _hl_cut_variance(n, e1 / t, np.maximum(d2, floor), depth, se_f)
+    return math.sqrt(var)
 
 
 # the predictors are registered with their units (central first: the planner's order)

@@ -68,14 +68,14 @@ def _plan_ecdf_secure(*, n, epsilon, grid=1024, n_servers=2, **_) -> Option:
 
 
 def _plan_ecdf_local(*, n, epsilon, grid=1024, **_) -> Option:
-    from privstats.cdf.local import local_hierarchy, mean_prefix_variance
+    from privstats.cdf.local import chosen_mean_prefix_variance, local_hierarchy
 
     hh = local_hierarchy(int(grid), epsilon, n, "auto")  # one cell per threshold (the last is the bound)
     return Option(
         "local",
         "local-hierarchical-histogram",
         {"branching": hh.branching, "height": hh.height},
-        math.sqrt(mean_prefix_variance(hh, n)) / n,
+        math.sqrt(chosen_mean_prefix_variance(int(grid), epsilon, n)) / n,
         messages_per_user=float(hh.messages_per_user),
         bits_per_user=float(hh.bits_per_user),
     )
