@@ -112,7 +112,8 @@ class DapClient:
 
         if self.connections == 1:
             return sum(put(self.report(c, t).encode()) for c in cells)
-        sent, step, pending = 0, 32 * self.connections, []
+        sent, step = 0, 32 * self.connections
+        pending: list[Any] = []
         with ThreadPoolExecutor(self.connections, thread_name_prefix="dap-upload") as pool:
             for k in range(0, len(cells), step):  # at most two chunks of sealed reports in memory
                 bodies = [self.report(c, t).encode() for c in cells[k : k + step]]
