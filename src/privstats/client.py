@@ -345,7 +345,7 @@ class Client:
         if getattr(self.task, "dap", None):  # DAP-09 task: one Prio3 report per value, to the leader
             from privstats.services.dap.client import DapClient
 
-            return DapClient(self.task, http=self._client()).upload(values, labels)
+            return DapClient(self.task, http=self._client(), connections=8).upload(values, labels)
         return self.upload(self.encode(values, rng, labels=labels))
 
     # ---- analyst role ---------------------------------------------------------------------------------

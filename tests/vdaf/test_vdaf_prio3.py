@@ -409,3 +409,25 @@ def test_batch_matches_prep_init_on_arbitrary_shares(vdaf: Prio3) -> None:
             )
             assert prep_share == vdaf.encode_prep_share(ref_share)
             assert state[1] == ref_state[1]
+
+
+@pytest.mark.parametrize("oneshot", [True, False])
+def test_xof_stream_reads_are_prefixes_of_one_turboshake_output(oneshot: bool, monkeypatch: Any) -> None:
+    """XofTurboShake128 squeezes into a buffer (one C call, or pycryptodome's object when the raw call
+    is unavailable) and grows it when a reader wants more: any chunking of reads gives the bytes of
+    TurboSHAKE128(len(dst) || dst || seed || binder, D=1) read in one piece."""
+    from Crypto.Hash import TurboSHAKE128
+
+    from privstats.secure.vdaf import xof
+
+    xof._turboshake()
+    if not oneshot:
+        monkeypatch.setattr(xof, "_ONESHOT", None)
+    elif xof._ONESHOT is None:
+        pytest.skip("this pycryptodome has no cffi keccak_oneshot")
+    seed, dst, binder = bytes(range(16)), b"dst-\x01", bytes(range(40, 90))
+    want = TurboSHAKE128.new(domain=1, data=bytes([len(dst)]) + dst + seed + binder).read(5000)
+    for chunks in ([5000], [16, 16, 16, 4952], [1] * 40 + [4960], [3000, 1999, 1]):
+        x = xof.XofTurboShake128(seed, dst, binder)
+        assert b"".join(x.next(n) for n in chunks) == want
+    assert xof.XofTurboShake128.derive_seed(seed, dst, binder) == want[:16]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from privstats.secure.vdaf import batch as _batch
 from privstats.secure.vdaf.circuits import Count, Histogram, Sum, SumVec, check_int
 from privstats.secure.vdaf.errors import VdafError
 from privstats.secure.vdaf.field import Field
@@ -227,12 +228,10 @@ class Prio3:
         encoded = [s for s in shares if isinstance(s, (bytes, bytearray))]
         acc = [0] * n
         if encoded:
-            from privstats.secure.vdaf.batch import aggregate_encoded
-
             width = n * self.field.ENCODED_SIZE
             if any(len(s) != width for s in encoded):
                 raise ValueError(f"encoded out_shares entries must be {width} bytes")
-            acc = aggregate_encoded(self, [bytes(s) for s in encoded])
+            acc = _batch.aggregate_encoded(self, [bytes(s) for s in encoded])
         for share in shares:
             if isinstance(share, (bytes, bytearray)):
                 continue
@@ -241,31 +240,10 @@ class Prio3:
             acc = [a + int(x) for a, x in zip(acc, share, strict=True)]
         return [a % p for a in acc]
 
-    def prep_init_batch(
-        self,
-        verify_key: bytes,
-        agg_id: int,
-        agg_param: None,
-        nonces: list[bytes],
-        public_shares: list[bytes],
-        input_shares: list[bytes],
-    ) -> list[Any]:
-        """:meth:`prep_init` for many reports from their encodings (see :mod:`.batch`).
-
-        Returns per report ``(prep_state, encoded_prep_share)`` or the report's VdafError.
-        """
-        from privstats.secure.vdaf.batch import prep_init_batch
-
-        return prep_init_batch(self, verify_key, agg_id, agg_param, nonces, public_shares, input_shares)
-
-    def prep_shares_to_prep_batch(self, agg_param: None, prep_shares: list[list[bytes]]) -> list[Any]:
-        """:meth:`prep_shares_to_prep` for many reports from encoded prep shares (see :mod:`.batch`).
-
-        Returns per report the prep message or the report's VdafError.
-        """
-        from privstats.secure.vdaf.batch import prep_shares_to_prep_batch
-
-        return prep_shares_to_prep_batch(self, agg_param, prep_shares)
+    # Many reports at once from their encodings, same bytes as prep_init / prep_shares_to_prep (see
+    # :mod:`.batch`): per report the result or the VdafError that report raised.
+    prep_init_batch = _batch.prep_init_batch
+    prep_shares_to_prep_batch = _batch.prep_shares_to_prep_batch
 
     def encode_prep_state(self, prep_state: PrepState) -> bytes:
         """Joint randomness seed (if any) then the encoded output share, e.g. to persist a state."""

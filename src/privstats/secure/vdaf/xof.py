@@ -27,21 +27,58 @@ def format_dst(algo_class: int, algo: int, usage: int) -> bytes:
 
 
 _TURBOSHAKE: Any = None
+_ONESHOT: Any = None
 
 
 def _turboshake() -> Any:
-    global _TURBOSHAKE
+    global _TURBOSHAKE, _ONESHOT
     if _TURBOSHAKE is None:
         try:
             from Crypto.Hash import TurboSHAKE128
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise ImportError("VDAF needs pycryptodome>=3.20 (pip install 'privstats[serve]')") from exc
+        _ONESHOT = _oneshot_or_none()
         _TURBOSHAKE = TurboSHAKE128
     return _TURBOSHAKE
 
 
+def _oneshot_or_none() -> Any:
+    """TurboSHAKE128(message, D=1) -> ``length`` bytes in one call into pycryptodome's C Keccak.
+
+    Its Python wrapper costs ~15 us per hash object (state allocation, buffer wrapping), three times
+    the hashing of a short message, and Prio3 hashes several short messages per report.  The raw
+    ``keccak_oneshot`` (cffi backend) skips all of it; None (use the wrapper) if it is unavailable
+    or disagrees with the wrapper on a known answer.
+    """
+    try:
+        from Crypto.Hash import TurboSHAKE128
+        from Crypto.Hash.keccak import _raw_keccak_lib as lib
+        from Crypto.Util import _raw_api
+
+        if _raw_api.backend != "cffi" or not hasattr(lib, "keccak_oneshot"):
+            return None
+        ffi = _raw_api.ffi
+
+        def oneshot(message: bytes, length: int) -> bytes:
+            out = bytearray(length)
+            # capacity 32 bytes (TurboSHAKE128), 12 rounds, domain byte 1 (VDAF-08's XOF)
+            if lib.keccak_oneshot(message, len(message), ffi.from_buffer(out), length, 32, 12, 1):
+                raise ValueError("TurboSHAKE128 failed")
+            return bytes(out)
+
+        probe = bytes(range(200))
+        if oneshot(probe, 300) != TurboSHAKE128.new(domain=1, data=probe).read(300):
+            return None  # pragma: no cover - a pycryptodome whose internals changed
+        return oneshot
+    except Exception:  # pragma: no cover - depends on the installed pycryptodome
+        return None
+
+
 class XofTurboShake128:
-    """Stream of TurboSHAKE128(len(dst) || dst || seed || binder, D=1)."""
+    """Stream of TurboSHAKE128(len(dst) || dst || seed || binder, D=1).
+
+    The output is squeezed in one call into a buffer (grown by squeezing again from the start when
+    a reader wants more: an XOF's shorter outputs are prefixes of its longer ones)."""
 
     SEED_SIZE = SEED_SIZE
 
@@ -50,13 +87,21 @@ class XofTurboShake128:
             raise ValueError(f"seed must be {SEED_SIZE} bytes, got {len(seed)}")
         if len(dst) > 255:
             raise ValueError("dst must be at most 255 bytes")
-        self._h = _turboshake().new(domain=1, data=bytes([len(dst)]) + dst + seed)
-        if binder:
-            self._h.update(binder)
+        _turboshake()
+        self._msg = b"".join((bytes([len(dst)]), dst, seed, binder))
+        self._buf, self._pos = b"", 0
 
     def next(self, length: int) -> bytes:
         """The next ``length`` output bytes."""
-        return bytes(self._h.read(length))
+        end = self._pos + length
+        if end > len(self._buf):
+            want = max(end, 2 * len(self._buf))
+            if _ONESHOT is not None:
+                self._buf = _ONESHOT(self._msg, want)
+            else:
+                self._buf = bytes(_TURBOSHAKE.new(domain=1, data=self._msg).read(want))
+        out, self._pos = self._buf[self._pos : end], end
+        return out
 
     def next_vec(self, field: type[Field], length: int) -> list[int]:
         """The next ``length`` field elements by rejection sampling (values >= MODULUS are skipped)."""

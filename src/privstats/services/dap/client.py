@@ -59,9 +59,12 @@ def _problem(r: Any, what: str) -> DapError:
 class DapClient:
     """Uploads values of a DAP task (``task.json`` path or :class:`Task`)."""
 
-    def __init__(self, task: str | Path | Task, *, http: Any = None):
+    def __init__(self, task: str | Path | Task, *, http: Any = None, connections: int | None = None):
+        """``connections``: uploads in flight at once (default 8 over its own ``httpx.Client``; 1 —
+        sequential, in the calling thread — with a given ``http``, which need not be thread-safe)."""
         import httpx
 
+        self.connections = max(1, int(connections if connections is not None else 1 if http else 8))
         self.task = load_task(task)
         self.dap = DapTask.from_task(self.task)
         self.spec = self.dap.spec
@@ -87,19 +90,36 @@ class DapClient:
         return Report(md, public_b, cts[0], cts[1])
 
     def upload(self, values, labels=None, *, timestamp: float | None = None) -> int:
-        """Upload one report per value; returns how many the leader accepted (201)."""
-        cells = self.spec.cells(values, labels)[:, 0]
+        """Upload one report per value; returns how many the leader accepted (201).
+
+        Reports are sharded and sealed here and sent ``connections`` at a time (keep-alive
+        connections of one HTTP client): the leader acknowledges a report only once it is on disk,
+        and concurrent uploads share its commits.  The first refusal raises :class:`DapError`.
+        """
+        from concurrent.futures import ThreadPoolExecutor
+
+        cells = np.asarray(self.spec.cells(values, labels)[:, 0]).tolist()
         tp = self.dap.time_precision
         now = time.time() if timestamp is None else float(timestamp)
         t = int(now // tp) * tp
         url = f"{self.dap.url('leader')}/tasks/{self.dap.task_id_b64}/reports"
-        sent = 0
-        for cell in np.asarray(cells).tolist():
-            r = self.http.put(url, content=self.report(cell, t).encode(), headers={"Content-Type": REPORT})
+
+        def put(body: bytes) -> int:
+            r = self.http.put(url, content=body, headers={"Content-Type": REPORT})
             if r.status_code != 201:
                 raise _problem(r, "upload")
-            sent += 1
-        return sent
+            return 1
+
+        if self.connections == 1:
+            return sum(put(self.report(c, t).encode()) for c in cells)
+        sent, step = 0, 32 * self.connections
+        pending: list[Any] = []
+        with ThreadPoolExecutor(self.connections, thread_name_prefix="dap-upload") as pool:
+            for k in range(0, len(cells), step):  # at most two chunks of sealed reports in memory
+                bodies = [self.report(c, t).encode() for c in cells[k : k + step]]
+                sent += sum(f.result() for f in pending)  # the previous chunk went out meanwhile
+                pending = [pool.submit(put, body) for body in bodies]
+            return sent + sum(f.result() for f in pending)
 
 
 def collect(

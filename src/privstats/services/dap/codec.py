@@ -16,8 +16,9 @@ Interval(start=3600, duration=7200)
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
-from typing import Self, TypeVar
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, Self, TypeVar
 
 __all__ = [
     "AGGREGATE_SHARE",
@@ -154,12 +155,47 @@ def opaque32(b: bytes) -> bytes:
     return u32(len(b)) + bytes(b)
 
 
+def _fixed(n: int) -> tuple[Callable[[bytes], bytes], Callable[[Reader], bytes]]:
+    def enc(b: bytes) -> bytes:
+        if len(b) != n:
+            raise ValueError(f"expected {n} bytes, got {len(b)}")
+        return bytes(b)
+
+    return enc, lambda r: r.take(n)
+
+
+# Field kinds of a message's WIRE: (encode value -> bytes, read value from a Reader)
+_KINDS: dict[str, tuple[Callable[[Any], bytes], Callable[[Reader], Any]]] = {
+    "u8": (u8, Reader.u8),
+    "u16": (u16, Reader.u16),
+    "u64": (u64, Reader.u64),
+    "opaque16": (opaque16, Reader.opaque16),
+    "opaque32": (opaque32, Reader.opaque32),
+    "id16": _fixed(16),
+    "id32": _fixed(32),
+    "selector": (lambda iv: batch_selector(iv), lambda r: read_batch_selector(r)),  # time interval
+}
+
+
 class Message:
-    """A structure that reads itself from a :class:`Reader`; ``decode`` reads one whole message."""
+    """A structure that reads itself from a :class:`Reader`; ``decode`` reads one whole message.
+
+    A plain structure only lists its fields' wire kinds in ``WIRE`` (in field order: a key of
+    ``_KINDS`` or a nested :class:`Message` class); ``encode`` and ``read`` follow from it.
+    """
+
+    WIRE: ClassVar[tuple[str | type[Message], ...]] = ()
+
+    def encode(self) -> bytes:
+        out = []
+        for kind, f in zip(self.WIRE, fields(self), strict=True):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            out.append(value.encode() if not isinstance(kind, str) else _KINDS[kind][0](value))
+        return b"".join(out)
 
     @classmethod
     def read(cls, r: Reader) -> Self:
-        raise NotImplementedError
+        return cls(*(kind.read(r) if not isinstance(kind, str) else _KINDS[kind][1](r) for kind in cls.WIRE))
 
     @classmethod
     def decode(cls, data: bytes) -> Self:
@@ -184,12 +220,7 @@ class Interval(Message):
     start: int
     duration: int
 
-    def encode(self) -> bytes:
-        return u64(self.start) + u64(self.duration)
-
-    @classmethod
-    def read(cls, r: Reader) -> Interval:
-        return cls(r.u64(), r.u64())
+    WIRE = ("u64", "u64")
 
 
 @dataclass(frozen=True)
@@ -202,14 +233,7 @@ class HpkeConfig(Message):
     aead_id: int
     public_key: bytes
 
-    def encode(self) -> bytes:
-        return (
-            u8(self.id) + u16(self.kem_id) + u16(self.kdf_id) + u16(self.aead_id) + opaque16(self.public_key)
-        )
-
-    @classmethod
-    def read(cls, r: Reader) -> HpkeConfig:
-        return cls(r.u8(), r.u16(), r.u16(), r.u16(), r.opaque16())
+    WIRE = ("u8", "u16", "u16", "u16", "opaque16")
 
 
 def encode_hpke_config_list(configs: list[HpkeConfig]) -> bytes:
@@ -232,12 +256,7 @@ class HpkeCiphertext(Message):
     enc: bytes
     payload: bytes
 
-    def encode(self) -> bytes:
-        return u8(self.config_id) + opaque16(self.enc) + opaque32(self.payload)
-
-    @classmethod
-    def read(cls, r: Reader) -> HpkeCiphertext:
-        return cls(r.u8(), r.opaque16(), r.opaque32())
+    WIRE = ("u8", "opaque16", "opaque32")
 
 
 @dataclass(frozen=True)
@@ -245,12 +264,7 @@ class ReportMetadata(Message):
     report_id: bytes
     time: int
 
-    def encode(self) -> bytes:
-        return bytes(self.report_id) + u64(self.time)
-
-    @classmethod
-    def read(cls, r: Reader) -> ReportMetadata:
-        return cls(r.take(16), r.u64())
+    WIRE = ("id16", "u64")
 
 
 @dataclass(frozen=True)
@@ -262,17 +276,7 @@ class Report(Message):
     leader_share: HpkeCiphertext
     helper_share: HpkeCiphertext
 
-    def encode(self) -> bytes:
-        return (
-            self.metadata.encode()
-            + opaque32(self.public_share)
-            + self.leader_share.encode()
-            + self.helper_share.encode()
-        )
-
-    @classmethod
-    def read(cls, r: Reader) -> Report:
-        return cls(ReportMetadata.read(r), r.opaque32(), HpkeCiphertext.read(r), HpkeCiphertext.read(r))
+    WIRE = (ReportMetadata, "opaque32", HpkeCiphertext, HpkeCiphertext)
 
 
 @dataclass(frozen=True)
@@ -282,22 +286,16 @@ class PlaintextInputShare(Message):
     extensions: bytes
     payload: bytes
 
-    def encode(self) -> bytes:
-        return opaque16(self.extensions) + opaque32(self.payload)
-
-    @classmethod
-    def read(cls, r: Reader) -> PlaintextInputShare:
-        return cls(r.opaque16(), r.opaque32())
+    WIRE = ("opaque16", "opaque32")
 
 
 @dataclass(frozen=True)
-class InputShareAad:
+class InputShareAad(Message):
     task_id: bytes
     metadata: ReportMetadata
     public_share: bytes
 
-    def encode(self) -> bytes:
-        return bytes(self.task_id) + self.metadata.encode() + opaque32(self.public_share)
+    WIRE = ("id32", ReportMetadata, "opaque32")
 
 
 def input_share_info(server_role: int) -> bytes:
@@ -323,13 +321,12 @@ def read_batch_selector(r: Reader) -> Interval:
 
 
 @dataclass(frozen=True)
-class AggregateShareAad:
+class AggregateShareAad(Message):
     task_id: bytes
     agg_param: bytes
     interval: Interval
 
-    def encode(self) -> bytes:
-        return bytes(self.task_id) + opaque32(self.agg_param) + batch_selector(self.interval)
+    WIRE = ("id32", "opaque32", "selector")
 
 
 @dataclass(frozen=True)
@@ -368,12 +365,7 @@ class ReportShare(Message):
     public_share: bytes
     encrypted_input_share: HpkeCiphertext
 
-    def encode(self) -> bytes:
-        return self.metadata.encode() + opaque32(self.public_share) + self.encrypted_input_share.encode()
-
-    @classmethod
-    def read(cls, r: Reader) -> ReportShare:
-        return cls(ReportMetadata.read(r), r.opaque32(), HpkeCiphertext.read(r))
+    WIRE = (ReportMetadata, "opaque32", HpkeCiphertext)
 
 
 @dataclass(frozen=True)
@@ -381,12 +373,7 @@ class PrepareInit(Message):
     report_share: ReportShare
     payload: bytes  # an encoded PingPong (initialize) message
 
-    def encode(self) -> bytes:
-        return self.report_share.encode() + opaque32(self.payload)
-
-    @classmethod
-    def read(cls, r: Reader) -> PrepareInit:
-        return cls(ReportShare.read(r), r.opaque32())
+    WIRE = (ReportShare, "opaque32")
 
 
 @dataclass(frozen=True)
@@ -470,12 +457,7 @@ class CollectionReq(Message):
     interval: Interval
     agg_param: bytes = b""
 
-    def encode(self) -> bytes:
-        return batch_selector(self.interval) + opaque32(self.agg_param)
-
-    @classmethod
-    def read(cls, r: Reader) -> CollectionReq:
-        return cls(read_batch_selector(r), r.opaque32())
+    WIRE = ("selector", "opaque32")
 
 
 @dataclass(frozen=True)
@@ -512,11 +494,4 @@ class AggregateShareReq(Message):
     report_count: int
     checksum: bytes
 
-    def encode(self) -> bytes:
-        return (
-            batch_selector(self.interval) + opaque32(self.agg_param) + u64(self.report_count) + self.checksum
-        )
-
-    @classmethod
-    def read(cls, r: Reader) -> AggregateShareReq:
-        return cls(read_batch_selector(r), r.opaque32(), r.u64(), r.take(32))
+    WIRE = ("selector", "opaque32", "u64", "id32")

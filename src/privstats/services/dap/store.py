@@ -3,9 +3,12 @@
 Tables (``privstats_dap_`` prefix, created on open beside the foundation schema):
 
 * ``reports`` (leader) — one row per accepted report, primary key ``(task_id, report_id)``: the
-  insert-or-ignore on that key is upload replay protection.  Holds the report time, public share,
-  the leader's *decrypted* input share and the helper's still-sealed ciphertext, and ``state``
+  insert-or-ignore on that key is upload replay protection.  Holds the report time and ``state``
   ``start`` → ``job`` (assigned to an aggregation job) → ``done`` | ``failed``.
+* ``report_shares`` (leader) — the public share, the leader's *decrypted* input share and the
+  helper's still-sealed ciphertext of each report not yet aggregated, inserted with its ``reports``
+  row and deleted in the transaction that finishes its job (kept apart so that state changes do not
+  rewrite the ~20 KB of shares).
 * ``jobs`` — aggregation jobs.  Leader: ``active`` jobs carry a lease (``lease_until``) so a
   restarted (or second) leader picks up jobs whose holder died; ``done`` once its outcome is
   committed.  Helper: the request's SHA-256 and the response it sent, so a retried job is answered
@@ -77,9 +80,15 @@ reports = _table(
     "reports",
     _key("report_id", LargeBinary(16)),
     _required("time", BigInteger),
-    *(_required(c, LargeBinary) for c in ("public_share", "leader_share", "helper_ct")),
     Column("state", String(8), nullable=False, index=True),
     Column("job_id", LargeBinary(16), nullable=True, index=True),
+)
+# The shares (~20 KB a report for Prio3Histogram(1024)) live apart from the state that changes: an
+# update of a row rewrites all of it, overflow pages included.
+report_shares = _table(
+    "report_shares",
+    _key("report_id", LargeBinary(16)),
+    *(_required(c, LargeBinary) for c in ("public_share", "leader_share", "helper_ct")),
 )
 jobs = _table(
     "jobs",
@@ -154,6 +163,18 @@ def decode_vec(data: bytes, modulus: int) -> list[int]:
     if any(v >= modulus for v in out):
         raise ValueError("field vector element out of range")
     return out
+
+
+_Row = tuple[bytes, int, bytes, bytes, bytes]  # report id, time, public share, leader share, helper ct
+
+
+def _first_of(items: list[_Row], ids: set[bytes]) -> list[_Row]:
+    """The first item of each report id in ``ids`` (an id twice in one batch: the second is a replay)."""
+    out: dict[bytes, _Row] = {}
+    for it in items:
+        if it[0] in ids:
+            out.setdefault(it[0], it)
+    return list(out.values())
 
 
 def add_vec(a: list[int], b: list[int], modulus: int) -> list[int]:
@@ -269,7 +290,7 @@ class DapStore:
         """Insert a report; ``"new"``, ``"replay"`` (known id: ignored) or ``"collected"`` (refused)."""
         return self.put_reports([(rid, t, public_share, leader_share, helper_ct)])[0]
 
-    def put_reports(self, items: list[tuple[bytes, int, bytes, bytes, bytes]]) -> list[str]:
+    def put_reports(self, items: list[_Row]) -> list[str]:
         """:meth:`put_report` for many reports in *one* transaction (one commit: group commit)."""
         c = collected.c
         out = []
@@ -278,17 +299,11 @@ class DapStore:
             cut = conn.execute(
                 select(c.start, c.duration).where(and_(c.task_id == self.task_id, c.role == self.role))
             ).all()
-            rows = []
-            for rid, t, public_share, leader_share, helper_ct in items:
-                if not any(s <= t < s + d for s, d in cut):
-                    rows.append(
-                        dict(task_id=self.task_id, report_id=rid, time=t, public_share=public_share,
-                             leader_share=leader_share, helper_ct=helper_ct, state="start")
-                    )  # fmt: skip
-            new = self._insert_reports(conn, rows)
-            for rid, t, *_ in items:
-                if any(s <= t < s + d for s, d in cut):
-                    out.append("collected")
+            labels = ["collected" if any(s <= it[1] < s + d for s, d in cut) else "" for it in items]
+            new = self._insert_reports(conn, [it for it, lab in zip(items, labels, strict=True) if not lab])
+            for (rid, *_), label in zip(items, labels, strict=True):
+                if label:
+                    out.append(label)
                 elif rid in new:
                     out.append("new")
                     new.discard(rid)  # the same id twice in one batch: the second is a replay
@@ -296,30 +311,43 @@ class DapStore:
                     out.append("replay")
         return out
 
-    def _insert_reports(self, conn: Connection, rows: list[dict]) -> set[bytes]:
-        """Insert-or-ignore ``rows``; the report ids that were new."""
-        if self.st.is_sqlite and rows:
+    def _insert_reports(self, conn: Connection, items: list[_Row]) -> set[bytes]:
+        """Insert-or-ignore the reports ``items`` (and their shares); the report ids that were new."""
+        if not items:
+            return set()
+        tid = self.task_id
+        if self.st.is_sqlite:
             # SQLite writers are serial (BEGIN IMMEDIATE): the ids present before are the replays,
             # and one executemany of a fixed statement skips SQLAlchemy's per-row compile
-            rids = [row["report_id"] for row in rows]
-            known = set(self.known_reports(conn, rids))
-            conn.exec_driver_sql(
-                f"INSERT INTO {reports.name} (task_id, report_id, time, public_share, leader_share, "
-                "helper_ct, state) VALUES (?, ?, ?, ?, ?, ?, 'start') ON CONFLICT DO NOTHING",
-                [
-                    (self.task_id, row["report_id"], row["time"], row["public_share"],
-                     row["leader_share"], row["helper_ct"])
-                    for row in rows
-                ],
-            )  # fmt: skip
-            return set(rids) - known
-        new: set[bytes] = set()
+            rids = [it[0] for it in items]
+            new = set(rids) - set(self.known_reports(conn, rids))
+            fresh = _first_of(items, new)
+            if fresh:
+                conn.exec_driver_sql(
+                    f"INSERT INTO {reports.name} (task_id, report_id, time, state) VALUES (?, ?, ?, 'start')",
+                    [(tid, rid, t) for rid, t, *_ in fresh],
+                )
+                conn.exec_driver_sql(
+                    f"INSERT INTO {report_shares.name} (task_id, report_id, public_share, leader_share, "
+                    "helper_ct) VALUES (?, ?, ?, ?, ?)",
+                    [(tid, rid, *shares) for rid, _, *shares in fresh],
+                )
+            return new
+        added: set[bytes] = set()
         ins = self.st._insert()
-        for k in range(0, len(rows), 200):  # one multi-row INSERT ... RETURNING per 200 reports
-            stmt = ins(reports).values(rows[k : k + 200])
-            stmt = stmt.on_conflict_do_nothing(index_elements=["task_id", "report_id"])
-            new.update(bytes(r[0]) for r in conn.execute(stmt.returning(reports.c.report_id)))
-        return new
+        for k in range(0, len(items), 200):  # one multi-row INSERT ... RETURNING per 200 reports
+            part = items[k : k + 200]
+            rows = [dict(task_id=tid, report_id=rid, time=t, state="start") for rid, t, *_ in part]
+            stmt = ins(reports).values(rows).on_conflict_do_nothing(index_elements=["task_id", "report_id"])
+            ids = {bytes(r[0]) for r in conn.execute(stmt.returning(reports.c.report_id))}
+            shares = [
+                dict(task_id=tid, report_id=rid, public_share=ps, leader_share=ls, helper_ct=ct)
+                for rid, _, ps, ls, ct in _first_of(part, ids)
+            ]
+            if shares:
+                conn.execute(report_shares.insert(), shares)
+            added |= ids
+        return added
 
     def known_reports(self, conn: Connection, rids: list[bytes]) -> list[bytes]:
         """The ids among ``rids`` already stored."""
@@ -392,11 +420,15 @@ class DapStore:
             return bytes(row[0])
 
     def job_reports(self, job_id: bytes) -> list[Any]:
-        r = reports.c
+        """``(report id, time, public share, leader's input share, helper's ciphertext)`` of a job."""
+        r, sh = reports.c, report_shares.c
         with self.st.read() as conn:
             return list(
                 conn.execute(
-                    select(r.report_id, r.time, r.public_share, r.leader_share, r.helper_ct)
+                    select(r.report_id, r.time, sh.public_share, sh.leader_share, sh.helper_ct)
+                    .join_from(
+                        reports, report_shares, and_(sh.task_id == r.task_id, sh.report_id == r.report_id)
+                    )
                     .where(and_(r.task_id == self.task_id, r.job_id == job_id))
                     .order_by(r.report_id)
                 ).all()
@@ -405,8 +437,9 @@ class DapStore:
     def finish_job(
         self, job_id: bytes, done: list[bytes], failed: list[bytes], additions: dict[int, tuple]
     ) -> None:
-        """Commit a job's outcome: report states, bucket sums and the job's state, atomically."""
-        r, j = reports.c, jobs.c
+        """Commit a job's outcome: report states, bucket sums and the job's state, atomically (the
+        reports' shares, needed no more, are deleted)."""
+        r, j, sh = reports.c, jobs.c, report_shares.c
         with self.st.transaction() as conn:
             state = conn.execute(
                 select(j.state).where(
@@ -415,12 +448,22 @@ class DapStore:
             ).scalar()
             if state != "active":
                 return  # another holder finished it
+            if self.st.is_sqlite:
+                # Free the shares' pages without overwriting them with zeros first (Debian's SQLite
+                # defaults to secure_delete=ON, which writes each ~20 KB share again): a leader's
+                # share alone is uniformly random, and the pages are reused by later uploads.
+                conn.exec_driver_sql("PRAGMA secure_delete=FAST")
             for ids, st in ((done, "done"), (failed, "failed")):
                 for k in range(0, len(ids), 500):
                     conn.execute(
                         update(reports)
                         .where(and_(r.task_id == self.task_id, r.report_id.in_(ids[k : k + 500])))
                         .values(state=st)
+                    )
+                    conn.execute(
+                        report_shares.delete().where(
+                            and_(sh.task_id == self.task_id, sh.report_id.in_(ids[k : k + 500]))
+                        )
                     )
             self.add_to_buckets(conn, additions)
             conn.execute(
