@@ -180,6 +180,8 @@ class Estimate:
 
                 h = ndtri(0.5 + level / 2) * s
             # a quantisation bias the noise law does not describe widens the interval by its bound
+            # (linear, not ±z√(σ² + b²): on real scores the bias exceeded the bound at k = 2 and the
+            # quadrature interval covered 0.87–0.92 at n = 300, the linear one 0.91–0.99; issue 26)
             h = h + np.asarray(details.get("bias_bound", 0.0), dtype=float)
             lo, hi = _inside(v - h, v + h, h, self.support)
         if self.support is not None:
