@@ -23,11 +23,12 @@ reported stderr / measured spread (RMS over entries), bias / measured spread (wo
 planner's predicted stderr / measured RMSE.  Heavy hitters (a set, no interval) and the generic
 ``ustatistic`` are not in the table.
 
-    privstats experiment coverage_real [--smoke] [--out DIR] [--runs 200] [--jobs 2] [--md PATH]
+    privstats experiment coverage_real [--smoke] [--out DIR] [--runs 100] [--jobs 2] [--md PATH]
+        [--data NAME ...] [--corners N:EPS ...] [--stats NAME ...]
 
 Results go to ``OUT/cells.jsonl`` (one line per cell, resumable: finished cells are skipped) and
-``OUT/table.md``; ``--md PATH`` also writes the table there (the docs page includes
-``docs/results-table.md``).
+``OUT/table.md``; ``--md PATH`` also writes the table there (docs/results.md includes
+``experiments/coverage_real.md``, made with the four sets breast_cancer, fair, randhie, anes96).
 """
 
 from __future__ import annotations
@@ -394,7 +395,7 @@ def _results(todo: list[dict], runs: int, jobs: int):
 
 
 def main(argv=None) -> int:
-    ap = C.parser(NAME, __doc__, runs=200, runs_help="seeds per cell")
+    ap = C.parser(NAME, __doc__, runs=100, runs_help="seeds per cell")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
     ap.add_argument("--md", type=Path, default=None, help="also write the markdown table here")
     ap.add_argument("--stats", nargs="*", default=list(MODELS), help="statistics (default: all)")
