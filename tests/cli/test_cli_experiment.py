@@ -113,6 +113,7 @@ REAL = Path(__file__).resolve().parents[2] / "experiments"
         "shuffle_error",
         "summarization_digits",
         "summarization_covariate_shift",
+        "coverage_real",
         "all",
     ],
 )

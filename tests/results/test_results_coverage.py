@@ -64,3 +64,49 @@ def test_full_coverage_table():
     print("\n| statistic | model | coverage of 95% CI (400 seeds, n = 20000, ε = 1) |\n|---|---|---|")
     print("\n".join(rows))
     assert not bad, bad
+
+
+# ----------------------------------------------------------------------------- real data (issue 26)
+# (statistic, model) pairs the real-data table (docs/results.md) shows failing, with the reason; the
+# slow test below checks every other pair of experiments/coverage_real.py on the four data sets
+REAL_KNOWN = {
+    ("hosmer_lemeshow", "central"): "private group cuts differ from the exact deciles on tied/peaked scores",
+    ("hosmer_lemeshow", "secure"): "as central; the power warning fires, the interval is not adjusted",
+    ("quantiles", "central"): "stderr from the private ECDF band (10% of ε): 2-30x the spread",
+    ("quantiles", "secure"): "stderr conservative on discrete data (the release is often exact)",
+    ("gini_mean_difference", "local"): "quantisation bias on discrete or peaked data, not in the interval",
+    ("gini_coefficient", "local"): "the local GMD's quantisation bias",
+    ("kendall_tau", "local"): "quantisation bias of tau-b on binned data, not in the interval",
+    ("range_counts", "local"): "flat-OUE prefix stderr 1.15-1.6x the spread at n = 300, ε = 0.5",
+}
+
+
+@pytest.mark.slow
+def test_real_data_coverage_stderr_and_bias():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "experiments" / "coverage_real.py"
+    if not path.is_file():
+        pytest.skip("not a source checkout")
+    pytest.importorskip("statsmodels")
+    spec = importlib.util.spec_from_file_location("coverage_real", path)
+    R = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(R)
+    bad = []
+    for stat, models in R.MODELS.items():
+        for model in models:
+            if (stat, model) in REAL_KNOWN or (stat, model) in R.COSTLY:
+                continue
+            for data in ("breast_cancer", "fair", "randhie", "anes96"):
+                for n, eps in ((300, 0.5), (5000, 2.0)):
+                    r = R.run_cell({"data": data, "n": n, "eps": eps, "stat": stat, "model": model}, 100)
+                    # four binomial sd around the band [0.93, 0.99]: ~200 cells are checked, and at 2 sd
+                    # a correct cell fails one time in 20 (gini secure read 0.88 at 100 seeds, 0.945 at 400)
+                    se = np.sqrt(0.95 * 0.05 / r["runs"])
+                    ok = 0.93 - 4 * se <= r["coverage"] <= 0.99 + 4 * se
+                    ok &= np.isnan(r["stderr_ratio"]) or 0.7 <= r["stderr_ratio"] <= 1.5
+                    ok &= r["bias_over_sd"] <= 1 or "UselessResultWarning" in r["warnings"]
+                    if not ok:
+                        bad.append((stat, model, data, n, eps, r["coverage"], r["stderr_ratio"]))
+    assert not bad, bad
