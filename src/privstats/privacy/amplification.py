@@ -225,6 +225,23 @@ def _krr_k(randomizer: str, k: int | None) -> int:
     return int(k)
 
 
+def _checked(
+    eps: float, eps_name: str, n: int, delta: float, method: str, randomizer: str, k: int | None
+) -> tuple[float, int, float]:
+    """The checks :func:`shuffled_epsilon` and :func:`local_epsilon_for` share: (ε or ε0, n, δ) validated,
+    ``method`` known and, for the randomizer-aware methods, ``randomizer`` and ``k`` consistent."""
+    eps = check_epsilon(eps, eps_name)
+    n = check_positive_int(n, "n")
+    delta = check_delta(delta)
+    if method not in AMPLIFICATION_METHODS:
+        raise ValueError(f"method must be one of {AMPLIFICATION_METHODS}, got {method!r}")
+    if method in ("tightest", "variation-ratio", "krr-blanket"):
+        variation_ratio_parameters(1.0, randomizer, k)  # validates randomizer and k
+        if method == "krr-blanket":
+            _krr_k(randomizer, k)
+    return eps, n, delta
+
+
 def shuffled_epsilon(
     epsilon0: float,
     n: int,
@@ -247,13 +264,7 @@ def shuffled_epsilon(
     >>> 0 < e < 2.0
     True
     """
-    epsilon0 = check_epsilon(epsilon0, "epsilon0")
-    n = check_positive_int(n, "n")
-    delta = check_delta(delta)
-    if method not in AMPLIFICATION_METHODS:
-        raise ValueError(f"method must be one of {AMPLIFICATION_METHODS}, got {method!r}")
-    if method in ("tightest", "variation-ratio", "krr-blanket"):
-        variation_ratio_parameters(epsilon0, randomizer, k)  # validates randomizer and k
+    epsilon0, n, delta = _checked(epsilon0, "epsilon0", n, delta, method, randomizer, k)
     if method == "fmt":
         return min(epsilon0, _fmt_closed(epsilon0, n, delta))
     if method == "balle":
@@ -282,17 +293,8 @@ def local_epsilon_for(
     >>> bool(shuffled_epsilon(e0, 100_000, 1e-6) <= 1.0 + 1e-6)
     True
     """
-    epsilon = check_epsilon(epsilon)
-    n = check_positive_int(n, "n")
-    delta = check_delta(delta)
-    if method not in AMPLIFICATION_METHODS:
-        raise ValueError(f"method must be one of {AMPLIFICATION_METHODS}, got {method!r}")
-
+    epsilon, n, delta = _checked(epsilon, "epsilon", n, delta, method, randomizer, k)
     numeric = method in ("tightest", "variation-ratio", "krr-blanket", "fmt-numeric")
-    if method in ("tightest", "variation-ratio", "krr-blanket"):
-        variation_ratio_parameters(1.0, randomizer, k)  # validates randomizer and k
-        if method == "krr-blanket":
-            _krr_k(randomizer, k)
 
     def ok(e0: float) -> bool:
         if numeric:  # one δ(ε) evaluation certifies (ε, δ) directly
