@@ -168,16 +168,16 @@ def test_binary_rr_is_the_exact_worst_case(n, e0):
         assert krr_shuffle_delta(eps, e0, n, 2) == pytest.approx(exact, abs=1e-12)
 
 
-AUDIT_GRID = [(2, 3), (2, 7), (3, 3), (3, 5), (3, 7), (4, 4), (4, 5), (5, 4), (6, 3), (8, 4), (16, 3)]
+AUDIT_GRID = [(2, 7), (3, 7), (5, 4), (6, 3), (16, 3)]  # beyond GRID, which the test above covers
 
 
 @pytest.mark.parametrize("k,n", AUDIT_GRID)
 def test_within_5_percent_of_the_enumerated_curve_and_never_below(k, n):
     """The audit's check: ε at fixed δ against the independent enumeration, over ε0 and δ."""
     ratios = []
-    for e0 in (0.5, 1.0, 2.0, 3.0, 4.0):
+    for e0 in (0.5, 1.0, 2.0, 4.0):
         exact = ExactCurve(n, k, e0)
-        for delta in (1e-1, 3e-2, 1e-2, 1e-3, 1e-4, 1e-6):
+        for delta in (1e-1, 1e-2, 1e-4, 1e-6):
             e_exact = exact.epsilon(delta, e0)
             claimed = shuffled_epsilon(e0, n, delta, k=k, randomizer="krr")
             assert claimed >= e_exact * (1 - 1e-6) - 1e-9  # a valid claim (bisection tolerance only)
