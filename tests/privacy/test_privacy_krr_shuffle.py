@@ -160,7 +160,7 @@ def _binary_exact_by_hand(eps, e0, n):
     return worst
 
 
-@pytest.mark.parametrize("n,e0", [(2, 1.0), (7, 0.5), (60, 2.0), (301, 3.0)])
+@pytest.mark.parametrize("n,e0", [(2, 1.0), (7, 0.5), (60, 2.0), (301, 3.0), (2501, 1.0)])
 def test_binary_rr_is_the_exact_worst_case(n, e0):
     for eps in (0.0, 0.1, 0.5):
         exact = _binary_exact_by_hand(eps, e0, n)
