@@ -39,8 +39,10 @@ n ≥ 10^4).  Where the exact curve is cheap to
 enumerate (:func:`~privstats.privacy.krr_exact.exact_feasible`: n ≤ 25 for k = 3, 14 for k = 4,
 7 for k = 8, ...) it is computed (:func:`~privstats.privacy.krr_exact.krr_small_exact_delta`) and
 the smaller value used, so there the curve is exact.  For k = 2 revealing M costs more (the reports
-of non-blanket users fall on a or b: 1.2–1.45x in ε), so for n ≤ :data:`BINARY_EXACT_MAX` the exact
-worst case (:func:`binary_rr_exact_delta`) is used instead.
+of non-blanket users fall on a or b: 1.1–2x in ε), so for n ≤ :data:`BINARY_EXACT_MAX` the exact
+worst case (:func:`~privstats.privacy.binary_shuffle.binary_rr_exact_delta`) is used instead, and
+up to n = :data:`~privstats.privacy.binary_shuffle.MINORITY_MAX` the smaller of this bound and the
+minority-coins bound (:func:`~privstats.privacy.binary_shuffle.binary_minority_delta`, <= 1.03x).
 
 >>> d = krr_shuffle_delta(0.5, 3.0, 10_000, 16)
 >>> bool(0 < d < 1e-6)
@@ -51,11 +53,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 from numpy.typing import NDArray
 
+from privstats.privacy.binary_shuffle import MINORITY_MAX, binary_minority_delta, binary_rr_exact_delta
 from privstats.privacy.clone_pairs import bin_edges, binom_sf, edge_weights, window
 from privstats.privacy.krr_exact import exact_feasible, krr_small_exact_delta
 
@@ -107,9 +109,14 @@ def krr_shuffle_delta(eps: float, epsilon0: float, n: int, k: int, *, exact: boo
     if k == 2 and n <= BINARY_EXACT_MAX and not exact:
         return binary_rr_exact_delta(eps, epsilon0, n)  # the exact curve, rounded up
     if k > 2 and not exact and exact_feasible(n, k):
-        return min(
-            krr_shuffle_delta(eps, epsilon0, n, k, exact=True), krr_small_exact_delta(eps, epsilon0, n, k)
-        )
+        return min(_blanket_delta(eps, epsilon0, n, k, True), krr_small_exact_delta(eps, epsilon0, n, k))
+    if k == 2 and not exact and n <= MINORITY_MAX:
+        return min(_blanket_delta(eps, epsilon0, n, 2, False), binary_minority_delta(eps, epsilon0, n))
+    return _blanket_delta(eps, epsilon0, n, k, exact)
+
+
+def _blanket_delta(eps: float, epsilon0: float, n: int, k: int, exact: bool) -> float:
+    """The blanket pair's bound of the module docstring (``exact``: no bins); 0 <= ε < ε0."""
     t0 = math.exp(-epsilon0)
     q = t0 / (1 + (k - 1) * t0)
     p = 1 / (1 + (k - 1) * t0)
@@ -198,52 +205,3 @@ def _group_sum(s_a: F, s_b: F, p_s: F, ex_s: F, r_edges: F, p_r: F, ex_r: F, c: 
         g_b = g(wide, c.kappa * s_b)
         total += float(np.sum(ex_s[wide] * (g_b - g_a[wide]) / (s_b[wide] - s_a[wide])))
     return total
-
-
-def _windowed_binoms(ms: NDArray[np.int64], prob: float) -> tuple[F, F]:
-    """Rows of Bin(m, prob) pmfs on windows of ±(14 sd + 30) (left-aligned, zero-padded) and, per row,
-    the probability outside the window."""
-    from scipy import stats
-
-    sd = np.sqrt(ms * prob * (1 - prob))
-    lo = np.maximum(0, np.floor(ms * prob - 14 * sd - 30))
-    hi = np.minimum(ms, np.ceil(ms * prob + 14 * sd + 30))
-    grid = lo[:, None] + np.arange(int((hi - lo).max()) + 1)[None, :]
-    pmf = np.where(grid <= hi[:, None], stats.binom.pmf(grid, ms[:, None], prob), 0.0)
-    outside = stats.binom.cdf(lo - 1, ms, prob) + stats.binom.sf(hi, ms, prob)
-    return np.asarray(pmf, dtype=np.float64), np.asarray(outside, dtype=np.float64)
-
-
-@lru_cache(maxsize=2)
-def _binary_views(epsilon0: float, n: int) -> tuple[F, F, float]:
-    """Laws of the count of ones, one row per number j <= (n−1)/2 of the other n − 1 users holding 1
-    (the rest by the symmetry 0 <-> 1), victim holding 1 / holding 0, each on its own window (rows
-    left-aligned and padded with zeros), and the largest probability a row leaves out of its windows."""
-    q = 1 / (1 + math.exp(epsilon0))
-    p = 1 - q
-    js = np.arange((n - 1) // 2 + 1, dtype=np.int64)
-    zeros_say_one, out0 = _windowed_binoms(n - 1 - js, q)
-    ones_say_one, out1 = _windowed_binoms(js, p)
-    w_all = np.zeros((js.size, zeros_say_one.shape[1] + ones_say_one.shape[1]))
-    for j in range(js.size):  # one convolution per dataset type, not per user
-        w_all[j, :-1] = np.convolve(zeros_say_one[j], ones_say_one[j])
-    shift_up = np.hstack([np.zeros((js.size, 1)), w_all[:, :-1]])  # victim reports 1
-    return p * shift_up + q * w_all, q * shift_up + p * w_all, float(np.max(out0 + out1))
-
-
-def binary_rr_exact_delta(eps: float, epsilon0: float, n: int) -> float:
-    """Exact δ(ε) of n shuffled binary randomized response reports: the worst case over the other users.
-
-    The view is the number of ones; for each number of other users holding 1 its law is a convolution
-    of two binomials, so the maximum over all datasets is computed directly (each binomial on a window
-    of ±(14 sd + 30): O(n · n pq) work; n <= :data:`BINARY_EXACT_MAX`).  What a row leaves out of the
-    windows (a probability below 1e-40) can add at most its mass to that row's divergence and is added;
-    sums of rounded pmfs are inflated by 1e-13 absolutely.
-
-    >>> round(binary_rr_exact_delta(0.5, 1.0, 2), 4)
-    0.2103
-    """
-    one, zero, left_out = _binary_views(epsilon0, n)
-    e = math.exp(eps)
-    d = max(np.maximum(one - e * zero, 0).sum(axis=1).max(), np.maximum(zero - e * one, 0).sum(axis=1).max())
-    return min(1.0, float(d) + left_out + 1e-13)
