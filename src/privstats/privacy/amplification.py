@@ -7,8 +7,9 @@ Six methods, all for replace-one neighbours with n public (``"tightest"`` is the
   named, the randomizer-specific parameters, and ``"krr-blanket"`` for ``randomizer="krr"``):
   δ(ε) is the minimum of their δ(ε).
 * ``"krr-blanket"`` — shuffled k-ary randomized response only (``randomizer="krr"``, ``k``): the
-  blanket pair of :mod:`privstats.privacy.krr_shuffle`, never below the exact privacy curve and
-  within a few percent of it in ε for k ≥ 3.
+  accountant of :mod:`privstats.privacy.krr_shuffle`, never below the exact privacy curve: the exact
+  curve itself for small n (enumerated; for k = 2 up to n = 5000), else the blanket pair (within 6%
+  in ε for k ≥ 3) or, for k = 2 up to n = 10^5, the minority-coins bound (within 3%).
 * ``"variation-ratio"`` — the randomizer-aware clone bound after Wang et al. (CCS 2024), see
   :mod:`privstats.privacy.variation_ratio` (``randomizer`` = "generic", "krr", "rappor",
   "oue", "olh" or "hadamard", with ``k`` the domain size or number of hash buckets).
@@ -88,8 +89,8 @@ def krr_revealed_delta(eps: float, gamma: float, k: int, n: int) -> float:
 def krr_blanket_delta(eps: float, gamma: float, k: int, n: int) -> float:
     """Upper bound on δ(ε) of shuffled k-ary randomized response with blanket probability γ.
 
-    The blanket pair of :mod:`privstats.privacy.krr_shuffle` (never below the exact curve; within a
-    few percent of it in ε for k ≥ 3), or the revealed clone pair :func:`krr_revealed_delta` if that
+    The accountant of :mod:`privstats.privacy.krr_shuffle` (never below the exact curve; exact for
+    small n, within 6% of it in ε otherwise for k ≥ 3), or the revealed clone pair :func:`krr_revealed_delta` if that
     is smaller.  γ = k/(e^ε0 + k − 1) for local ε0.
 
     >>> krr_blanket_delta(0.3, 0.5, 8, 10_000) <= krr_revealed_delta(0.3, 0.5, 8, 10_000)
