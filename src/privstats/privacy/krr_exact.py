@@ -62,7 +62,7 @@ def exact_feasible(n: int, k: int) -> bool:
     if n < 1 or k < 2 or n > 40:
         return False
     points = math.comb(n + k - 1, k - 1)
-    if points * n > EXACT_WORK:
+    if points * max(n, k) > EXACT_WORK // 3:  # the index tables are built in Python: points × k steps
         return False
     return len(_types(n - 1, k)) * points * n <= EXACT_WORK
 
