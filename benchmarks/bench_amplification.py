@@ -13,7 +13,7 @@ For shuffled k-ary randomized response, k = 3..256, n = 1e4..1e6, ε ∈ {0.5, 1
 then the time of ``shuffled_epsilon`` at n = 1e9.  A first table gives ε at fixed ε0 (n = 1e4, 1e6):
 the previous bound, the new one and the lower bound, with their ratios to the lower bound (hence
 upper bounds on their ratios to the exact curve).  A second one does the same for k = 2 (binary RR,
-n = 1e4, 1e5), where the accountant now uses the minority-coins block bound of
+n = 1e4, 1e5, 1e6), where the accountant now uses the minority-coins block bound of
 ``privstats.privacy.binary_shuffle`` instead of the blanket pair (for n ≤ 5000 the exact curve).
 (For small n — n ≤ 25 at k = 3, 14 at k = 4, 7 at k = 8 — the accountant enumerates the exact
 curve: see ``privstats.privacy.krr_exact``; not shown here.)
@@ -101,7 +101,7 @@ def _binary_table(delta: float) -> None:
     print(
         f"{'n':>9} {'eps0':>5} | {'blanket':>8} {'now':>8} {'lower':>8} | {'blk/lb':>6} {'now/lb':>6} | cpu s"
     )
-    for n in (10_000, 100_000):
+    for n in (10_000, 100_000, 1_000_000):
         for e0 in (1.0, 3.0, 5.0):
             blanket = smallest_eps(
                 lambda e, e0=e0: krr_shuffle_delta(e, e0, n, 2, exact=True), delta, e0, 1e-7

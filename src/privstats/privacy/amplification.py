@@ -9,7 +9,7 @@ Six methods, all for replace-one neighbours with n public (``"tightest"`` is the
 * ``"krr-blanket"`` — shuffled k-ary randomized response only (``randomizer="krr"``, ``k``): the
   accountant of :mod:`privstats.privacy.krr_shuffle`, never below the exact privacy curve: the exact
   curve itself for small n (enumerated; for k = 2 up to n = 5000), else the blanket pair (within 6%
-  in ε for k ≥ 3) or, for k = 2 up to n = 10^5, the minority-coins bound (within 3%).
+  in ε for k ≥ 3) or, for k = 2 up to n = 10^6, the minority-coins bound (within 3%).
 * ``"variation-ratio"`` — the randomizer-aware clone bound after Wang et al. (CCS 2024), see
   :mod:`privstats.privacy.variation_ratio` (``randomizer`` = "generic", "krr", "rappor",
   "oue", "olh" or "hadamard", with ``k`` the domain size or number of hash buckets).

@@ -43,7 +43,7 @@ from privstats.privacy.clone_pairs import bin_edges, edge_weights, window
 __all__ = ["MINORITY_MAX", "binary_minority_delta", "binary_rr_exact_delta"]
 
 #: the minority-coins bound is computed up to this n (its cost grows like n)
-MINORITY_MAX = 100_000
+MINORITY_MAX = 1_000_000
 _J_BINS = 32  # bins of the coin count J inside its window
 _BLOCKS = 12  # blocks of the number m of other users holding 1
 
@@ -109,11 +109,29 @@ def _convolve_rows(a: F, b: F) -> F:
     return out
 
 
+def _coin_chain(base: F, js: NDArray[np.int64]) -> tuple[F, F]:
+    """Rows base * Bin(J, ½) for the increasing J in ``js`` (each from the previous row by the extra
+    coins: small convolutions), zero-padded, and per row the probability its windows left out."""
+    rows, left = [], []
+    row, dropped, prev = base, 0.0, 0
+    for j in js:
+        if j > prev:
+            coins, out = _windowed_binoms(np.array([j - prev]), 0.5)
+            row, dropped = np.convolve(row, coins[0]), dropped + float(out[0])
+        rows.append(row)
+        left.append(dropped)
+        prev = int(j)
+    table = np.zeros((len(rows), rows[-1].size + 1))
+    for r, w in enumerate(rows):
+        table[r, : w.size] = w
+    return table, np.array(left)
+
+
 @lru_cache(maxsize=2)
-def _block_views(epsilon0: float, n: int) -> tuple[tuple[F, F, F, float], ...]:
-    """Per block [m1, m2] of m: for the bins of J ~ Bin(m2 − m1, 2q), the count's law at the bin's
-    smallest J with the victim's two reports, the bins' probabilities and the largest probability a
-    row leaves out of the windows of its three binomials."""
+def _block_views(epsilon0: float, n: int) -> tuple[tuple[F, F, float], ...]:
+    """Per block [m1, m2] of m: for the bins of J ~ Bin(m2 − m1, 2q), the others' count law at the
+    bin's smallest J (rows), the bins' probabilities and the largest probability a row leaves out of
+    the windows of its binomials."""
     q = 1 / (1 + math.exp(epsilon0))
     h = (n - 1) // 2
     size = max(1, math.ceil((h + 1) / _BLOCKS))
@@ -124,13 +142,11 @@ def _block_views(epsilon0: float, n: int) -> tuple[tuple[F, F, F, float], ...]:
         lo, hi = window(2 * q * s, math.sqrt(s * 2 * q * (1 - 2 * q)), s, z=14.0)
         edges = bin_edges(lo, hi, max(1, (hi - lo + 1) // _J_BINS), s)
         weight, _ = edge_weights(edges, float(s), 2 * q)
-        js = edges[:-1].astype(np.int64)  # each bin charged at its smallest J
         zeros_say_one, out0 = _windowed_binoms(np.array([n - 1 - m2]), q)
         ones_say_one, out1 = _windowed_binoms(np.array([m1]), 1 - q)
-        base = np.convolve(zeros_say_one[0], ones_say_one[0])[None, :]
-        coins, out2 = _windowed_binoms(js, 0.5)
-        one, zero = _victim_views(_convolve_rows(np.repeat(base, js.size, axis=0), coins), 1 - q, q)
-        out.append((one, zero, weight, float(out0[0] + out1[0] + np.max(out2))))
+        base = np.convolve(zeros_say_one[0], ones_say_one[0])
+        rows, left = _coin_chain(base, edges[:-1].astype(np.int64))  # each bin charged at its smallest J
+        out.append((rows, weight, float(out0[0] + out1[0] + left.max())))
     return tuple(out)
 
 
@@ -144,8 +160,10 @@ def binary_minority_delta(eps: float, epsilon0: float, n: int) -> float:
     if not 0 <= eps < epsilon0:
         return 0.0 if eps >= epsilon0 else 1.0
     e = math.exp(eps)
+    q = 1 / (1 + math.exp(epsilon0))
     worst = 0.0
-    for one, zero, weight, left_out in _block_views(epsilon0, n):
+    for rows, weight, left_out in _block_views(epsilon0, n):
+        one, zero = _victim_views(rows, 1 - q, q)
         forward = float(weight @ np.maximum(one - e * zero, 0).sum(axis=1))
         backward = float(weight @ np.maximum(zero - e * one, 0).sum(axis=1))
         worst = max(worst, max(forward, backward) * (1 + 1e-9) + left_out)
