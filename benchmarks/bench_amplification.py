@@ -15,7 +15,7 @@ the previous bound, the new one and the lower bound, with their ratios to the lo
 upper bounds on their ratios to the exact curve).  A second one does the same for k = 2 (binary RR,
 n = 1e4, 1e5, 1e6), where the accountant now uses the minority-coins block bound of
 ``privstats.privacy.binary_shuffle`` instead of the blanket pair (for n ≤ 5000 the exact curve).
-(For small n — n ≤ 25 at k = 3, 14 at k = 4, 7 at k = 8 — the accountant enumerates the exact
+(For small n — n ≤ 40 at k = 3, 20 at k = 4, 9 at k = 8 — the accountant enumerates the exact
 curve: see ``privstats.privacy.krr_exact``; not shown here.)
 
 Run: ``python benchmarks/bench_amplification.py``.

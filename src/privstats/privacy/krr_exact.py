@@ -31,7 +31,8 @@ from numpy.typing import NDArray
 __all__ = ["EXACT_WORK", "exact_feasible", "krr_small_exact_delta"]
 
 #: enumeration is used when (number of dataset types) × (histogram points) × n is at most this
-EXACT_WORK = 3_000_000
+EXACT_WORK = 30_000_000
+_TABLE_WORK = 500_000  # ... and (histogram points) × max(n, k), the index tables built in Python
 
 F = NDArray[np.float64]
 
@@ -62,7 +63,7 @@ def exact_feasible(n: int, k: int) -> bool:
     if n < 1 or k < 2 or n > 40:
         return False
     points = math.comb(n + k - 1, k - 1)
-    if points * max(n, k) > EXACT_WORK // 3:  # the index tables are built in Python: points × k steps
+    if points * max(n, k) > _TABLE_WORK:
         return False
     return len(_types(n - 1, k)) * points * n <= EXACT_WORK
 
@@ -94,22 +95,41 @@ def _add_report(law: F, nxt: NDArray[np.int64], size: int, probs: F) -> F:
 
 @lru_cache(maxsize=8)
 def _laws(epsilon0: float, n: int, k: int) -> tuple[F, F]:
-    """Law of the histogram for every dataset type, victim holding a (first) or b (second)."""
+    """Law of the histogram for every dataset type, victim holding a (first) or b (second).
+
+    The types are walked depth first (holders of a, of b, then the other values with non-increasing
+    counts), so datasets sharing a prefix share its convolutions."""
     nxt, sizes = _steps(k, n)
     hi = 1 / (1 + (k - 1) * math.exp(-epsilon0))
     probs = np.full((k, k), math.exp(-epsilon0) * hi)
     np.fill_diagonal(probs, hi)
     p_rows: list[F] = []
     q_rows: list[F] = []
-    for counts in _types(n - 1, k):
-        law = np.ones(1)
-        t = 0
-        for v, c in enumerate(counts):
-            for _ in range(c):
-                law = _add_report(law, nxt[t], sizes[t + 1], probs[v])
-                t += 1
-        p_rows.append(_add_report(law, nxt[t], sizes[n], probs[0]))
-        q_rows.append(_add_report(law, nxt[t], sizes[n], probs[1]))
+
+    def walk(v: int, law: F, t: int, cap: int) -> None:  # values < v placed, t reports so far
+        left = n - 1 - t
+        if left == 0:
+            p_rows.append(_add_report(law, nxt[t], sizes[n], probs[0]))
+            q_rows.append(_add_report(law, nxt[t], sizes[n], probs[1]))
+            return
+        if v >= k or (v >= 2 and cap == 0):
+            return
+        if v == 1 and k == 2:  # b takes every one left
+            walk(2, _add_many(law, t, left, probs[1]), n - 1, 0)
+            return
+        if v < 2:
+            walk(v + 1, law, t, left)  # no holder of this value
+        for c in range(1, (left if v < 2 else min(left, cap)) + 1):
+            law = _add_report(law, nxt[t + c - 1], sizes[t + c], probs[v])
+            if v < 2 or left - c <= (k - 1 - v) * c:  # the rest still fits in non-increasing counts
+                walk(v + 1, law, t + c, c if v >= 2 else left - c)
+
+    def _add_many(law: F, t: int, count: int, row: F) -> F:
+        for i in range(count):
+            law = _add_report(law, nxt[t + i], sizes[t + i + 1], row)
+        return law
+
+    walk(0, np.ones(1), 0, n - 1)
     return np.array(p_rows), np.array(q_rows)
 
 

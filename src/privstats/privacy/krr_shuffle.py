@@ -35,9 +35,9 @@ enumeration can reach) each bin is a single value and the sum is the blanket div
 How close it is: for k ≥ 3 it is within 6% in ε of the exact worst case over the other users'
 values in every case enumerated (the largest gaps, 1.05–1.06x, at n ≈ 4–24 and δ ≈ 1e-2–1e-4, e.g.
 1.0585 at k = 4, n = 24, ε0 = 2, δ = 1e-3; a concrete pair of datasets puts it within 2% at
-n ≥ 10^4).  Where the exact curve is cheap to
-enumerate (:func:`~privstats.privacy.krr_exact.exact_feasible`: n ≤ 25 for k = 3, 14 for k = 4,
-7 for k = 8, ...) it is computed (:func:`~privstats.privacy.krr_exact.krr_small_exact_delta`) and
+n ≥ 10^4).  Where the exact curve is cheap to enumerate
+(:func:`~privstats.privacy.krr_exact.exact_feasible`: n ≤ 40 for k = 3, 20 for k = 4, 14 for
+k = 5, 9 for k = 8, 5 for k = 16) it is computed (:func:`~privstats.privacy.krr_exact.krr_small_exact_delta`) and
 the smaller value used, so there the curve is exact.  For k = 2 revealing M costs more (the reports
 of non-blanket users fall on a or b: 1.1–2x in ε), so for n ≤ :data:`BINARY_EXACT_MAX` the exact
 worst case (:func:`~privstats.privacy.binary_shuffle.binary_rr_exact_delta`) is used instead, and
