@@ -69,6 +69,8 @@ def test_the_accountant_uses_it_above_the_exact_range():
 
 def test_edges():
     assert binary_minority_delta(1.0, 1.0, 100) == 0.0
+    for n in (1000, 100_000):  # no noise at all (e^ε0 would overflow): nothing hidden
+        assert krr_shuffle_delta(1.0, 800.0, n, 2) == 1.0
     assert binary_minority_delta(-0.1, 1.0, 100) == 1.0
     # one user: randomized response itself, (p − e^ε q)
     assert binary_minority_delta(0.2, 1.0, 1) == pytest.approx(

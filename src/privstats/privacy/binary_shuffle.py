@@ -50,6 +50,12 @@ _BLOCKS = 12  # blocks of the number m of other users holding 1
 F = NDArray[np.float64]
 
 
+def _flip_probability(epsilon0: float) -> float:
+    """q = 1/(e^ε0 + 1) without overflow for large ε0."""
+    t = math.exp(-epsilon0)
+    return t / (1 + t)
+
+
 def _windowed_binoms(ms: NDArray[np.int64], prob: float) -> tuple[F, F]:
     """Rows of Bin(m, prob) pmfs on windows of ±(14 sd + 30) (left-aligned, zero-padded) and, per row,
     the probability outside the window."""
@@ -69,7 +75,7 @@ def _binary_views(epsilon0: float, n: int) -> tuple[F, F, float]:
     """Laws of the count of ones, one row per number j <= (n−1)/2 of the other n − 1 users holding 1
     (the rest by the symmetry 0 <-> 1), victim holding 1 / holding 0, each on its own window (rows
     left-aligned and padded with zeros), and the largest probability a row leaves out of its windows."""
-    q = 1 / (1 + math.exp(epsilon0))
+    q = _flip_probability(epsilon0)
     p = 1 - q
     js = np.arange((n - 1) // 2 + 1, dtype=np.int64)
     zeros_say_one, out0 = _windowed_binoms(n - 1 - js, q)
@@ -132,7 +138,7 @@ def _block_views(epsilon0: float, n: int) -> tuple[tuple[F, F, float], ...]:
     """Per block [m1, m2] of m: for the bins of J ~ Bin(m2 − m1, 2q), the others' count law at the
     bin's smallest J (rows), the bins' probabilities and the largest probability a row leaves out of
     the windows of its binomials."""
-    q = 1 / (1 + math.exp(epsilon0))
+    q = _flip_probability(epsilon0)
     h = (n - 1) // 2
     size = max(1, math.ceil((h + 1) / _BLOCKS))
     out = []
@@ -160,7 +166,7 @@ def binary_minority_delta(eps: float, epsilon0: float, n: int) -> float:
     if not 0 <= eps < epsilon0:
         return 0.0 if eps >= epsilon0 else 1.0
     e = math.exp(eps)
-    q = 1 / (1 + math.exp(epsilon0))
+    q = _flip_probability(epsilon0)
     worst = 0.0
     for rows, weight, left_out in _block_views(epsilon0, n):
         one, zero = _victim_views(rows, 1 - q, q)
