@@ -12,7 +12,11 @@ For shuffled k-ary randomized response, k = 3..256, n = 1e4..1e6, ε ∈ {0.5, 1
 
 then the time of ``shuffled_epsilon`` at n = 1e9.  A first table gives ε at fixed ε0 (n = 1e4, 1e6):
 the previous bound, the new one and the lower bound, with their ratios to the lower bound (hence
-upper bounds on their ratios to the exact curve).
+upper bounds on their ratios to the exact curve).  A second one does the same for k = 2 (binary RR,
+n = 1e4, 1e5, 1e6), where the accountant now uses the minority-coins block bound of
+``privstats.privacy.binary_shuffle`` instead of the blanket pair (for n ≤ 5000 the exact curve).
+(For small n — n ≤ 40 at k = 3, 20 at k = 4, 9 at k = 8 — the accountant enumerates the exact
+curve: see ``privstats.privacy.krr_exact``; not shown here.)
 
 Run: ``python benchmarks/bench_amplification.py``.
 """
@@ -26,6 +30,7 @@ import numpy as np
 
 from privstats.privacy.amplification import krr_revealed_delta, shuffled_epsilon, tightest_delta
 from privstats.privacy.clone_pairs import smallest_eps
+from privstats.privacy.krr_shuffle import krr_shuffle_delta
 from privstats.privacy.variation_ratio import shuffled_epsilon_lower
 from privstats.shuffle.single import ShuffledKRR
 
@@ -91,9 +96,31 @@ def _fixed_eps0_table(delta: float) -> None:
     print()
 
 
+def _binary_table(delta: float) -> None:
+    """k = 2: ε of the blanket pair alone, of the accountant and a lower bound (all others hold 0)."""
+    print(
+        f"{'n':>9} {'eps0':>5} | {'blanket':>8} {'now':>8} {'lower':>8} | {'blk/lb':>6} {'now/lb':>6} | cpu s"
+    )
+    for n in (10_000, 100_000, 1_000_000):
+        for e0 in (1.0, 3.0, 5.0):
+            blanket = smallest_eps(
+                lambda e, e0=e0: krr_shuffle_delta(e, e0, n, 2, exact=True), delta, e0, 1e-7
+            )
+            t0 = time.process_time()
+            now = shuffled_epsilon(e0, n, delta, k=2, randomizer="krr")
+            dt = time.process_time() - t0
+            lb = shuffled_epsilon_lower(e0, n, delta, "krr", k=2) or 0.0
+            print(
+                f"{n:>9} {e0:>5} | {blanket:>8.4f} {now:>8.4f} {lb:>8.4f} | "
+                f"{blanket / lb:>6.3f} {now / lb:>6.3f} | {dt:>5.2f}"
+            )
+    print()
+
+
 def main() -> int:
     delta = 1e-6
     _fixed_eps0_table(delta)
+    _binary_table(delta)
     print(
         f"{'n':>9} {'eps':>4} {'k':>4} | {'eps0 old':>8} {'eps0 new':>8} | "
         f"{'SE old':>9} {'SE new':>9} {'new/old':>7} | {'eps lower':>9} {'claim/lb':>7} | cpu s"
@@ -103,7 +130,7 @@ def main() -> int:
             for k in (3, 4, 8, 16, 64, 256):
                 print(_row(n, eps, k, delta), flush=True)
     print()
-    for kw in ({}, {"randomizer": "krr", "k": 16}):
+    for kw in ({}, {"randomizer": "krr", "k": 16}, {"randomizer": "krr", "k": 2}):
         t0 = time.process_time()
         e = shuffled_epsilon(2.0, 10**9, 1e-6, **kw)  # type: ignore[arg-type]
         print(f"shuffled_epsilon(2.0, 10**9, 1e-6, {kw}) = {e:.6f} in {time.process_time() - t0:.2f} s CPU")

@@ -7,8 +7,9 @@ Six methods, all for replace-one neighbours with n public (``"tightest"`` is the
   named, the randomizer-specific parameters, and ``"krr-blanket"`` for ``randomizer="krr"``):
   δ(ε) is the minimum of their δ(ε).
 * ``"krr-blanket"`` — shuffled k-ary randomized response only (``randomizer="krr"``, ``k``): the
-  blanket pair of :mod:`privstats.privacy.krr_shuffle`, never below the exact privacy curve and
-  within a few percent of it in ε for k ≥ 3.
+  accountant of :mod:`privstats.privacy.krr_shuffle`, never below the exact privacy curve: the exact
+  curve itself for small n (enumerated; for k = 2 up to n = 5000), else the blanket pair (within 6%
+  in ε for k ≥ 3) or, for k = 2 up to n = 10^6, the minority-coins bound (within 3%).
 * ``"variation-ratio"`` — the randomizer-aware clone bound after Wang et al. (CCS 2024), see
   :mod:`privstats.privacy.variation_ratio` (``randomizer`` = "generic", "krr", "rappor",
   "oue", "olh" or "hadamard", with ``k`` the domain size or number of hash buckets).
@@ -88,8 +89,8 @@ def krr_revealed_delta(eps: float, gamma: float, k: int, n: int) -> float:
 def krr_blanket_delta(eps: float, gamma: float, k: int, n: int) -> float:
     """Upper bound on δ(ε) of shuffled k-ary randomized response with blanket probability γ.
 
-    The blanket pair of :mod:`privstats.privacy.krr_shuffle` (never below the exact curve; within a
-    few percent of it in ε for k ≥ 3), or the revealed clone pair :func:`krr_revealed_delta` if that
+    The accountant of :mod:`privstats.privacy.krr_shuffle` (never below the exact curve; exact for
+    small n, within 6% of it in ε otherwise for k ≥ 3), or the revealed clone pair :func:`krr_revealed_delta` if that
     is smaller.  γ = k/(e^ε0 + k − 1) for local ε0.
 
     >>> krr_blanket_delta(0.3, 0.5, 8, 10_000) <= krr_revealed_delta(0.3, 0.5, 8, 10_000)
@@ -225,6 +226,23 @@ def _krr_k(randomizer: str, k: int | None) -> int:
     return int(k)
 
 
+def _checked(
+    eps: float, eps_name: str, n: int, delta: float, method: str, randomizer: str, k: int | None
+) -> tuple[float, int, float]:
+    """The checks :func:`shuffled_epsilon` and :func:`local_epsilon_for` share: (ε or ε0, n, δ) validated,
+    ``method`` known and, for the randomizer-aware methods, ``randomizer`` and ``k`` consistent."""
+    eps = check_epsilon(eps, eps_name)
+    n = check_positive_int(n, "n")
+    delta = check_delta(delta)
+    if method not in AMPLIFICATION_METHODS:
+        raise ValueError(f"method must be one of {AMPLIFICATION_METHODS}, got {method!r}")
+    if method in ("tightest", "variation-ratio", "krr-blanket"):
+        variation_ratio_parameters(1.0, randomizer, k)  # validates randomizer and k
+        if method == "krr-blanket":
+            _krr_k(randomizer, k)
+    return eps, n, delta
+
+
 def shuffled_epsilon(
     epsilon0: float,
     n: int,
@@ -247,13 +265,7 @@ def shuffled_epsilon(
     >>> 0 < e < 2.0
     True
     """
-    epsilon0 = check_epsilon(epsilon0, "epsilon0")
-    n = check_positive_int(n, "n")
-    delta = check_delta(delta)
-    if method not in AMPLIFICATION_METHODS:
-        raise ValueError(f"method must be one of {AMPLIFICATION_METHODS}, got {method!r}")
-    if method in ("tightest", "variation-ratio", "krr-blanket"):
-        variation_ratio_parameters(epsilon0, randomizer, k)  # validates randomizer and k
+    epsilon0, n, delta = _checked(epsilon0, "epsilon0", n, delta, method, randomizer, k)
     if method == "fmt":
         return min(epsilon0, _fmt_closed(epsilon0, n, delta))
     if method == "balle":
@@ -282,17 +294,8 @@ def local_epsilon_for(
     >>> bool(shuffled_epsilon(e0, 100_000, 1e-6) <= 1.0 + 1e-6)
     True
     """
-    epsilon = check_epsilon(epsilon)
-    n = check_positive_int(n, "n")
-    delta = check_delta(delta)
-    if method not in AMPLIFICATION_METHODS:
-        raise ValueError(f"method must be one of {AMPLIFICATION_METHODS}, got {method!r}")
-
+    epsilon, n, delta = _checked(epsilon, "epsilon", n, delta, method, randomizer, k)
     numeric = method in ("tightest", "variation-ratio", "krr-blanket", "fmt-numeric")
-    if method in ("tightest", "variation-ratio", "krr-blanket"):
-        variation_ratio_parameters(1.0, randomizer, k)  # validates randomizer and k
-        if method == "krr-blanket":
-            _krr_k(randomizer, k)
 
     def ok(e0: float) -> bool:
         if numeric:  # one δ(ε) evaluation certifies (ε, δ) directly

@@ -32,10 +32,17 @@ Every bin of S and X_r together covers 0..n, so no mass is dropped.  The special
 relative 1e-9 for it.  With ``exact=True`` (or when the ranges are small, as for every n an exact
 enumeration can reach) each bin is a single value and the sum is the blanket divergence itself.
 
-How close it is: it equals the exact worst case over the other users' values in most small cases
-that can be enumerated and is within a few percent in ε of it in all of them for k ≥ 3.  For k = 2
-revealing M costs more (the reports of non-blanket users fall on a or b: 1.2–1.3x in ε), so for
-n ≤ :data:`BINARY_EXACT_MAX` the exact worst case (:func:`binary_rr_exact_delta`) is used instead.
+How close it is: for k ≥ 3 it is within 6% in ε of the exact worst case over the other users'
+values in every case enumerated (the largest gaps, 1.05–1.06x, at n ≈ 4–24 and δ ≈ 1e-2–1e-4, e.g.
+1.0585 at k = 4, n = 24, ε0 = 2, δ = 1e-3; a concrete pair of datasets puts it within 2% at
+n ≥ 10^4).  Where the exact curve is cheap to enumerate
+(:func:`~privstats.privacy.krr_exact.exact_feasible`: n ≤ 40 for k = 3, 20 for k = 4, 14 for
+k = 5, 9 for k = 8, 5 for k = 16) it is computed (:func:`~privstats.privacy.krr_exact.krr_small_exact_delta`) and
+the smaller value used, so there the curve is exact.  For k = 2 revealing M costs more (the reports
+of non-blanket users fall on a or b: 1.1–2x in ε), so for n ≤ :data:`BINARY_EXACT_MAX` the exact
+worst case (:func:`~privstats.privacy.binary_shuffle.binary_rr_exact_delta`) is used instead, and
+up to n = :data:`~privstats.privacy.binary_shuffle.MINORITY_MAX` the smaller of this bound and the
+minority-coins bound (:func:`~privstats.privacy.binary_shuffle.binary_minority_delta`, <= 1.03x).
 
 >>> d = krr_shuffle_delta(0.5, 3.0, 10_000, 16)
 >>> bool(0 < d < 1e-6)
@@ -46,18 +53,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 from numpy.typing import NDArray
 
+from privstats.privacy.binary_shuffle import MINORITY_MAX, binary_minority_delta, binary_rr_exact_delta
 from privstats.privacy.clone_pairs import bin_edges, binom_sf, edge_weights, window
+from privstats.privacy.krr_exact import exact_feasible, krr_small_exact_delta
 
 __all__ = ["BINARY_EXACT_MAX", "EXACT_CELLS", "binary_rr_exact_delta", "krr_shuffle_delta"]
 
-#: for k = 2 and n up to this, the exact worst case over the other users is computed as well (see
-#: :func:`binary_rr_exact_delta`) and the smaller value is used
-BINARY_EXACT_MAX = 2000
+#: for k = 2 and n up to this, the exact worst case over the other users is computed instead (see
+#: :func:`binary_rr_exact_delta`)
+BINARY_EXACT_MAX = 5000
 #: grids up to this many (S, X_r) cells are summed value by value (no binning)
 EXACT_CELLS = 20_000
 _TAU_U = 1e-3  # a bin of S spans at most this fraction of its s (U's spread grows by < TAU_U/2)
@@ -99,9 +107,16 @@ def krr_shuffle_delta(eps: float, epsilon0: float, n: int, k: int, *, exact: boo
     if not 0 <= eps < epsilon0:
         return 0.0 if eps >= epsilon0 else 1.0
     if k == 2 and n <= BINARY_EXACT_MAX and not exact:
-        return min(
-            krr_shuffle_delta(eps, epsilon0, n, 2, exact=True), binary_rr_exact_delta(eps, epsilon0, n)
-        )
+        return binary_rr_exact_delta(eps, epsilon0, n)  # the exact curve, rounded up
+    if k > 2 and not exact and exact_feasible(n, k):
+        return min(_blanket_delta(eps, epsilon0, n, k, True), krr_small_exact_delta(eps, epsilon0, n, k))
+    if k == 2 and not exact and n <= MINORITY_MAX:
+        return min(_blanket_delta(eps, epsilon0, n, 2, False), binary_minority_delta(eps, epsilon0, n))
+    return _blanket_delta(eps, epsilon0, n, k, exact)
+
+
+def _blanket_delta(eps: float, epsilon0: float, n: int, k: int, exact: bool) -> float:
+    """The blanket pair's bound of the module docstring (``exact``: no bins); 0 <= ε < ε0."""
     t0 = math.exp(-epsilon0)
     q = t0 / (1 + (k - 1) * t0)
     p = 1 / (1 + (k - 1) * t0)
@@ -190,38 +205,3 @@ def _group_sum(s_a: F, s_b: F, p_s: F, ex_s: F, r_edges: F, p_r: F, ex_r: F, c: 
         g_b = g(wide, c.kappa * s_b)
         total += float(np.sum(ex_s[wide] * (g_b - g_a[wide]) / (s_b[wide] - s_a[wide])))
     return total
-
-
-@lru_cache(maxsize=2)
-def _binary_views(epsilon0: float, n: int) -> tuple[F, F]:
-    """Laws of the count of ones among the other n − 1 users, one row per number j <= (n−1)/2 of them
-    holding 1 (the rest by the symmetry 0 <-> 1), with the victim's two report laws applied."""
-    from scipy import stats
-
-    q = 1 / (1 + math.exp(epsilon0))
-    p = 1 - q
-    rows = []
-    grid = np.arange(n, dtype=np.float64)
-    for j in range((n - 1) // 2 + 1):  # one convolution per dataset type, not per user
-        w = np.convolve(stats.binom.pmf(grid[: n - j], n - 1 - j, q), stats.binom.pmf(grid[: j + 1], j, p))
-        rows.append(w)
-    w_all = np.array(rows)
-    zero = np.zeros((w_all.shape[0], 1))
-    shift_up, stay = np.hstack([zero, w_all]), np.hstack([w_all, zero])  # victim reports 1 / 0
-    return p * shift_up + q * stay, q * shift_up + p * stay  # victim holds 1 / holds 0
-
-
-def binary_rr_exact_delta(eps: float, epsilon0: float, n: int) -> float:
-    """Exact δ(ε) of n shuffled binary randomized response reports: the worst case over the other users.
-
-    The view is the number of ones; for each number of other users holding 1 its law is a convolution
-    of two binomials, so the maximum over all datasets is computed directly (O(n²); n <= a few
-    thousand).  Sums of rounded pmfs are inflated by 1e-13 absolutely.
-
-    >>> round(binary_rr_exact_delta(0.5, 1.0, 2), 4)
-    0.2103
-    """
-    one, zero = _binary_views(epsilon0, n)
-    e = math.exp(eps)
-    d = max(np.maximum(one - e * zero, 0).sum(axis=1).max(), np.maximum(zero - e * one, 0).sum(axis=1).max())
-    return min(1.0, float(d) + 1e-13)

@@ -379,15 +379,20 @@ def _simulation_generator(rng: RNGLike, name: str) -> np.random.Generator:
     return as_generator(rng)
 
 
+def _float_noise(kind: str, width: Any, width_name: str, size: Size, rng: RNGLike) -> Any:
+    """Centred float64 Laplace (``kind="laplace"``, scale ``width``) or Gaussian (sd ``width``) draws."""
+    scale = float(_as_fraction(width, width_name))
+    gen = _simulation_generator(rng, kind)
+    return gen.laplace(0.0, scale, size=size) if kind == "laplace" else gen.normal(0.0, scale, size=size)
+
+
 def laplace(scale: Any, size: Size = None, rng: RNGLike = None) -> Any:
     """Continuous Laplace, FOR SIMULATION ONLY (floating point; Mironov 2012). rng must be a seed or Generator.
 
     >>> round(float(laplace(1.0, size=200000, rng=0).std()), 1)
     1.4
     """
-    f = _as_fraction(scale, "scale")
-    gen = _simulation_generator(rng, "laplace")
-    return gen.laplace(0.0, float(f), size=size)
+    return _float_noise("laplace", scale, "scale", size, rng)
 
 
 def gaussian(sigma: Any, size: Size = None, rng: RNGLike = None) -> Any:
@@ -396,6 +401,4 @@ def gaussian(sigma: Any, size: Size = None, rng: RNGLike = None) -> Any:
     >>> round(float(gaussian(2.0, size=200000, rng=0).std()), 1)
     2.0
     """
-    f = _as_fraction(sigma, "sigma")
-    gen = _simulation_generator(rng, "gaussian")
-    return gen.normal(0.0, float(f), size=size)
+    return _float_noise("gaussian", sigma, "sigma", size, rng)

@@ -204,7 +204,8 @@ def lower_pair(epsilon0: float, randomizer: str, k: int | None = None) -> tuple[
 
 def _binary_rr_delta(eps: float, n: int, f: float) -> float:
     """Exact δ(ε) (binomial tails left out: never above) of shuffled binary RR (flip probability f),
-    victim 1 against 0 while the n−1 others hold 0: the view is the number of reported ones."""
+    victim 1 against 0 while the n−1 others hold 0, the larger of the two directions: the view is the
+    number of reported ones."""
     from scipy import stats
 
     m = n - 1
@@ -215,7 +216,7 @@ def _binary_rr_delta(eps: float, n: int, f: float) -> float:
     e = math.exp(eps)
     p1 = (1 - f) * others_before + f * others
     p0 = f * others_before + (1 - f) * others
-    return float(np.sum(np.maximum(p1 - e * p0, 0.0)))
+    return float(max(np.sum(np.maximum(p1 - e * p0, 0.0)), np.sum(np.maximum(p0 - e * p1, 0.0))))
 
 
 def shuffled_epsilon_vr(
