@@ -517,19 +517,11 @@ def new_task(
     :class:`~privstats.secure.histogram.SecureSpec` options plus ``time_precision`` (seconds) and
     ``chunk_length`` (Prio3Histogram).  ``dap=False`` leaves that object out (:func:`new_base_task`).
     """
+    limits: dict[str, Any] = {"max_request_bytes": int(max_request_bytes), "extra": dict(extra or {})}
     if model == "secure" and dap:
-        return _new_secure_task(
-            statistic,
-            protocol=protocol,
-            params=dict(params or {}),
-            epsilon=epsilon,
-            delta=delta,
-            min_batch=min_batch,
-            max_collections=max_collections,
-            urls=urls,
-            max_request_bytes=max_request_bytes,
-            extra=extra,
-        )
+        terms = {"epsilon": epsilon, "delta": delta, "min_batch": min_batch, "urls": urls}
+        task, secrets = _new_secure_task(statistic, protocol, dict(params or {}), max_collections, **terms)
+        return replace(task, **limits), secrets
     epsilon, min_batch, max_collections = _check_numbers(model, epsilon, min_batch, max_collections)
     p = dict(params or {})
     name, full = resolve_protocol(
@@ -557,8 +549,7 @@ def new_task(
         min_batch=min_batch,
         urls=role_urls,
         hpke_keys=keys,
-        max_request_bytes=int(max_request_bytes),
-        extra=dict(extra or {}),
+        **limits,
     )
     if not math.isfinite(epsilon * max_collections):
         raise ValueError("max_collections: the total budget overflows")
@@ -596,8 +587,9 @@ def _role_urls(model: str, urls: dict | None) -> dict[str, str]:
     return {r: str(given.get(r) or f"http://127.0.0.1:{DEFAULT_PORTS[r]}").rstrip("/") for r in roles}
 
 
-def _new_secure_task(statistic: str, *, protocol, params: dict, delta, max_request_bytes, extra, **kw):
-    """A DAP-09 task (Prio3Histogram) for the secure model's statistic; the options as :func:`new_task`."""
+def _new_secure_task(statistic: str, protocol, params: dict, max_collections: int, *, delta, **kw):
+    """A DAP-09 task (Prio3Histogram) for the secure model's statistic; the options as :func:`new_task`
+    (``max_request_bytes`` and ``extra`` are set by the caller, as for every model)."""
     module, name = SECURE_TASK_FACTORY.split(":")
     new_dap_task = getattr(importlib.import_module(module), name)
     dap_opts = {k: params.pop(k) for k in ("time_precision", "chunk_length") if k in params}
@@ -611,14 +603,14 @@ def _new_secure_task(statistic: str, *, protocol, params: dict, delta, max_reque
     )
     spec_opts = {k: params[k] for k in ("grid", "method", "neighbours") if k in params}
     task, secrets = new_dap_task(
-        statistic, bounds=tuple(params["bounds"]), **{"grid": 1024, **spec_opts}, **dap_opts, **kw
+        statistic,
+        bounds=tuple(params["bounds"]),
+        max_collections=max_collections,
+        **{"grid": 1024, **spec_opts},
+        **dap_opts,
+        **kw,
     )
-    return replace(
-        task,
-        params={**task.params, "smoothing": params.get("smoothing")},
-        max_request_bytes=int(max_request_bytes),
-        extra=dict(extra or {}),
-    ), secrets
+    return replace(task, params={**task.params, "smoothing": params.get("smoothing")}), secrets
 
 
 # ---------------------------------------------------------------------------------------------- files
