@@ -138,6 +138,46 @@ def _hl_pooled(E1n, E0n, O1n, O0n, s2: float, floor: float, debias: bool = True)
     return np.sum((d**2 - (s2 if debias else 0.0)) / V, axis=-1)
 
 
+def hl_grid_cuts(p: np.ndarray, groups: int, depth: int, bounds=(0.0, 1.0)) -> np.ndarray:
+    """The decile rule the private cuts estimate: the cut q/Q is the smallest threshold
+    lo + (hi − lo) k / 2^depth of the public grid at which the scores' empirical CDF reaches q/Q
+    (:meth:`PrivateECDF.quantile` on the noise-free curve); tied scores never straddle a cut.
+
+    >>> hl_grid_cuts(np.array([0.1, 0.1, 0.1, 0.6]), 4, 2).tolist()
+    [0.25, 0.25, 0.25]
+    """
+    lo, hi = check_probability_bounds(bounds)
+    t = lo + (hi - lo) * np.arange(1, (1 << depth) + 1) / (1 << depth)
+    F = np.searchsorted(np.sort(p), t, side="right") / max(p.size, 1)
+    k = np.searchsorted(F, np.arange(1, groups) * (1 - 1e-12) / groups, side="left")
+    return t[np.minimum(k, t.size - 1)]
+
+
+def hl_estimand(
+    y_true,
+    y_prob,
+    *,
+    epsilon: float,
+    groups: int = 10,
+    depth: int = 10,
+    budget: str = "split",
+    bounds=(0.0, 1.0),
+) -> float:
+    """What the central estimate (``est.unclipped``) estimates, computed on the exact data:
+    Σ_g d_g² / max(V_g, floor) (:func:`_hl_pooled`, ``debias=False``) over the groups cut by
+    :func:`hl_grid_cuts`.  With every V_g ≥ floor (3 noise sd of a group's E, which shrinks as
+    1/ε) it is the classical H at those deciles; a group whose binomial variance the noise
+    cannot resolve (scores near 0 or 1 at small n ε) gets the capped weight 1/floor, so there it is
+    below the classical H.  Its p-value is simulated from this statistic's own null law.
+    """
+    y = as_binary_labels(y_true, "y_true").astype(np.float64)
+    p = as_float_array(y_prob, "y_prob", bounds=check_probability_bounds(bounds))
+    acc = hosmer_lemeshow_accounting(epsilon, depth, budget)
+    E1, E0, O1, O0 = hl_group_sums(y, p, hl_grid_cuts(p, groups, depth, bounds), groups)
+    s2, floor = hl_noise_parts(acc)
+    return float(_hl_pooled(E1 / HL_STEPS, E0 / HL_STEPS, O1, O0, s2, floor, debias=False))
+
+
 def hl_noise_parts(accounting: dict) -> tuple[float, float]:
     """(s², floor) of :func:`_hl_pooled`: the pooled residual's noise variance and 3 noise sd of E."""
     var_e = discrete_laplace_variance(float(accounting["scale_expected_steps"])) / HL_STEPS**2
