@@ -63,12 +63,17 @@ def test_laplace_plan_catches_underscaled_noise():
 
 @pytest.mark.parametrize("eps", [0.1, 1.0, 3.0, 10.0])
 def test_rr_plan_exact(eps):
+    """The flip probability is T/2^k, the smallest multiple of 2^-k at least 1/(1+e^ε): the realised
+    ε' ≤ ε, and within the rounding of the k-bit coin (20 significant bits) of ε."""
     plan = rr_plan(eps)
-    T = plan.thresholds[0]
-    realised = math.log((RING - T) / T)
+    T, k = plan.thresholds[0], plan.coin_bits
+    flip = 1 / (1 + math.exp(eps))
+    assert (T - 1) / 2**k < flip <= T / 2**k
+    assert T >= 2**19  # 20 significant bits
+    realised = math.log((2**k - T) / T)
     assert realised <= eps  # realised ε' ≤ ε (rounded toward more noise)
-    assert eps - realised < 1e-10
-    assert plan.keep == 1 - T / RING
+    assert eps - realised < 2.0**-k / (flip * (1 - flip)) * (1 + 1e-9) + 1e-12
+    assert plan.keep == 1 - T / 2**k and plan.epsilon == pytest.approx(realised, rel=1e-12)
 
 
 def test_sortable_encoding_preserves_order_and_ties():
