@@ -5,10 +5,12 @@ interleaved (best of ``--repeat``; one run above 10^5 pairs), after two warm-up 
 Cheetah's lazy setup):
 
 * ``raw a<b``     — SPU's plain secret comparison of two int64 (one comparison, not exact for floats);
-* ``exact >``     — the kernel with no noise (exact for all finite floats: one comparison + one product);
-* ``noisy RR``    — AUC's ``greater`` kernel with randomized response drawn inside the 2PC;
-* ``Laplace``     — ``greater_half`` with the discrete Laplace drawn inside the 2PC;
-* ``Laplace shares`` — ``greater_half`` with each party adding its own discrete Laplace share.
+* ``exact >``     — the kernel with no noise (exact for all finite floats: one comparison + a one-bit AND);
+* ``noisy RR``    — AUC's ``greater`` kernel with randomized response drawn inside the 2PC (the exact
+  comparison, and the coin as a tree of one-bit ANDs on joint random bits: no second comparison);
+* ``Laplace``     — ``greater_half`` (two comparisons) with the discrete Laplace drawn inside the 2PC
+  (each of its coins costs two comparisons);
+* ``Laplace shares`` — ``greater_half`` with each party adding its own discrete Laplace share (free).
 
 Run in the mpc virtualenv (see .ci/mpc)::
 

@@ -3,8 +3,9 @@
 A job is served in two phases so that no party is left waiting on the link: **prepare** (parse and
 check the job against the party's policy, encode its own values, draw its random words; no link
 traffic) and, once both parties are ready, **run** (set its own contributions as its shares of the
-program's inputs — nothing is sent —, run the SPU program, return this party's output share).  A :class:`~privstats.ustat.mpc.policy.PartyPolicy` (deployment
-mode) refuses jobs that differ from the party's own task and pairs beyond the plan.
+program's inputs — nothing is sent —, run the SPU program, return this party's output share).
+A :class:`~privstats.ustat.mpc.policy.PartyPolicy` (deployment mode) refuses jobs that differ from
+the party's own task and pairs beyond the plan.
 
 >>> _rows_of({"rows": [[0, -1], [2, -1]]}, 2).tolist()
 [[0, -1], [2, -1]]
