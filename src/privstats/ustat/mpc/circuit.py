@@ -172,12 +172,9 @@ def _chain_less(bits, T: int, k: int):
     xp = _array_module(bits)
     while lt.shape[1] > 1:
         n, p = lt.shape[1], lt.shape[1] // 2
-        lt_l, eq_l, lt_h, eq_h = (
-            lt[:, 0 : 2 * p : 2],
-            eq[:, 0 : 2 * p : 2],
-            lt[:, 1 : 2 * p : 2],
-            eq[:, 1 : 2 * p : 2],
-        )
+        # adjacent (low, high) blocks by a reshape: contiguous slices (a strided slice becomes a gather)
+        lt2, eq2 = lt[:, : 2 * p].reshape(-1, p, 2), eq[:, : 2 * p].reshape(-1, p, 2)
+        lt_l, lt_h, eq_l, eq_h = lt2[:, :, 0], lt2[:, :, 1], eq2[:, :, 0], eq2[:, :, 1]
         both = xp.concatenate([eq_h, eq_h], axis=1) & xp.concatenate([lt_l, eq_l], axis=1)
         new_lt, new_eq = lt_h ^ both[:, :p], both[:, p:]
         if n % 2:  # the highest block has no partner at this level: carried up
