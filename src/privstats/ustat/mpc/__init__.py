@@ -18,11 +18,12 @@ Inside the computation (all arithmetic in the ring Z_{2^64}):
   its share of the program input (nothing is sent).  ``Bernoulli(T / 2^64)`` from a word is
   ``0 ≤ u < T`` (two secret comparisons);
 * **randomized response** (binary kernels): the flip coin is ``[u < T]`` for a k-bit ``u`` of joint
-  random bits, ``T = ⌈2^k/(1+e^ε)⌉`` (rounded up, so the realised ε' ≤ ε exactly; ``k`` keeps 20
-  significant bits; the aggregator debiases with the realised value), evaluated against the public
-  T by a tree of one-bit ANDs in boolean sharing (⌈log2 k⌉ rounds) and XORed into the comparison's
-  bit: the comparison is the only arithmetic-to-boolean step.  Against a party colluding with the
-  aggregator the guarantee is the same ε: the other party's bits keep ``u`` uniform;
+  random bits, ``T = ⌈2^k/(1+e^ε)⌉`` (rounded up, so the realised ε' ≤ ε exactly; ``k`` is the least
+  precision with ε' within 10^-4 of ε, 15 bits at ε = 1; the aggregator debiases with the realised
+  value), evaluated against the public T by a tree of one-bit ANDs in boolean sharing (⌈log2 k⌉
+  rounds) and XORed into the comparison's bit: the comparison is the only arithmetic-to-boolean step.
+  Against a party colluding with the aggregator the guarantee is the same ε: the other party's bits
+  keep ``u`` uniform;
 * **discrete Laplace** (bounded kernels, noise on the kernel grid): ``Z = S·(1−B₀)·(1+G)`` with a fair
   sign S, ``B₀ ~ Bernoulli((1−q)/(1+q))`` and ``G`` geometric(q) built from its *independent binary
   digits* ``P(bit_j) = q^{2^j}/(1+q^{2^j})``, ``q = e^{-1/t}``.  The probabilities are rounded to

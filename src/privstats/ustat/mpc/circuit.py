@@ -14,7 +14,7 @@ conversion or a product), so each party's output share is uniform apart from the
 
 >>> job = JobSpec.from_header({"outputs": [{"kernel": "greater", "mechanism": "rr", "pair_epsilon": 1.0}]})
 >>> job.columns, job.width, job.n_random, job.n_bits
-(1, 2, 1, 22)
+(1, 2, 1, 15)
 """
 
 from __future__ import annotations
