@@ -1,14 +1,18 @@
 """Throughput of the SPU pairs backend beside SPU's raw comparison, in the same run.
 
 Two local party processes (Cheetah 2PC over TCP on 127.0.0.1); for each size the configurations run
-interleaved (best of ``--repeat``; one run above 10^5 pairs), after two warm-up batches (compile, and
+interleaved batch by batch (each batch of pairs goes through every configuration in turn, and each
+configuration's time is summed over the batches, so that a shared machine's load swings hit all of
+them alike; best of ``--repeat``, one run above 10^5 pairs), after two warm-up batches (compile, and
 Cheetah's lazy setup):
 
 * ``raw a<b``     — SPU's plain secret comparison of two int64 (one comparison, not exact for floats);
-* ``exact >``     — the kernel with no noise (exact for all finite floats: one comparison + one product);
-* ``noisy RR``    — AUC's ``greater`` kernel with randomized response drawn inside the 2PC;
-* ``Laplace``     — ``greater_half`` with the discrete Laplace drawn inside the 2PC;
-* ``Laplace shares`` — ``greater_half`` with each party adding its own discrete Laplace share.
+* ``exact >``     — the kernel with no noise (exact for all finite floats: one comparison + a one-bit AND);
+* ``noisy RR``    — AUC's ``greater`` kernel with randomized response drawn inside the 2PC (the exact
+  comparison, and the coin as a tree of one-bit ANDs on joint random bits: no second comparison);
+* ``Laplace``     — ``greater_half`` (two comparisons) with the discrete Laplace drawn inside the 2PC
+  (each of its coins costs two comparisons);
+* ``Laplace shares`` — ``greater_half`` with each party adding its own discrete Laplace share (free).
 
 Run in the mpc virtualenv (see .ci/mpc)::
 
@@ -64,11 +68,17 @@ def main(argv: list[str] | None = None) -> int:
             for _ in range(2):  # warm-up: compile this batch shape; Cheetah's first runs set up lazily
                 for be in backends.values():
                     be.raw(a[: min(args.batch, m)], b[: min(args.batch, m)])
-            for _ in range(args.repeat if m <= 100_000 else 1):
-                for name, be in backends.items():
-                    t = time.perf_counter()
-                    be.raw(a[:m], b[:m])
-                    rates[name] = max(rates.get(name, 0.0), m / (time.perf_counter() - t))
+            bs = min(args.batch, m)
+            for rep in range(args.repeat if m <= 100_000 else 1):
+                spent = dict.fromkeys(backends, 0.0)
+                names = list(backends)
+                for i, s in enumerate(range(0, m, bs), start=rep):
+                    for name in names[i % len(names) :] + names[: i % len(names)]:  # rotate the order
+                        t = time.perf_counter()
+                        backends[name].raw(a[s : s + bs], b[s : s + bs])
+                        spent[name] += time.perf_counter() - t
+                for name in backends:
+                    rates[name] = max(rates.get(name, 0.0), m / spent[name])
             raw = rates["raw a<b"]
             cells = [
                 f"{rates[name]:>10,.0f}/s ({rates[name] / raw:.2f}x)" if name in rates else f"{'-':>20}"

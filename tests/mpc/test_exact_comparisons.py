@@ -37,11 +37,13 @@ EDGE += [-1.7976931348623157e308, 8.0, -8.0, 7.999999999999999, -7.9999999999999
 
 def ring_order(a, b):
     """The circuit's [a < b], [a > b] with SPU's comparison emulated: int64 arithmetic wraps exactly like
-    the ring Z_2^64, and ``x < 0`` is the sign bit, as in SPU."""
+    the ring Z_2^64, ``x < 0`` is the sign bit, as in SPU; the top bits are XORed and ANDed as booleans."""
     ea, eb = encode(kernel_spec("greater"), a)[:, 0], encode(kernel_spec("greater"), b)[:, 0]
+    wa, ta, wb, tb = ea[:, 0], ea[:, 1] == 1, eb[:, 0], eb[:, 1] == 1
     with np.errstate(over="ignore"):
-        lt = (ea[:, 0] - eb[:, 0] - (1 - ea[:, 1]) * eb[:, 1]) < 0
-        gt = (eb[:, 0] - ea[:, 0] - (1 - eb[:, 1]) * ea[:, 1]) < 0
+        lt63, gt63 = (wa - wb) < 0, (wb - wa) < 0
+    lt = lt63 ^ ((ta ^ tb) & (lt63 ^ tb))
+    gt = gt63 ^ ((ta ^ tb) & (gt63 ^ ta))
     return lt.astype(int), gt.astype(int)
 
 
@@ -84,6 +86,25 @@ def test_circuit_coin_law(p):
         u = np.random.default_rng(3).integers(-HALF, HALF, 10**6, dtype=np.int64)
         mean = _bern(u, T, False).mean()
     assert abs(mean - T / 2**64) < 5 * np.sqrt(p * (1 - p) / u.size)
+
+
+@pytest.mark.parametrize("eps", [0.01, 1.0, 3.0])
+def test_rr_coin_chain_is_u_less_than_T(eps):
+    """The randomized-response coin: the circuit's bit chain on every k-bit u equals [u < T] (so the flip
+    probability is exactly T/2^k), on all 2^(k − low) values of the bits it reads."""
+    from privstats.ustat.mpc.circuit import _chain_less
+    from privstats.ustat.mpc.noise import rr_plan
+
+    plan = rr_plan(eps)
+    T, k, n = plan.thresholds[0], plan.coin_bits, plan.n_bits
+    low = k - n
+    u = np.arange(2**n, dtype=np.int64)
+    bits = ((u[:, None] >> np.arange(n)) & 1).astype(bool)
+    got = _chain_less(bits, T, k)
+    assert np.array_equal(got, (u << low) < T)  # u's bits below T's lowest set bit do not matter
+    assert got.sum() == T >> low  # exactly T/2^k of all k-bit words
+    wrong = _chain_less(bits, T + (2 << low), k)  # a different threshold (same lowest set bit) is caught
+    assert not np.array_equal(wrong, got)
 
 
 def test_reference_kernels_exact_on_edges():

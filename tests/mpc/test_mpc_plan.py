@@ -63,12 +63,18 @@ def test_laplace_plan_catches_underscaled_noise():
 
 @pytest.mark.parametrize("eps", [0.1, 1.0, 3.0, 10.0])
 def test_rr_plan_exact(eps):
+    """The flip probability is T/2^k, the smallest multiple of 2^-k at least 1/(1+e^ε): the realised
+    ε' ≤ ε, within 10^-4 (relative) of ε, and k is the smallest precision that achieves it."""
     plan = rr_plan(eps)
-    T = plan.thresholds[0]
-    realised = math.log((RING - T) / T)
+    T, k = plan.thresholds[0], plan.coin_bits
+    flip = 1 / (1 + math.exp(eps))
+    assert (T - 1) / 2**k < flip <= T / 2**k
+    realised = math.log((2**k - T) / T)
     assert realised <= eps  # realised ε' ≤ ε (rounded toward more noise)
-    assert eps - realised < 1e-10
-    assert plan.keep == 1 - T / RING
+    assert eps - realised <= 1e-4 * eps
+    t1 = math.ceil(flip * 2 ** (k - 1))  # one bit less precision is not enough
+    assert eps - math.log((2 ** (k - 1) - t1) / t1) > 1e-4 * eps
+    assert plan.keep == 1 - T / 2**k and plan.epsilon == pytest.approx(realised, rel=1e-12)
 
 
 def test_sortable_encoding_preserves_order_and_ties():

@@ -12,11 +12,18 @@ Inside the computation (all arithmetic in the ring Z_{2^64}):
   values and their sign bits (AUC, Kendall's sign product, tie indicators: exact for every pair of
   finite values, ties included, however far apart; see :mod:`.kernels`), or ``|a − b|`` on a public
   grid of ``2^-grid_bits`` (Gini mean difference: each party rounds its own value to the grid);
-* **joint randomness**: every random bit comes from ``u = u_left + u_right mod 2^64`` where each party
-  draws its 64-bit ``u`` from the OS CSPRNG; ``u`` is uniform if either party is honest, and unknown
-  to both.  ``Bernoulli(T / 2^64)`` is ``0 ≤ u < T`` (two secret comparisons and an AND);
-* **randomized response** (binary kernels): the flip coin has probability ``⌈2^64/(1+e^ε)⌉ / 2^64``
-  (rounded up, so the realised ε' ≤ ε exactly; the aggregator debiases with the realised value);
+* **joint randomness**: every random word comes from ``u = u_left + u_right mod 2^64`` and every
+  random bit from ``r_left ⊕ r_right``, where each party draws its own from the OS CSPRNG; the sum
+  (XOR) is uniform if either party is honest, and unknown to both.  Each party's own contribution is
+  its share of the program input (nothing is sent).  ``Bernoulli(T / 2^64)`` from a word is
+  ``0 ≤ u < T`` (two secret comparisons);
+* **randomized response** (binary kernels): the flip coin is ``[u < T]`` for a k-bit ``u`` of joint
+  random bits, ``T = ⌈2^k/(1+e^ε)⌉`` (rounded up, so the realised ε' ≤ ε exactly; ``k`` is the least
+  precision with ε' within 10^-4 of ε, 15 bits at ε = 1; the aggregator debiases with the realised
+  value), evaluated against the public T by a tree of one-bit ANDs in boolean sharing (⌈log2 k⌉
+  rounds) and XORed into the comparison's bit: the comparison is the only arithmetic-to-boolean step.
+  Against a party colluding with the aggregator the guarantee is the same ε: the other party's bits
+  keep ``u`` uniform;
 * **discrete Laplace** (bounded kernels, noise on the kernel grid): ``Z = S·(1−B₀)·(1+G)`` with a fair
   sign S, ``B₀ ~ Bernoulli((1−q)/(1+q))`` and ``G`` geometric(q) built from its *independent binary
   digits* ``P(bit_j) = q^{2^j}/(1+q^{2^j})``, ``q = e^{-1/t}``.  The probabilities are rounded to

@@ -2,20 +2,27 @@
 
 A job computes one or more noisy kernels on the same pairs (Kendall's tau-b: the sign product and its
 two tie kernels) in one program, sharing the secure comparisons.  Each pair row has two slots (the two
-users) with ``columns`` values each; every (slot, column) entry is owned by one party, which puts its
-encoding there while the other party puts zeros: the program adds the two parties' inputs (free in
-additive sharing) and so serves every data layout: two samples (AUC: slot 0 left, slot 1 right), a
-vertical split (Kendall: column 0 left, column 1 right) or users anywhere.
+users) with ``columns`` values each; every (slot, column) entry is owned by one party.  Each party's
+*own share* of every program input is its own contribution (its encodings where it owns the entry,
+zeros elsewhere; its own random words and bits): the input's value is the sum (arithmetic ``w``, ``u``)
+or XOR (boolean ``t``, ``r``) of the two contributions, so no input is sent anywhere and every data
+layout is served: two samples (AUC: slot 0 left, slot 1 right), a vertical split (Kendall: column 0
+left, column 1 right) or users anywhere.  The secure operations (comparison, AND, conversions) take
+arbitrary private shares, as two-party protocols do for their parties' inputs.  Every released value
+includes a secure operation's fresh output sharing (the comparison, an AND, a boolean-to-arithmetic
+conversion or a product), so each party's output share is uniform apart from the released sum.
 
 >>> job = JobSpec.from_header({"outputs": [{"kernel": "greater", "mechanism": "rr", "pair_epsilon": 1.0}]})
->>> job.columns, job.width, job.n_random
-(1, 2, 1)
+>>> job.columns, job.width, job.n_random, job.n_bits
+(1, 2, 1, 15)
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+import numpy as np
 
 from privstats.validation import check_choice, check_epsilon
 
@@ -115,7 +122,22 @@ class JobSpec:
 
     @property
     def n_random(self) -> int:
+        """Random (or noise) int64 words per pair each party inputs (at least 1: a fixed signature)."""
         return max(1, sum(o.plan.n_random for o in self.outputs))
+
+    @property
+    def n_bits(self) -> int:
+        """Random bits per pair each party inputs in boolean sharing (randomized-response coins)."""
+        return max(1, sum(o.plan.n_bits for o in self.outputs))
+
+    def input_shapes(self, m: int) -> list[tuple[tuple[int, ...], type]]:
+        """(shape, dtype) of the program inputs ``w`` (int64), ``t`` (bool), ``u`` (int64), ``r`` (bool)."""
+        return [
+            ((m, 2, self.columns), np.int64),
+            ((m, 2, self.columns), np.bool_),
+            ((m, self.n_random), np.int64),
+            ((m, self.n_bits), np.bool_),
+        ]
 
     def key(self) -> str:
         parts = [(o.spec.name, o.spec.grid_bits, o.plan.mechanism, o.plan.thresholds) for o in self.outputs]
@@ -134,14 +156,50 @@ def _bern(u, T: int, comp: bool):
     return ~b if comp else b
 
 
-def _noise(jnp, v, vbool, u, plan: NoisePlan):
+def _chain_less(bits, T: int, k: int):
+    """[u < T] for the k-bit u whose bits from T's lowest set bit up are the columns of ``bits``
+    (boolean shares; u's lower bits cannot change the answer since T has zeros there).
+
+    A comparison tree against the public T: each bit gives ``lt = ¬u_i ∧ T_i`` and ``eq = ¬(u_i ⊕ T_i)``
+    (free), and a (high, low) pair of blocks combines as ``lt = lt_H ⊕ (eq_H ∧ lt_L)`` (the two terms
+    are exclusive), ``eq = eq_H ∧ eq_L``: all ANDs of one tree level in one vectorised AND, so
+    ⌈log2 n⌉ rounds for n bits.
+    """
+    low = (T & -T).bit_length() - 1
+    tbits = np.array([(T >> i) & 1 for i in range(low, k)], dtype=bool)
+    lt = ~bits & tbits
+    eq = ~(bits ^ tbits)
+    xp = _array_module(bits)
+    while lt.shape[1] > 1:
+        n, p = lt.shape[1], lt.shape[1] // 2
+        # adjacent (low, high) blocks by a reshape: contiguous slices (a strided slice becomes a gather)
+        lt2, eq2 = lt[:, : 2 * p].reshape(-1, p, 2), eq[:, : 2 * p].reshape(-1, p, 2)
+        lt_l, lt_h, eq_l, eq_h = lt2[:, :, 0], lt2[:, :, 1], eq2[:, :, 0], eq2[:, :, 1]
+        both = xp.concatenate([eq_h, eq_h], axis=1) & xp.concatenate([lt_l, eq_l], axis=1)
+        new_lt, new_eq = lt_h ^ both[:, :p], both[:, p:]
+        if n % 2:  # the highest block has no partner at this level: carried up
+            new_lt = xp.concatenate([new_lt, lt[:, n - 1 :]], axis=1)
+            new_eq = xp.concatenate([new_eq, eq[:, n - 1 :]], axis=1)
+        lt, eq = new_lt, new_eq
+    return lt[:, 0]
+
+
+def _array_module(x):
+    if isinstance(x, np.ndarray):
+        return np
+    import jax.numpy as jnp  # type: ignore[import-not-found, unused-ignore]
+
+    return jnp
+
+
+def _noise(jnp, v, vbool, u, r, plan: NoisePlan):
     """Released integers: the kernel ``v`` (grid units; ``vbool`` its boolean form or None) plus noise."""
     if plan.mechanism == "none":
         return v
     if plan.mechanism == "laplace-shares":  # u = z_left + z_right: the parties' own noise shares
         return v + u[:, 0]
     if plan.mechanism == "rr":
-        flip = _bern(u[:, 0], plan.thresholds[0], plan.complement[0])
+        flip = _chain_less(r, plan.thresholds[0], plan.coin_bits)
         if vbool is not None:  # XOR in the boolean domain: free
             return (vbool ^ flip).astype(jnp.int64)
         f = flip.astype(jnp.int64)
@@ -155,26 +213,25 @@ def _noise(jnp, v, vbool, u, plan: NoisePlan):
 
 
 def noisy_program(job: JobSpec, m: int):
-    """f(x_left, u_left, x_right, u_right) → (m, kernels) released integers, compiled to SPU.
+    """f(w, t, u, r) → (m, kernels) released integers, compiled to SPU.
 
-    ``x_*``: (m, 2·columns·width) int64 (the party's entries, zeros elsewhere); ``u_*``: (m, n_random)
-    random words; the joint word ``u_left + u_right`` is uniform in Z_2^64 if either party's is.
+    ``w``: (m, 2, columns) int64 low 63-bit words (sortable) or grid values; ``t``: (m, 2, columns) top
+    bits (bool); ``u``: (m, n_random) random words / noise shares; ``r``: (m, n_bits) random bits.  Each
+    party's share of each input is its own contribution (see the module docstring).
     """
     import jax.numpy as jnp  # type: ignore[import-not-found, unused-ignore]
 
-    shape = (m, 2, job.columns, job.width)
-
-    def program(xl, ul, xr, ur):
-        x = (xl + xr).reshape(shape)
-        a, b = x[:, 0], x[:, 1]
-        order = _Order(a, b, jnp) if job.spec.encoding == "sortable" else None
-        u = ul + ur
-        outs, r = [], 0
+    def program(w, t, u, r):
+        a, b = w[:, 0], w[:, 1]
+        order = _Order(a, t[:, 0], b, t[:, 1], jnp) if job.spec.encoding == "sortable" else None
+        outs, i, j = [], 0, 0
         for o in job.outputs:
             vbool = kernel_bool(o.spec, order) if order is not None and o.mechanism == "rr" else None
             v = None if vbool is not None else kernel_units(o.spec, a, b, jnp, order)
-            outs.append(_noise(jnp, v, vbool, u[:, r : r + o.plan.n_random], o.plan))
-            r += o.plan.n_random
+            outs.append(
+                _noise(jnp, v, vbool, u[:, i : i + o.plan.n_random], r[:, j : j + o.plan.n_bits], o.plan)
+            )
+            i, j = i + o.plan.n_random, j + o.plan.n_bits
         return jnp.stack(outs, axis=1)
 
     return program

@@ -2,8 +2,8 @@
 
 Computed identically by the aggregator and both parties from (mechanism, ε per pair, kernel spec).
 
->>> rr_plan(1.0).n_random, laplace_plan(1.0, 2).n_random > 2
-(1, True)
+>>> rr_plan(1.0).n_random, rr_plan(1.0).n_bits, laplace_plan(1.0, 2).n_random > 2
+(0, 15, True)
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ __all__ = ["HALF", "MECHANISMS", "RING", "NoisePlan", "laplace_plan", "make_plan
 
 RING = 2**64
 HALF = 2**63
+RR_MAX_BITS = 62  # precision cap of the randomized-response coin
+RR_REL_LOSS = 1e-4  # realised ε' of randomized response within 10^-4 (relative) of the requested ε
 MIN_BIT_THRESHOLD = 2**20  # keep geometric digits with P(bit) ≥ 2^20/2^64 = 2^-44
 SCALE_INFLATION = 1e-6  # realised Laplace scale = t·(1 + 1e-6): margin for the 2^-64 rounding
 MECHANISMS = ("rr", "laplace", "laplace-shares", "none")
@@ -39,11 +41,22 @@ class NoisePlan:
     variance: float = 0.0  # noise variance in grid units² (Laplace) / realised keep probability (rr)
     keep: float = 1.0
     scale: Fraction | None = None  # laplace-shares: each party's discrete Laplace scale (grid units)
+    coin_bits: int = 0  # rr: the flip is [u < T] on a k-bit u = XOR of the parties' random bits
 
     @property
     def n_random(self) -> int:
         """int64 words per pair each party inputs: random words, or its own noise share."""
+        if self.coin_bits:
+            return 0
         return len(self.thresholds) + (self.scale is not None)
+
+    @property
+    def n_bits(self) -> int:
+        """Random bits per pair each party inputs (boolean sharing): u's bits from T's lowest set bit up."""
+        if not self.coin_bits:
+            return 0
+        T = self.thresholds[0]
+        return self.coin_bits - ((T & -T).bit_length() - 1)
 
 
 def _threshold(p: float) -> tuple[int, bool]:
@@ -55,20 +68,27 @@ def _threshold(p: float) -> tuple[int, bool]:
 
 
 def rr_plan(epsilon: float) -> NoisePlan:
-    """Randomized response: flip with ⌈2^64/(1+e^ε)⌉/2^64 ≥ 1/(1+e^ε), so the realised ε' ≤ ε.
+    """Randomized response: flip with T/2^k ≥ 1/(1+e^ε) (T = ⌈2^k/(1+e^ε)⌉), so the realised ε' ≤ ε.
+
+    The flip is ``[u < T]`` for ``u`` the k-bit XOR of both parties' random bits (uniform if either
+    party is honest, unknown to both), evaluated in boolean sharing by a tree of one-bit ANDs
+    (⌈log2 n⌉ rounds for the n bits of u from T's lowest set bit up) and no arithmetic comparison.
+    ``k`` is the smallest precision whose realised ε' is within ``RR_REL_LOSS`` (10^-4) of ε
+    (15 bits at ε = 1: four AND rounds).
 
     >>> plan = rr_plan(1.0)
-    >>> plan.epsilon <= 1.0, abs(plan.keep - math.e / (1 + math.e)) < 1e-12
-    (True, True)
+    >>> plan.epsilon <= 1.0 and 1.0 - plan.epsilon <= 1e-4, plan.coin_bits
+    (True, 15)
     """
-    from fractions import Fraction
-
     flip = Fraction(1) / (1 + Fraction(math.exp(epsilon) * (1 - 1e-12)))  # margin for exp's rounding
-    T = -((-flip.numerator * RING) // flip.denominator)  # ceil
-    T = min(max(T + (T & 1), 2), HALF)  # up to even (see _threshold)
-    keep = 1.0 - T / RING
-    eps_real = math.log(RING - T) - math.log(T)
-    return NoisePlan("rr", [T], [False], epsilon=eps_real, keep=keep)
+    for k in range(8, RR_MAX_BITS + 1):
+        T = -((-flip.numerator * 2**k) // flip.denominator)  # ceil
+        T = min(max(T, 1), 2 ** (k - 1))
+        eps_real = math.log(2**k - T) - math.log(T)
+        if epsilon - eps_real <= RR_REL_LOSS * epsilon:
+            break
+    keep = 1.0 - T / 2**k
+    return NoisePlan("rr", [T], [False], epsilon=eps_real, keep=keep, coin_bits=k)
 
 
 def laplace_plan(epsilon: float, units: int) -> NoisePlan:

@@ -2,9 +2,10 @@
 
 A job is served in two phases so that no party is left waiting on the link: **prepare** (parse and
 check the job against the party's policy, encode its own values, draw its random words; no link
-traffic) and, once both parties are ready, **run** (exchange input shares, run the SPU program,
-return this party's output share).  A :class:`~privstats.ustat.mpc.policy.PartyPolicy` (deployment
-mode) refuses jobs that differ from the party's own task and pairs beyond the plan.
+traffic) and, once both parties are ready, **run** (set its own contributions as its shares of the
+program's inputs — nothing is sent —, run the SPU program, return this party's output share).
+A :class:`~privstats.ustat.mpc.policy.PartyPolicy` (deployment mode) refuses jobs that differ from
+the party's own task and pairs beyond the plan.
 
 >>> _rows_of({"rows": [[0, -1], [2, -1]]}, 2).tolist()
 [[0, -1], [2, -1]]
@@ -25,9 +26,11 @@ from privstats.validation import check_choice
 
 from .circuit import JobSpec, noisy_program, require_spu, runtime_config
 from .kernels import encode
-from .wire import addr, frame, pack_share, recv_msg, send_msg, unframe, unpack_share
+from .wire import BOOL, INT64, addr, own_share, pack_share, recv_msg, send_msg
 
 __all__ = ["Party", "run_party"]
+
+INPUTS = ["w", "t", "u", "r"]  # the program inputs (see circuit.noisy_program)
 
 
 def _rows_of(header: dict, m: int) -> np.ndarray:
@@ -37,16 +40,19 @@ def _rows_of(header: dict, m: int) -> np.ndarray:
     return rows
 
 
-def _own_randomness(job: JobSpec, m: int) -> np.ndarray:
-    """(m, n_random) int64: uniform words from the OS CSPRNG, or this party's own exact discrete
-    Laplace noise for ``laplace-shares`` outputs."""
+def _own_randomness(job: JobSpec, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """This party's contributions to the joint randomness: (m, n_random) int64 words from the OS CSPRNG
+    (or its own exact discrete Laplace noise for ``laplace-shares`` outputs) and (m, n_bits) random
+    bits (randomized-response coins: the XOR of both parties' bits is uniform if either is honest)."""
     u = np.frombuffer(os.urandom(8 * m * job.n_random), dtype=np.int64).reshape(m, job.n_random).copy()
     r = 0
     for o in job.outputs:
         if o.plan.scale is not None:
             u[:, r] = discrete_laplace(o.plan.scale, size=m)  # rng=None: OS CSPRNG, exact sampler
         r += o.plan.n_random
-    return u
+    nb = m * job.n_bits
+    bits = np.unpackbits(np.frombuffer(os.urandom((nb + 7) // 8), dtype=np.uint8), count=nb)
+    return u, bits.reshape(m, job.n_bits).astype(np.bool_)
 
 
 class Party:
@@ -103,19 +109,17 @@ class Party:
             from spu.utils import frontend as fe  # type: ignore[import-not-found, unused-ignore]
 
             vis = [self.libspu.Visibility.VIS_SECRET] * 4
-            width = 2 * job.columns * job.width
-            args = [np.zeros((m, width), np.int64), np.zeros((m, job.n_random), np.int64)] * 2
-            exe, _ = fe.compile(
-                fe.Kind.JAX, noisy_program(job, m), args, {}, ["xl", "ul", "xr", "ur"], vis, lambda o: ["out"]
-            )
+            args: list[np.ndarray] = [np.zeros(shape, dtype) for shape, dtype in job.input_shapes(m)]
+            exe, _ = fe.compile(fe.Kind.JAX, noisy_program(job, m), args, {}, INPUTS, vis, lambda o: ["out"])
             if len(self.programs) >= 8:  # keep a few shapes (the last batch of a run is shorter)
                 self.programs.pop(next(iter(self.programs)))
             self.programs[key] = exe
         return self.programs[key]
 
-    def _own_values(self, header: dict, blobs: list[bytes], job: JobSpec, m: int) -> np.ndarray:
-        """(m, 2, columns) float64: this party's entries of each pair row, 0.0 where it owns none."""
+    def _own_values(self, header: dict, blobs: list[bytes], job: JobSpec, m: int):
+        """(m, 2, columns) float64 values and ownership mask: this party's entries of each pair row."""
         vals = np.zeros((m, 2, job.columns))
+        own = np.zeros((m, 2, job.columns), dtype=bool)
         if "rows" in header:  # deployment: local user indices per slot (−1: not this party's)
             if self.data is None:
                 raise ValueError("this party holds no data; send values instead of indices")
@@ -128,7 +132,9 @@ class Party:
             for slot in (0, 1):
                 mine = rows[:, slot] >= 0
                 vals[np.ix_(mine, np.array([slot]), np.array(cols))] = self.data[rows[mine, slot]][:, None, :]
-            return vals
+                own[np.ix_(mine, np.array([slot]), np.array(cols))] = True
+            return vals, own
+        own[:, self.rank] = True
         if "indices" in header:  # the runner's --data: this party's users fill its own slot
             if self.data is None:
                 raise ValueError("this party holds no data (--data); send values instead of indices")
@@ -136,12 +142,12 @@ class Party:
             if idx.shape != (m,) or np.any(idx < 0) or np.any(idx >= len(self.data)):
                 raise ValueError(f"indices must be {m} user indices in [0, {len(self.data)})")
             vals[:, self.rank] = self.data[idx].reshape(m, job.columns)
-            return vals
+            return vals, own
         vals[:, self.rank] = np.frombuffer(blobs[0], dtype=np.float64).reshape(m, job.columns)
-        return vals
+        return vals, own
 
     def prepare(self, header: dict, blobs: list[bytes]):
-        """Phase 1 (no link traffic): check the job, encode own values, draw own random words."""
+        """Phase 1 (no link traffic): check the job, encode own values, draw own random words and bits."""
         job = JobSpec.from_header(header)
         m = int(header["m"])
         if m < 1:
@@ -150,28 +156,26 @@ class Party:
             cached = self.policy.check(header, job, m)
             if cached is not None:
                 return ("cached", cached)
-        vals = self._own_values(header, blobs, job, m)
-        x = encode(job.spec, vals.reshape(2 * m, job.columns)).reshape(m, -1)
-        u = _own_randomness(job, m)
-        return ("run", (header, x, u, self._program(job, m)))
+        vals, own = self._own_values(header, blobs, job, m)
+        x = encode(job.spec, vals.reshape(2 * m, job.columns)).reshape(m, 2, job.columns, job.width)
+        x = np.where(own[..., None], x, 0)  # the other party's entries: contribution 0
+        t = x[..., 1] != 0 if job.width == 2 else np.zeros((m, 2, job.columns), dtype=bool)
+        u, bits = _own_randomness(job, m)
+        inputs = ((x[..., 0], INT64), (t, BOOL), (u, INT64), (bits, BOOL))
+        return ("run", (header, inputs, self._program(job, m)))
 
-    def run_job(self, header: dict, x: np.ndarray, u: np.ndarray, exe) -> list[bytes]:
-        """Phase 2: exchange input shares with the peer, run the 2PC, return this party's output share."""
+    def run_job(self, header: dict, inputs, exe) -> list[bytes]:
+        """Phase 2: run the 2PC on this party's own input shares (nothing else is sent), return this
+        party's output share."""
         if self.policy is not None:
             self.policy.reserve(header)  # durable before any output can exist
-        lctx = self._link()
+        self._link()
         rt = self.rt
-        mine, theirs = (["xl", "ul"], ["xr", "ur"]) if self.rank == 0 else (["xr", "ur"], ["xl", "ul"])
-        peer = 1 - self.rank
-        for name, value in zip(mine, (x, u), strict=True):
-            shares = self.io.make_shares(value, self.libspu.Visibility.VIS_SECRET)
-            rt.set_var(name, shares[self.rank])
-            lctx.send(peer, frame(pack_share(shares[peer])))  # the peer's share: uniformly random
-        for name in theirs:
-            rt.set_var(name, unpack_share(self.libspu, unframe(bytes(lctx.recv(peer)))))
+        for name, (value, dtype) in zip(INPUTS, inputs, strict=True):
+            rt.set_var(name, own_share(self.libspu, value, dtype))
         rt.run(exe)
         out = pack_share(rt.get_var("out"))
-        for name in ("xl", "ul", "xr", "ur", "out"):
+        for name in (*INPUTS, "out"):
             rt.del_var(name)
         if self.policy is not None:
             self.policy.done(header, out)

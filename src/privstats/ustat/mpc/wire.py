@@ -10,7 +10,7 @@ import json
 import socket
 import struct
 
-__all__ = ["addr", "frame", "pack_share", "recv_msg", "send_msg", "unframe", "unpack_share"]
+__all__ = ["addr", "frame", "own_share", "pack_share", "recv_msg", "send_msg", "unframe", "unpack_share"]
 
 
 def send_msg(sock: socket.socket, header: dict, blobs: list[bytes] = ()) -> None:  # type: ignore[assignment]
@@ -66,3 +66,38 @@ def addr(text: str) -> tuple[str, int]:
     if not host or not port.isdigit():
         raise ValueError(f"address must be HOST:PORT, got {text!r}")
     return host, int(port)
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        low, n = n & 0x7F, n >> 7
+        if not n:
+            out.append(low)
+            return bytes(out)
+        out.append(low | 0x80)
+
+
+def _field(num: int, payload: bytes) -> bytes:  # protobuf length-delimited field
+    return _varint(num << 3 | 2) + _varint(len(payload)) + payload
+
+
+BOOL, INT64 = 1, 8  # SPU's DataType codes (DT_I1, DT_I64)
+
+
+def own_share(libspu, arr, dtype: int):
+    """This party's share of a secret FM64 input whose value is the sum (``INT64``: arithmetic sharing)
+    or XOR (``BOOL``: one-bit boolean sharing) of both parties' contributions: the share *is* this
+    party's contribution, so nothing is sent.  SPU's ValueMetaProto / ValueChunkProto written directly
+    (data type, secret visibility, shape, storage type; one chunk of little-endian 64-bit words)."""
+    import numpy as np
+
+    a = np.ascontiguousarray(arr).astype(np.uint64)
+    storage = b"cheetah.AShr<FM64>" if dtype == INT64 else b"cheetah.BShr<FM64,1>"
+    shape = _field(1, b"".join(_varint(d) for d in a.shape))
+    meta = _varint(1 << 3) + _varint(dtype) + _varint(3 << 3) + _varint(1) + _field(4, shape)
+    content = a.tobytes()
+    s = libspu.Share()
+    s.meta = meta + _field(5, storage)
+    s.share_chunks = [_varint(1 << 3) + _varint(len(content)) + _field(3, content)]
+    return s
