@@ -39,15 +39,16 @@ def test_local_gmd_interval_covers_on_fair_ages():
     assert 0.93 - tol <= hits / RUNS <= 0.99 + tol, (hits / RUNS, exact)
 
 
+@pytest.mark.parametrize("how", ["avg", "mid", "center"])
 @pytest.mark.parametrize("k", [2, 3, 6, 9])
-def test_bias_bound_is_the_worst_case_over_linear_within_bin_densities(k):
+def test_bias_bound_is_the_worst_case_over_linear_within_bin_densities(k, how):
     """Population check of the derivation: for densities linear in each bin (slopes ±1 at the
     extremes) the binned GMD's bias never exceeds the bound, and the slopes that push every bin's
     mass away from (towards) the median reach it up to the same-bin term."""
     g = np.random.default_rng(k)
     p = g.dirichlet(np.ones(k))
-    A = K.GiniOperator(k, "avg")
-    bound = _gmd_linear_cell_bias(p, "avg")
+    A = K.GiniOperator(k, how)
+    bound = _gmd_linear_cell_bias(p, how)
     cum = np.cumsum(p)
     side = np.sign((1 - cum) - (cum - p))  # +1: more mass above the bin than below
 
@@ -67,5 +68,6 @@ def test_bias_bound_is_the_worst_case_over_linear_within_bin_densities(k):
         bias = binned - exact_gmd(s)
         assert abs(bias) <= bound + 1e-3 / k, (s, bias, bound)
         worst = max(worst, abs(bias))
-    # pushing mass outwards (s = −side) is the off-diagonal worst case 2Σ p_a (1/(6k)) |P↑ − P↓|
+    # s = ±side reach the off-diagonal worst case 2Σ p_a (1/(6k)) |P↑ − P↓|; the same-bin term's
+    # range over linear densities is P(same bin)/(15k) wide
     assert worst >= bound - float(p @ p) / (15 * k) - 1e-3 / k
