@@ -108,7 +108,12 @@ def gini_coefficient_run(c: Call) -> Release:
         (gmd.messages_per_user or 0) + extra,
         None if gmd.bits_per_user is None else gmd.bits_per_user + extra,
         delta=gmd.delta,
-        details={"gini_mean_difference": raw, "mean": mean},
+        # the GMD's quantisation bias bound (local model) scales with it into the interval
+        details={
+            "gini_mean_difference": raw,
+            "mean": mean,
+            "bias_bound": scale * gmd.details.get("bias_bound", 0.0),
+        },
         protocol=gmd.protocol + "+mean",
     )
 
