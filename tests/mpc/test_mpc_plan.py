@@ -61,20 +61,36 @@ def test_laplace_plan_catches_underscaled_noise():
     assert np.max(np.abs(np.log(a[both]) - np.log(b[both]))) > 1.0 * 1.5
 
 
-@pytest.mark.parametrize("eps", [0.1, 1.0, 3.0, 10.0])
+def _rr_var(keep):
+    """Variance of one debiased randomized-response bit, (release − (1 − keep))/(2·keep − 1)."""
+    return keep * (1 - keep) / (2 * keep - 1) ** 2
+
+
+@pytest.mark.parametrize("eps", [0.01, 0.1, 1.0, 3.0, 10.0])
 def test_rr_plan_exact(eps):
     """The flip probability is T/2^k, the smallest multiple of 2^-k at least 1/(1+e^ε): the realised
-    ε' ≤ ε, within 10^-4 (relative) of ε, and k is the smallest precision that achieves it."""
+    ε' ≤ ε; the debiased variance at the realised keep probability is within 0.5% of the exact-ε
+    variance, and k is the smallest precision that achieves it (k − 1 bits miss the criterion)."""
     plan = rr_plan(eps)
     T, k = plan.thresholds[0], plan.coin_bits
     flip = 1 / (1 + math.exp(eps))
     assert (T - 1) / 2**k < flip <= T / 2**k
     realised = math.log((2**k - T) / T)
     assert realised <= eps  # realised ε' ≤ ε (rounded toward more noise)
-    assert eps - realised <= 1e-4 * eps
+    exact_var = _rr_var(1 - flip)
+    assert _rr_var(1 - T / 2**k) <= 1.005 * exact_var
     t1 = math.ceil(flip * 2 ** (k - 1))  # one bit less precision is not enough
-    assert eps - math.log((2 ** (k - 1) - t1) / t1) > 1e-4 * eps
+    assert t1 >= 2 ** (k - 2) or _rr_var(1 - t1 / 2 ** (k - 1)) > 1.005 * exact_var
+    assert plan.n_bits == k  # minimal k: T is odd, so the coin reads all k bits
     assert plan.keep == 1 - T / 2**k and plan.epsilon == pytest.approx(realised, rel=1e-12)
+
+
+def test_rr_plan_variance_cost_at_eps_one():
+    """The documented operating point: ε = 1 needs 11 coin bits (was 15 under a 10^-4 ε criterion)."""
+    plan = rr_plan(1.0)
+    assert plan.coin_bits == 11 and plan.thresholds == [551]
+    assert 0.9994 < plan.epsilon <= 1.0
+    assert _rr_var(plan.keep) / _rr_var(math.e / (1 + math.e)) - 1 == pytest.approx(1.12e-3, rel=0.01)
 
 
 def test_sortable_encoding_preserves_order_and_ties():

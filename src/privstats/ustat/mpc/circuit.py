@@ -14,7 +14,7 @@ conversion or a product), so each party's output share is uniform apart from the
 
 >>> job = JobSpec.from_header({"outputs": [{"kernel": "greater", "mechanism": "rr", "pair_epsilon": 1.0}]})
 >>> job.columns, job.width, job.n_random, job.n_bits
-(1, 2, 1, 15)
+(1, 2, 1, 11)
 """
 
 from __future__ import annotations
@@ -162,8 +162,11 @@ def _chain_less(bits, T: int, k: int):
 
     A comparison tree against the public T: each bit gives ``lt = ¬u_i ∧ T_i`` and ``eq = ¬(u_i ⊕ T_i)``
     (free), and a (high, low) pair of blocks combines as ``lt = lt_H ⊕ (eq_H ∧ lt_L)`` (the two terms
-    are exclusive), ``eq = eq_H ∧ eq_L``: all ANDs of one tree level in one vectorised AND, so
-    ⌈log2 n⌉ rounds for n bits.
+    are exclusive), ``eq = eq_H ∧ eq_L`` (not for the lowest block, whose eq is never used): all ANDs
+    of one tree level, for all pairs, in one vectorised AND, so ⌈log2 n⌉ rounds and
+    Σ_levels (2⌊n_level/2⌋ − 1) ANDs for n bits (16 in 4 rounds for n = 11).  Any circuit needs at
+    least n − 1 ANDs (the lowest set bit's term has degree n), however few bits T has set; the
+    sequential chain meets that bound with n − 1 rounds instead of ⌈log2 n⌉.
     """
     low = (T & -T).bit_length() - 1
     tbits = np.array([(T >> i) & 1 for i in range(low, k)], dtype=bool)
@@ -175,8 +178,9 @@ def _chain_less(bits, T: int, k: int):
         # adjacent (low, high) blocks by a reshape: contiguous slices (a strided slice becomes a gather)
         lt2, eq2 = lt[:, : 2 * p].reshape(-1, p, 2), eq[:, : 2 * p].reshape(-1, p, 2)
         lt_l, lt_h, eq_l, eq_h = lt2[:, :, 0], lt2[:, :, 1], eq2[:, :, 0], eq2[:, :, 1]
-        both = xp.concatenate([eq_h, eq_h], axis=1) & xp.concatenate([lt_l, eq_l], axis=1)
-        new_lt, new_eq = lt_h ^ both[:, :p], both[:, p:]
+        # the lowest block's eq is never used (it is never a high block): its AND is skipped
+        both = xp.concatenate([eq_h, eq_h[:, 1:]], axis=1) & xp.concatenate([lt_l, eq_l[:, 1:]], axis=1)
+        new_lt, new_eq = lt_h ^ both[:, :p], xp.concatenate([eq_l[:, :1], both[:, p:]], axis=1)
         if n % 2:  # the highest block has no partner at this level: carried up
             new_lt = xp.concatenate([new_lt, lt[:, n - 1 :]], axis=1)
             new_eq = xp.concatenate([new_eq, eq[:, n - 1 :]], axis=1)
