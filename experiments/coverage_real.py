@@ -45,6 +45,8 @@ from pathlib import Path
 
 import numpy as np
 
+from privstats.plan import SUPPORTED
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C
 
@@ -52,17 +54,21 @@ NAME = "coverage_real"
 DELTA = 1e-6  # the shuffle model's δ (never invented by the library)
 Q = [0.25, 0.5, 0.75]
 ECDF_GRID = 64
+# every statistic of the table under every model the library offers it (privstats.plan.SUPPORTED)
 MODELS = {
-    "auc": ("central", "secure", "local"),
-    "kendall_tau": ("central", "secure", "local"),
-    "gini_mean_difference": ("central", "secure", "local"),
-    "gini_coefficient": ("central", "secure", "local"),
-    "ecdf": ("central", "secure", "local"),
-    "quantiles": ("central", "secure", "shuffle", "local"),
-    "roc_curve": ("central", "secure", "local"),
-    "hosmer_lemeshow": ("central", "secure"),
-    "frequencies": ("central", "shuffle", "local"),
-    "range_counts": ("central", "shuffle", "local"),
+    stat: SUPPORTED[stat]
+    for stat in (
+        "auc",
+        "kendall_tau",
+        "gini_mean_difference",
+        "gini_coefficient",
+        "ecdf",
+        "quantiles",
+        "roc_curve",
+        "hosmer_lemeshow",
+        "frequencies",
+        "range_counts",
+    )
 }
 CORNERS = [(300, 0.5), (300, 2.0), (5000, 0.5), (5000, 2.0), (1000, 1.0)]
 # seeds per cell are capped where one release takes seconds (simulated messages, isotonic re-noising)
