@@ -50,7 +50,9 @@ def _start(role: str, task: Path, db: str, port: int) -> subprocess.Popen:
         cmd += ["--job-size", "512"]
         if os.environ.get("BENCH_DAP_JOB_WORKERS"):  # jobs run at once by the leader (default 1)
             cmd += ["--job-workers", os.environ["BENCH_DAP_JOB_WORKERS"]]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # the servers run as deployed: without this process's OPENBLAS_NUM_THREADS=1 (bench_dap sets it)
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     for _ in range(300):
         try:
             if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
