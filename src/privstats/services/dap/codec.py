@@ -78,29 +78,39 @@ class DecodeError(ValueError):
 
 
 class Reader:
-    """Cursor over a byte string; every read checks the remaining length."""
+    """Cursor over a byte string; every read checks the remaining length.
 
-    def __init__(self, data: bytes):
-        self.data, self.pos = memoryview(bytes(data)), 0
+    Sub-readers (:meth:`sub32`, :meth:`sub16`) view their parent's bytes without copying them; only
+    the values read out are copied (a 512-report aggregation job is ~10 MB)."""
+
+    def __init__(self, data: bytes | memoryview):
+        if not isinstance(data, memoryview):
+            data = memoryview(data if isinstance(data, bytes) else bytes(data))
+        self.data, self.pos = data, 0
+
+    def _span(self, n: int) -> int:
+        """Advance by ``n`` bytes; returns the start of the span."""
+        pos = self.pos
+        if n < 0 or pos + n > len(self.data):
+            raise DecodeError(f"message truncated at byte {pos} (needs {n} more)")
+        self.pos = pos + n
+        return pos
 
     def take(self, n: int) -> bytes:
-        if n < 0 or self.pos + n > len(self.data):
-            raise DecodeError(f"message truncated at byte {self.pos} (needs {n} more)")
-        out = bytes(self.data[self.pos : self.pos + n])
-        self.pos += n
-        return out
+        pos = self._span(n)
+        return self.data[pos : pos + n].tobytes()
 
     def u8(self) -> int:
-        return self.take(1)[0]
+        return int(self.data[self._span(1)])
 
     def u16(self) -> int:
-        return int(struct.unpack(">H", self.take(2))[0])
+        return int(_U16.unpack_from(self.data, self._span(2))[0])
 
     def u32(self) -> int:
-        return int(struct.unpack(">I", self.take(4))[0])
+        return int(_U32.unpack_from(self.data, self._span(4))[0])
 
     def u64(self) -> int:
-        return int(struct.unpack(">Q", self.take(8))[0])
+        return int(_U64.unpack_from(self.data, self._span(8))[0])
 
     def opaque16(self) -> bytes:
         return self.take(self.u16())
@@ -110,10 +120,14 @@ class Reader:
 
     def sub32(self) -> Reader:
         """A reader over a 32-bit-length-prefixed vector (of structures)."""
-        return Reader(self.opaque32())
+        n = self.u32()
+        pos = self._span(n)
+        return Reader(self.data[pos : pos + n])
 
     def sub16(self) -> Reader:
-        return Reader(self.opaque16())
+        n = self.u16()
+        pos = self._span(n)
+        return Reader(self.data[pos : pos + n])
 
     @property
     def done(self) -> bool:
@@ -122,6 +136,9 @@ class Reader:
     def end(self) -> None:
         if not self.done:
             raise DecodeError(f"{len(self.data) - self.pos} trailing bytes")
+
+
+_U16, _U32, _U64 = struct.Struct(">H"), struct.Struct(">I"), struct.Struct(">Q")
 
 
 _M = TypeVar("_M", bound="Message")
@@ -258,6 +275,10 @@ class HpkeCiphertext(Message):
 
     WIRE = ("u8", "opaque16", "opaque32")
 
+    @classmethod
+    def read(cls, r: Reader) -> HpkeCiphertext:  # hot path: one per uploaded report and per job report
+        return cls(r.u8(), r.opaque16(), r.opaque32())
+
 
 @dataclass(frozen=True)
 class ReportMetadata(Message):
@@ -265,6 +286,10 @@ class ReportMetadata(Message):
     time: int
 
     WIRE = ("id16", "u64")
+
+    @classmethod
+    def read(cls, r: Reader) -> ReportMetadata:
+        return cls(r.take(16), r.u64())
 
 
 @dataclass(frozen=True)
@@ -278,6 +303,10 @@ class Report(Message):
 
     WIRE = (ReportMetadata, "opaque32", HpkeCiphertext, HpkeCiphertext)
 
+    @classmethod
+    def read(cls, r: Reader) -> Report:
+        return cls(ReportMetadata.read(r), r.opaque32(), HpkeCiphertext.read(r), HpkeCiphertext.read(r))
+
 
 @dataclass(frozen=True)
 class PlaintextInputShare(Message):
@@ -287,6 +316,10 @@ class PlaintextInputShare(Message):
     payload: bytes
 
     WIRE = ("opaque16", "opaque32")
+
+    @classmethod
+    def read(cls, r: Reader) -> PlaintextInputShare:
+        return cls(r.opaque16(), r.opaque32())
 
 
 @dataclass(frozen=True)
@@ -367,6 +400,10 @@ class ReportShare(Message):
 
     WIRE = (ReportMetadata, "opaque32", HpkeCiphertext)
 
+    @classmethod
+    def read(cls, r: Reader) -> ReportShare:
+        return cls(ReportMetadata.read(r), r.opaque32(), HpkeCiphertext.read(r))
+
 
 @dataclass(frozen=True)
 class PrepareInit(Message):
@@ -374,6 +411,10 @@ class PrepareInit(Message):
     payload: bytes  # an encoded PingPong (initialize) message
 
     WIRE = (ReportShare, "opaque32")
+
+    @classmethod
+    def read(cls, r: Reader) -> PrepareInit:
+        return cls(ReportShare.read(r), r.opaque32())
 
 
 @dataclass(frozen=True)
