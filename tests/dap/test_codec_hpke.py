@@ -23,6 +23,8 @@ def test_round_trips():
     init = c.PrepareInit(c.ReportShare(md, b"pub", _ct()), c.PingPong(0, prep_share=b"ps").encode())
     req = c.AggregationJobInitReq(b"", (init, init))
     assert c.AggregationJobInitReq.decode(req.encode()) == req
+    # the leader builds its request from encoded PrepareInits (its stored bytes)
+    assert c.encode_job_init_req([init.encode(), init.encode()]) == req.encode()
     resp = c.AggregationJobResp(
         (
             c.PrepareResp(
@@ -74,6 +76,17 @@ def test_report_layout_matches_dap09():
 def test_decode_refuses_malformed(cls, data):
     with pytest.raises(c.DecodeError):
         cls.decode(data)
+
+
+def test_sub_readers_are_bounded_by_their_length():
+    """A sub-reader views its parent's bytes without copying, but never reads past its own end."""
+    r = c.Reader(c.opaque32(b"ab") + b"cd")
+    sub = r.sub32()
+    assert sub.take(2) == b"ab" and sub.done
+    with pytest.raises(c.DecodeError):
+        sub.take(1)
+    assert r.take(2) == b"cd"
+    r.end()
 
 
 def test_hpke_binds_info_and_aad():

@@ -52,6 +52,7 @@ __all__ = [
     "batch_selector",
     "decode_hpke_config_list",
     "encode_hpke_config_list",
+    "encode_job_init_req",
 ]
 
 DAP_VERSION = "dap-09"
@@ -438,6 +439,11 @@ class AggregationJobInitReq(Message):
         if not inits:
             raise DecodeError("an aggregation job needs at least one report")
         return cls(agg_param, tuple(inits))
+
+
+def encode_job_init_req(encoded_inits: list[bytes]) -> bytes:
+    """:class:`AggregationJobInitReq` (Prio3: empty aggregation parameter) from encoded PrepareInits."""
+    return opaque32(b"") + u8(TIME_INTERVAL) + opaque32(b"".join(encoded_inits))
 
 
 @dataclass(frozen=True)

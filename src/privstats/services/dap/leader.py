@@ -25,14 +25,12 @@ from typing import Any
 
 from privstats.services.dap.codec import (
     AGG_JOB_INIT_REQ,
-    AggregationJobInitReq,
     AggregationJobResp,
-    HpkeCiphertext,
     PingPong,
-    PrepareInit,
     PrepareResp,
-    ReportMetadata,
-    ReportShare,
+    encode_job_init_req,
+    opaque32,
+    u64,
 )
 from privstats.services.dap.common import RoleContext, build_context, dap_app
 from privstats.services.dap.store import report_checksum
@@ -154,9 +152,9 @@ class Driver:
         done: list[bytes] = []
         outs: dict[int, list] = {}
         if inits:
-            req = AggregationJobInitReq(b"", tuple(inits))
+            body = encode_job_init_req(inits)
             url = f"{ctx.dap.url('helper')}/tasks/{ctx.dap.task_id_b64}/aggregation_jobs/{b64(job_id)}"
-            r = self.client.put(url, content=req.encode(), headers=self.helper_headers(AGG_JOB_INIT_REQ))
+            r = self.client.put(url, content=body, headers=self.helper_headers(AGG_JOB_INIT_REQ))
             if r.status_code >= 500:
                 raise RuntimeError(
                     f"helper answered {r.status_code} to job {b64(job_id)}; retried after the lease"
@@ -166,7 +164,7 @@ class Driver:
                 ctx.store.finish_job(job_id, [], [row[0] for row in rows], {})
                 return
             resp = AggregationJobResp.decode(r.content)
-            expected = [p.report_share.metadata.report_id for p in inits]
+            expected = [init[:16] for init in inits]
             if [p.report_id for p in resp.prepare_resps] != expected:
                 raise RuntimeError(f"helper's answer to job {b64(job_id)} does not match its reports")
             for pr in resp.prepare_resps:
@@ -193,24 +191,33 @@ class Driver:
         ctx.store.finish_job(job_id, done, failed, additions)
 
 
-def _leader_inits(ctx: RoleContext, rows: list) -> tuple[list[PrepareInit], dict, list[bytes]]:
-    """The leader's prep_init of each report (batched): PrepareInits for the helper, states, failures."""
+def _leader_inits(ctx: RoleContext, rows: list) -> tuple[list[bytes], dict, list[bytes]]:
+    """The leader's prep_init of each report (batched): the encoded ``PrepareInit`` of each report
+    for the helper (built from the stored bytes: the helper's ciphertext is already encoded), the
+    prep states by report id, and the ids that failed."""
     from privstats.secure.vdaf.batch import prep_init_batch
 
     rids = [bytes(r[0]) for r in rows]
-    results = prep_init_batch(
-        ctx.vdaf, ctx.verify_key, 0, None, rids, [bytes(r[2]) for r in rows], [bytes(r[3]) for r in rows]
-    )
+    publics = [bytes(r[2]) for r in rows]
+    results = prep_init_batch(ctx.vdaf, ctx.verify_key, 0, None, rids, publics, [bytes(r[3]) for r in rows])
     inits, states, failed = [], {}, []
-    for rid, (_, t, public_share, _, helper_ct), res in zip(rids, rows, results, strict=True):
+    for rid, public, (_, t, _, _, helper_ct), res in zip(rids, publics, rows, results, strict=True):
         if isinstance(res, Exception):  # a malformed leader share fails this report only
             failed.append(rid)
             continue
         state, prep_share = res
-        payload = PingPong(PingPong.INITIALIZE, prep_share=prep_share).encode()
-        md = ReportMetadata(rid, int(t))
-        rs = ReportShare(md, bytes(public_share), HpkeCiphertext.decode(bytes(helper_ct)))
-        inits.append(PrepareInit(rs, payload))
+        # PrepareInit = ReportShare(metadata, public share, helper's HpkeCiphertext) || PingPong init
+        inits.append(
+            b"".join(
+                (
+                    rid,
+                    u64(int(t)),
+                    opaque32(public),
+                    bytes(helper_ct),
+                    opaque32(b"\x00" + opaque32(prep_share)),
+                )
+            )
+        )
         states[rid] = (state, int(t))
     return inits, states, failed
 
