@@ -145,6 +145,27 @@ def test_min_batch_budget_and_idempotent_collection(tmp_path):
         pair.close()
 
 
+def test_refused_collection_leaves_its_interval_open(pair):
+    """A collection refused below the minimum batch releases nothing, so it does not consume its
+    interval: uploads into it are accepted again and a later collection of it succeeds."""
+    tp = pair.lctx.dap.time_precision
+    t = int(time.time()) // tp * tp
+    client = _client(pair)
+    client.upload(np.full(2, 0.5), timestamp=t)  # the pair's minimum batch is 5
+    status, doc = collect(pair, Interval(t, tp))
+    assert status == 400 and doc["type"].endswith("invalidBatchSize"), doc
+    assert pair.lctx.store.report_states() == {"done": 2}
+    out = client.upload(np.full(4, 0.5), timestamp=t)  # accepted again (refused while the cut stood)
+    assert pair.lctx.store.report_states() == {"done": 2, "start": 4}, out
+    status, body = collect(pair, Interval(t, tp))
+    assert status == 200, body
+    assert Collection.decode(body).interval == Interval(t, tp)
+    assert pair.lctx.store.report_states() == {"done": 6}
+    # now it is consumed: the same interval again is refused
+    status, doc = collect(pair, Interval(t, tp))
+    assert status == 400 and doc["type"].endswith("batchQueriedTooManyTimes"), doc
+
+
 def test_malformed_ids_and_auth(pair):
     tid = pair.lctx.dap.task_id_b64
     auth = {"Authorization": f"Bearer {pair.secrets['analyst'].token('collect')}"}

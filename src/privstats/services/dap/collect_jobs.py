@@ -11,7 +11,9 @@ problem document), ``DELETE`` abandons it (204).
 
 Completing a job (:func:`advance_collection`): once no report of the interval is pending, one
 transaction checks the minimum batch size, spends the leader's privacy budget, draws the leader's
-noise and stores its sealed noisy share with the noisy report count; then the leader asks the helper
+noise and stores its sealed noisy share with the noisy report count (a batch below the minimum fails
+the job with ``invalidBatchSize`` and undoes its cut: nothing was released, so the interval stays
+open to uploads and to a later collection); then the leader asks the helper
 for its share (``AggregateShareReq`` with the exact count and checksum — the helper refuses on a
 mismatch, spends its own budget and draws its own noise) and stores the final ``Collection``.
 """
@@ -131,7 +133,13 @@ def advance_collection(ctx: RoleContext, client: Any, job_id: bytes) -> bool:
             _, n, checksum = store.batch(conn, iv.start, iv.duration, spec.n_parts * spec.n_cells)
         helper_ct = _helper_share(ctx, client, iv, n, checksum)
     except DapProblem as p:
-        store.update_collection(None, job_id, state="failed", error=p.name)
+        with store.st.transaction() as conn:
+            store.lock(conn, exclusive=True)
+            if row["state"] == "start" and p.name == "invalidBatchSize":
+                # refused before anything was released or spent: the cut is undone, so the interval
+                # keeps taking uploads and a later collection of it is not "queried too many times"
+                store.unmark_collected(conn, iv.start, iv.duration)
+            store.update_collection(conn, job_id, state="failed", error=p.name)
         return True
     result = Collection(int(row["report_count"]), iv, HpkeCiphertext.decode(row["leader_ct"]), helper_ct)
     store.update_collection(None, job_id, state="finished", result=result.encode())

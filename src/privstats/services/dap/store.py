@@ -246,6 +246,21 @@ class DapStore:
         )
         conn.execute(ins.on_conflict_do_nothing(index_elements=["task_id", "role", "start"]))
 
+    def unmark_collected(self, conn: Connection, start: int, duration: int) -> None:
+        """Undo :meth:`mark_collected` of exactly ``[start, start + duration)`` (a cut whose collection
+        was refused before anything was released)."""
+        c = collected.c
+        conn.execute(
+            collected.delete().where(
+                and_(
+                    c.task_id == self.task_id,
+                    c.role == self.role,
+                    c.start == start,
+                    c.duration == duration,
+                )
+            )
+        )
+
     def add_to_buckets(self, conn: Connection, additions: dict[int, tuple[list[int], int, bytes]]) -> None:
         """Fold ``{bucket start: (agg share, count, checksum)}`` into the buckets (inside ``conn``)."""
         b = buckets.c
