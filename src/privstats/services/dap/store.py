@@ -25,6 +25,9 @@ Tables (``privstats_dap_`` prefix, created on open beside the foundation schema)
 * ``agg_shares`` (helper) — the sealed answer to each ``AggregateShareReq``, so a retry gets the same
   noise (noise is drawn once per batch).
 
+A database made by an older privstats is migrated on open when its layout is a known one (the
+leader's shares kept in ``reports``), and refused with a clear error otherwise (see ``_migrate``).
+
 Every acknowledgement (upload 201, helper job 201, aggregate share 200) is sent after its
 transaction committed.  On PostgreSQL an upload holds a shared advisory lock and a collection's
 cut the exclusive one, so no upload can commit into an interval after it was cut.
@@ -197,6 +200,41 @@ def add_vec(a: list[int], b: list[int], modulus: int) -> list[int]:
     return [(x + y) % modulus for x, y in zip(a, b, strict=True)]
 
 
+_OLD_SHARE_COLUMNS = ("public_share", "leader_share", "helper_ct")
+
+
+def _migrate(conn: Connection) -> None:
+    """Bring DAP tables made by an older privstats to the current layout, or refuse clearly.
+
+    One older layout is known: the leader's shares in ``reports`` itself (before ``report_shares``).
+    Its reports not yet aggregated get their shares copied into ``report_shares`` and the three
+    columns are dropped.  Any other difference is a :class:`RuntimeError` naming the table and the
+    columns, instead of a constraint error on the first upload.
+    """
+    from sqlalchemy import inspect
+
+    insp = inspect(conn)
+    have = {c["name"] for c in insp.get_columns(reports.name)}
+    if set(_OLD_SHARE_COLUMNS) <= have:
+        cols = ", ".join(("task_id", "report_id", *_OLD_SHARE_COLUMNS))
+        conn.exec_driver_sql(
+            f"INSERT INTO {report_shares.name} ({cols}) SELECT {cols} FROM {reports.name} "
+            "WHERE state IN ('start', 'job')"
+        )
+        for col in _OLD_SHARE_COLUMNS:
+            conn.exec_driver_sql(f"ALTER TABLE {reports.name} DROP COLUMN {col}")
+        insp = inspect(conn)
+    for table in meta.sorted_tables:
+        have = {c["name"] for c in insp.get_columns(table.name)}
+        want = {c.name for c in table.columns}
+        if have != want:
+            raise RuntimeError(
+                f"the DAP table {table.name} was made by another privstats version (columns "
+                f"{sorted(have)}, expected {sorted(want)}); use a new database for this version, or "
+                "finish the old one's collections with the version that made it"
+            )
+
+
 class DapStore:
     """The DAP tables over a foundation :class:`~privstats.services.storage.Storage`."""
 
@@ -206,6 +244,7 @@ class DapStore:
             if not storage.is_sqlite:
                 conn.exec_driver_sql("SELECT pg_advisory_xact_lock(827364502)")
             meta.create_all(conn)
+            _migrate(conn)
 
     # ---- shared -----------------------------------------------------------------------------------
     def lock(self, conn: Connection, exclusive: bool) -> None:
