@@ -50,8 +50,9 @@ def _start(role: str, task: Path, db: str, port: int) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "privstats", "dap", "serve", role, "--task", str(task), "--db", db]
     cmd += ["--host", "127.0.0.1", "--port", str(port)]
     if role == "leader":
-        cmd += ["--job-size", "512"]
-        if os.environ.get("BENCH_DAP_JOB_WORKERS"):  # jobs run at once by the leader (default 1)
+        cmd += ["--job-size", os.environ.get("BENCH_DAP_JOB_SIZE", "1024")]
+        # BENCH_DAP_JOB_SIZE: reports per job (1024); BENCH_DAP_JOB_WORKERS: jobs run at once (1)
+        if os.environ.get("BENCH_DAP_JOB_WORKERS"):
             cmd += ["--job-workers", os.environ["BENCH_DAP_JOB_WORKERS"]]
     # the servers run as deployed: without this process's OPENBLAS_NUM_THREADS=1 (bench_dap sets it)
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}

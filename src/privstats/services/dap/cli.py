@@ -48,7 +48,7 @@ def add_parser(subparsers: Any) -> None:
     serve.add_argument("--host", default=None)
     serve.add_argument("--port", type=int, default=None)
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
-    serve.add_argument("--job-size", type=int, default=256, help="reports per aggregation job (leader)")
+    serve.add_argument("--job-size", type=int, default=1024, help="reports per aggregation job (leader)")
     serve.add_argument(
         "--lease-seconds", type=int, default=30, help="an unfinished job is retried after this (leader)"
     )

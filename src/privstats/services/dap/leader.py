@@ -49,7 +49,7 @@ class Driver:
         self,
         ctx: RoleContext,
         *,
-        job_size: int = 512,
+        job_size: int = 1024,
         lease_seconds: int = 30,
         interval: float = 0.2,
         max_delay: float = 1.0,
