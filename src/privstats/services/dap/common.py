@@ -154,7 +154,6 @@ def build_context(role: str, task: Task, secrets: RoleSecrets, storage: Any) -> 
     store = DapStore(storage, dap.task_id, role, int(vdaf.field.MODULUS))
     storage.ensure_budget(task.id_bytes, task.budget_value)
     ctx = RoleContext(role, dap, secrets, vdaf, store, storage)
-    single_threaded_blas()
     _warm_up(ctx)
     return ctx
 
@@ -211,6 +210,23 @@ def _warm_up(ctx: RoleContext) -> None:
     prep_init_batch(vdaf, bytes(vdaf.VERIFY_KEY_SIZE), agg_id, None, [nonce], [public], [shares[agg_id]])
 
 
+def _serving(lifespan: Any = None) -> Any:
+    """The app's lifespan: :func:`single_threaded_blas` when the server starts (not when the app is
+    merely built, e.g. by tests that drive it in process), then ``lifespan`` if given."""
+    import contextlib
+
+    @contextlib.asynccontextmanager
+    async def serving(app: Any) -> Any:
+        single_threaded_blas()
+        if lifespan is None:
+            yield
+        else:
+            async with lifespan(app):
+                yield
+
+    return serving
+
+
 def request_hash(body: bytes) -> bytes:
     return hashlib.sha256(body).digest()
 
@@ -222,7 +238,7 @@ def dap_app(ctx: RoleContext, lifespan: Any = None):
 
     from privstats.services.app import role_app
 
-    app, _ = role_app(f"dap-{ctx.role}", ctx.dap.task_id_b64, ctx, lifespan=lifespan)
+    app, _ = role_app(f"dap-{ctx.role}", ctx.dap.task_id_b64, ctx, lifespan=_serving(lifespan))
 
     @app.exception_handler(DapProblem)
     async def _problem(_request: Request, exc: DapProblem):
