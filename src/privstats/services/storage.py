@@ -509,6 +509,9 @@ def _sqlite_events(engine: Engine) -> None:
     def _connect(dbapi_conn: Any, _record: Any) -> None:
         dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
         cur = dbapi_conn.cursor()
+        # new files only (an existing database keeps its page size): 16 KiB pages hold a ~19 KB DAP
+        # report in 2 pages instead of 5, which cut the leader's CPU for storing one by ~40 us
+        cur.execute("PRAGMA page_size=16384")
         cur.execute("PRAGMA journal_mode=WAL")
         cur.execute("PRAGMA synchronous=FULL")
         cur.execute("PRAGMA busy_timeout=60000")
