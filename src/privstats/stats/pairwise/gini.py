@@ -110,7 +110,10 @@ def gini_coefficient_run(c: Call) -> Release:
     # estimated unbiasedly (floored at 0), which is post-processing of the released values
     var_gmd = (scale * (gmd.stderr or 0)) ** 2
     g2 = max(value**2 - var_gmd, 0.0)
-    var = var_gmd + g2 * var_mean / mean_c**2
+    cv2 = var_mean / mean_c**2
+    # both terms divide by the noisy mean squared, and E[1/m̂²] ≈ (1 + 3cv²)/m² (second order): at
+    # n = 300, ε = 0.5 the mean's cv is 0.38 and the plug-in stderr's RMS was 1.5x the spread
+    var = (var_gmd + g2 * cv2) / (1 + 3 * cv2)
     extra = 0 if c.model == "central" else 1
     return Release(
         value,
