@@ -86,8 +86,8 @@ REAL_KNOWN = {
     # on fair and randhie, and breast-cancer radii (peaked on bins of 8.3) are 1.19 sd off, beyond the bound
     ("gini_mean_difference", "local"): "quantisation bias beyond the linear-within-bin bound on peaked "
     "data (1.19 sd, coverage 0.91-0.92 in 3 cells); coverage 1.00 at k = 3 where the bias is small",
-    ("gini_coefficient", "local"): "stderr 1.5x the spread at n = 300, ε = 0.5 (the mean's noise is 38% "
-    "of it: a heavy-tailed ratio); coverage 1.00 in 7 cells; 1.24 sd on fair ages at (5000, 2)",
+    ("gini_coefficient", "local"): "coverage 1.00 in 7 of 20 cells (the GMD's quantisation bound, where "
+    "the real bias is small); 1.24 sd on fair ages at (5000, 2), beyond the bound",
     # the Gaussian-copula bias of binned tau-b (0 at k = 2, 0.04-0.054 at k = 3-8) is in the plan and the
     # interval; skewed and discrete margins give 0.03-0.09 at every k in reach
     ("kendall_tau", "local"): "binned tau-b's bias beyond the Gaussian-copula bound on skewed margins "
