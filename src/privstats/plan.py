@@ -138,6 +138,9 @@ class Option:
     messages_per_user: float = 0.0
     delta: float = 0.0
     note: str = ""
+    # where the error depends on the data's shape within the bounds (a quantisation bias), ``stderr``
+    # is the worst case over the stated family and ``best_case`` the best (bias 0); None: one number
+    best_case: float | None = None
 
     @property
     def trust(self) -> str:

@@ -77,7 +77,7 @@ def tau_case(model: str, n: int, epsilon: float, seed: int = 0) -> Case:
         epsilon,
         lambda r: privstats.kendall_tau(x, z, epsilon=epsilon, model=model, bounds=(0, 1), rng=r),
         exact,
-        opt.stderr,
+        opt.stderr if opt.best_case is None else opt.best_case,  # independent uniform: the best case
     )
 
 
@@ -101,7 +101,7 @@ def gmd_case(model: str, n: int, epsilon: float, seed: int = 0) -> Case:
         epsilon,
         lambda r: privstats.gini_mean_difference(x, epsilon=epsilon, bounds=(0, 1), model=model, rng=r),
         exact,
-        opt.stderr,
+        opt.stderr if opt.best_case is None else opt.best_case,  # uniform data: the best case
     )
 
 
@@ -323,7 +323,7 @@ def gini_case(model: str, n: int, epsilon: float, seed: int = 0) -> Case:
         epsilon,
         lambda r: privstats.gini_coefficient(x, epsilon=epsilon, bounds=(0, 1), model=model, rng=r),
         exact,
-        opt.stderr,
+        opt.stderr if opt.best_case is None else opt.best_case,  # uniform data: the best case
     )
 
 
