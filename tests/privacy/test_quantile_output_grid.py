@@ -233,11 +233,11 @@ def test_joint_law_on_the_grid_and_2eps_is_rejected():
 
 @pytest.mark.parametrize("m,neighbours", [(20, "replace"), (1, "add-remove"), (3, "replace")])
 def test_auto_releases_public_grid_points(m, neighbours):
-    """auto runs the tree: its releases are thresholds of the ECDF's public grid (no float computed
-    from the data), for one quantile and many, under either neighbour relation."""
+    """auto runs the tree: its releases are midpoints of the cells of the ECDF's public grid (no float
+    computed from the data), for one quantile and many, under either neighbour relation."""
     x = np.random.default_rng(3).uniform(LO, HI, 2000)
     qs = np.linspace(0.02, 0.98, m) if m > 1 else [0.5]
     est = privstats.quantiles(x, qs, epsilon=1.0, bounds=(LO, HI), grid=1024, neighbours=neighbours, rng=4)
     assert est.params["method"] == "tree"
-    thresholds = LO + (HI - LO) * np.arange(1, 1025) / 1024
-    assert np.all(np.isin(est.value, thresholds))
+    midpoints = LO + (HI - LO) * (np.arange(1024) + 0.5) / 1024
+    assert np.all(np.isin(est.value, midpoints))
