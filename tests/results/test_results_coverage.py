@@ -76,11 +76,11 @@ REAL_KNOWN = {
     "its own V floor); the power warning fires, the interval is not adjusted",
     # quantiles, central and secure: checked here (both run the tree; central's default was JointExp with
     # a band from 10% of ε, stderr 4-32x, until issue 26).  At the two corners below every cell passes; the
-    # table's remaining misses are off these corners and come from tied values far inside their block,
-    # where the release is all but exact: coverage 0.993-1.000 (an interval holding the tied value's
-    # cell), stderr 2.4-23x a spread of under one grid cell at (5000, 0.5) on fair and randhie (the
-    # band's upper end wanders into the empty gap above the tied value), and central bias 1.6 sd at
-    # (1000, 1) on fair (q = 0.25 sits 44 points inside the block of 22s: the noise crosses)
+    # table's remaining misses are off these corners: coverage 0.993-1.000 where a tied value lies far
+    # inside its block (the release is all but exact and the interval holds its cell); stderr 1.6-1.85x
+    # (central, randhie) and 2.3-2.6x (secure, fair and randhie at (5000, 0.5)): the band's upper end
+    # wanders into the empty gap above a tied value; bias 1.1 sd at (1000, 1) on fair and randhie (q = 0.25
+    # sits 44 points inside a block of 22s, or next to randhie's block of zeros: the noise crosses)
     # the interval now adds the quantisation bias bound (coverage 0.94-1.00 at both corners), but the point
     # estimate stays 1.19 sd off on breast-cancer radii at k = 3 (n = 300, ε = 0.5) with no warning
     ("gini_mean_difference", "local"): "quantisation bias up to 1.2 sd on peaked data (in the interval)",
