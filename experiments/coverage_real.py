@@ -20,7 +20,8 @@ with replacement: marked ``*``), computes the exact statistic, and runs the priv
 ``--runs`` seeds.  Per cell: coverage of the 95% interval (pointwise, over the entries whose truth lies
 strictly inside the range: where the truth sits on the range's end the interval covers by construction),
 reported stderr / measured spread (RMS over entries), bias / measured spread (worst entry), and the
-planner's predicted stderr / measured RMSE.  Heavy hitters (a set, no interval) and the generic
+planner's predicted stderr / measured RMSE (where the plan gives a best-to-worst range over data shapes, as
+for quantiles, the table also says whether the RMSE lies in it).  Heavy hitters (a set, no interval) and the generic
 ``ustatistic`` are not in the table.
 
     privstats experiment coverage_real [--smoke] [--out DIR] [--runs 100] [--jobs 2] [--md PATH]
@@ -247,16 +248,19 @@ def spec(stat: str, d: dict, n: int) -> dict:
     raise ValueError(stat)
 
 
-def predicted(stat: str, model: str, n: int, eps: float, kw: dict) -> float:
+def predicted(stat: str, model: str, n: int, eps: float, kw: dict) -> tuple[float, list | None]:
+    """The planner's stderr and, where it gives one, its (best, worst) range over data shapes."""
     import privstats as P
 
     if model == "shuffle":
         kw = {**kw, "delta": DELTA}
     try:
-        return float(P.plan(stat, n=n, epsilon=eps, model=model, warn=False, **kw).best.stderr)
+        best = P.plan(stat, n=n, epsilon=eps, model=model, warn=False, **kw).best
     except Exception as exc:  # a plan that refuses is a row, not a crash
         print(f"plan {stat}/{model}: {exc}", file=sys.stderr)
-        return math.nan
+        return math.nan, None
+    rng = getattr(best, "stderr_range", None)
+    return float(best.stderr), (None if rng is None else [float(v) for v in rng])
 
 
 def run_cell(cell: dict, runs: int) -> dict:
@@ -296,7 +300,7 @@ def run_cell(cell: dict, runs: int) -> dict:
     meas = float(np.sqrt(np.mean(sd**2)))
     pos = sd > 1e-9 * np.maximum(1.0, np.abs(ex))  # entries the protocol gives exactly (e.g. the count n)
     bias_sd = float(np.max(np.abs(bias[pos]) / sd[pos])) if pos.any() else 0.0
-    pred = predicted(cell["stat"], cell["model"], cell["n"], cell["eps"], s["plan"])
+    pred, pred_range = predicted(cell["stat"], cell["model"], cell["n"], cell["eps"], s["plan"])
     return {
         **cell,
         "runs": runs,
@@ -310,6 +314,7 @@ def run_cell(cell: dict, runs: int) -> dict:
         "rmse": rmse,
         "predicted": pred,
         "plan_ratio": pred / rmse if rmse > 0 else math.nan,
+        "plan_range": pred_range,
         "clipped_share": clipped / runs,
         "warnings": sorted(warned),
         "seconds": time.perf_counter() - t0,
@@ -358,9 +363,25 @@ def table(rows: list[dict]) -> str:
             f"{r['coverage']:.3f}{ok(r['coverage'], 0.93, 0.99)} | "
             f"{r['stderr_ratio']:.2f}{ok(r['stderr_ratio'], 0.7, 1.5)} | "
             f"{r['bias_over_sd']:.2f}{ok(r['bias_over_sd'], 0, 1)}{w} | "
-            f"{r['plan_ratio']:.2f}{ok(r['plan_ratio'], 0.5, 2)} | {r['clipped_share']:.2f} |"
+            f"{r['plan_ratio']:.2f}{_plan_mark(r)} | {r['clipped_share']:.2f} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _in_plan_range(r: dict) -> bool:
+    """The measured RMSE lies in the planner's best-to-worst range over data shapes (where it gives one)."""
+    rng = r.get("plan_range")
+    return rng is not None and rng[0] <= r["rmse"] <= rng[1]
+
+
+def _plan_ok(r: dict) -> bool:
+    return 0.5 <= r["plan_ratio"] <= 2 or _in_plan_range(r)
+
+
+def _plan_mark(r: dict) -> str:
+    if math.isnan(r["plan_ratio"]) or 0.5 <= r["plan_ratio"] <= 2:
+        return ""
+    return " (in range)" if _in_plan_range(r) else " ✗"
 
 
 def _cov_se(r: dict) -> float:
@@ -376,6 +397,8 @@ def summary(rows: list[dict]) -> str:
         v = [r[key] for r in rows if not math.isnan(r[key])]
         return f"{sum(lo <= x <= hi for x in v)} of {len(v)}"
 
+    with_plan = [r for r in rows if not math.isnan(r["plan_ratio"])]
+    planned = sum(_plan_ok(r) for r in with_plan)
     cov = [r for r in rows if not math.isnan(r["coverage"])]
     near = sum(0.93 - 2 * _cov_se(r) <= r["coverage"] <= 0.99 + 2 * _cov_se(r) for r in cov)
     return (
@@ -384,7 +407,8 @@ def summary(rows: list[dict]) -> str:
         f"(within 2 binomial sd of that band: {near} of {len(cov)}); "
         f"stderr ratio in [0.7, 1.5]: {count('stderr_ratio', 0.7, 1.5)}; "
         f"|bias| ≤ 1 sd: {count('bias_over_sd', 0, 1)}; "
-        f"planner within [0.5, 2]× of the RMSE: {count('plan_ratio', 0.5, 2)}\n"
+        f"planner within [0.5, 2]× of the RMSE: {count('plan_ratio', 0.5, 2)} "
+        f"(or its range over data shapes holds it: {planned} of {len(with_plan)})\n"
     )
 
 

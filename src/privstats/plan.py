@@ -141,6 +141,9 @@ class Option:
     # where the error depends on the data's shape within the bounds (a quantisation bias), ``stderr``
     # is the worst case over the stated family and ``best_case`` the best (bias 0); None: one number
     best_case: float | None = None
+    # (best, worst) predicted RMSE over data shapes within the bounds, where one number cannot be right
+    # (a quantile's error in value units depends on the data near it); ``stderr`` is then the uniform case
+    stderr_range: tuple[float, float] | None = None
 
     @property
     def trust(self) -> str:
@@ -149,6 +152,8 @@ class Option:
     def as_row(self) -> dict:
         """The option as a table row: the ``ROW_COLUMNS``, then the parameters as text."""
         row = {k: getattr(self, k) for k in ROW_COLUMNS}
+        if self.stderr_range is not None:
+            row["stderr_range"] = list(self.stderr_range)
         return {**row, "params": ", ".join(f"{k}={v}" for k, v in self.params.items())}
 
 
@@ -229,6 +234,12 @@ class Plan(list):
             "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in [head, *rows]
         ]
         lines.insert(1, "  ".join("-" * w for w in widths))
+        for o in self:
+            if o.stderr_range is not None:
+                lo, hi = o.stderr_range
+                lines.append(
+                    f"{o.model}/{o.protocol}: stderr at uniform data; over data shapes {lo:.3g} to {hi:.3g}"
+                )
         return "\n".join(lines)
 
     def useless(self, model: str | None = None) -> str | None:

@@ -233,5 +233,6 @@ def test_auto_quantile_method_uses_only_public_information():
     def chosen(x, nb):
         return privstats.quantiles(x, qs, epsilon=1.0, bounds=(0, 1), neighbours=nb, rng=0).params["method"]
 
-    assert chosen(small, "replace") != chosen(large, "replace")  # n is public here and is used
-    assert chosen(small, "add-remove") == chosen(large, "add-remove") == "independent"
+    # auto runs the tree whatever n (issue 26), so the private n under add/remove cannot steer it
+    assert chosen(small, "replace") == chosen(large, "replace") == "tree"
+    assert chosen(small, "add-remove") == chosen(large, "add-remove") == "tree"

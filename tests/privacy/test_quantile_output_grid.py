@@ -92,14 +92,15 @@ def _dp_ratio_ok(count_a: int, count_b: int, eps: float) -> bool:
     )
 
 
-@pytest.mark.parametrize("method", ["exponential", "auto", "joint"])
-def test_issue_distinguisher_never_fires(method):
+@pytest.mark.parametrize("method,neighbours", [("exponential", "replace"), ("exponential", "add-remove"),
+                                               ("joint", "replace")])  # fmt: skip
+def test_issue_distinguisher_never_fires(method, neighbours):
     """3000 releases (OS CSPRNG) from [1.0] and from [1.5]: every release is possible under both
     inputs (0 fire), and the audit's float-pattern distinguisher fires at rates within e^ε.
-    (ci_fraction=0 keeps it fast: all of ε goes to the point; "auto" under add/remove picks the
-    exponential mechanism for one quantile, under replace-one at n = 1 the tree.)"""
+    (ci_fraction=0 keeps it fast: all of ε goes to the point.  "auto" runs the tree since issue 26:
+    its releases are thresholds of the ECDF's public grid, see the last test.)"""
     q = (0.5,) if method != "joint" else (0.25, 0.75)
-    kw = {"ci_fraction": 0, "neighbours": "add-remove" if method == "auto" else "replace"}
+    kw = {"ci_fraction": 0, "neighbours": neighbours}
     a = _releases([1.0], method, 3000, q, **kw)
     b = _releases([1.5], method, 3000, q, **kw)
     d_a = sum(audit_distinguisher(float(v[0])) for v in a)
@@ -230,13 +231,13 @@ def test_joint_law_on_the_grid_and_2eps_is_rejected():
         assert (p > 1e-3) if ok else (p < 1e-6), (eps, p)
 
 
-def test_auto_with_many_quantiles_releases_public_grid_points():
-    """auto picks the tree for 20 levels: its releases are thresholds of the ECDF's public grid."""
+@pytest.mark.parametrize("m,neighbours", [(20, "replace"), (1, "add-remove"), (3, "replace")])
+def test_auto_releases_public_grid_points(m, neighbours):
+    """auto runs the tree: its releases are midpoints of the cells of the ECDF's public grid (no float
+    computed from the data), for one quantile and many, under either neighbour relation."""
     x = np.random.default_rng(3).uniform(LO, HI, 2000)
-    qs = np.linspace(0.02, 0.98, 20)
-    est = privstats.quantiles(x, qs, epsilon=1.0, bounds=(LO, HI), method="auto", grid=1024, rng=4)
-    if est.params["method"] == "tree":
-        thresholds = LO + (HI - LO) * np.arange(1, 1025) / 1024
-        assert np.all(np.isin(est.value, thresholds))
-    else:
-        assert all(grid_index(float(y)) is not None for y in est.value)
+    qs = np.linspace(0.02, 0.98, m) if m > 1 else [0.5]
+    est = privstats.quantiles(x, qs, epsilon=1.0, bounds=(LO, HI), grid=1024, neighbours=neighbours, rng=4)
+    assert est.params["method"] == "tree"
+    midpoints = LO + (HI - LO) * (np.arange(1024) + 0.5) / 1024
+    assert np.all(np.isin(est.value, midpoints))

@@ -119,19 +119,16 @@ def test_method_auto_takes_the_planners_choice():
     assert est.protocol == best.protocol and est.params["domain_size"] == best.params["domain_size"]
 
 
-@pytest.mark.parametrize(
-    "n,m,expected",
-    [(20000, 1, "exponential"), (20000, 3, "joint"), (60000, 3, "independent"), (20000, 20, "tree")],
-)
-def test_quantile_method_auto_takes_the_planners_choice(n, m, expected):
+@pytest.mark.parametrize("n,m", [(20000, 1), (20000, 3), (60000, 3), (20000, 20)])
+def test_quantile_method_auto_takes_the_planners_choice(n, m):
+    """The planner predicts the central tree only (issue 26: the exponential mechanisms run when named),
+    and auto runs what it predicts."""
     x = np.random.default_rng(0).random(n)
     qs = list(np.arange(1, m + 1) / (m + 1))
-    best = privstats.plan("quantiles", n=n, epsilon=1.0, bounds=(0, 1), q=qs, model="central").best
+    p = privstats.plan("quantiles", n=n, epsilon=1.0, bounds=(0, 1), q=qs, model="central")
     est = privstats.quantiles(x, qs, epsilon=1.0, bounds=(0, 1), rng=1)
-    planned = {"independent-exponential": "independent", "joint-exponential": "joint"}.get(
-        best.protocol, "tree" if best.protocol.endswith("algorithm1") else best.protocol
-    )
-    assert est.params["method"] == planned == expected
+    assert [o.protocol.endswith("algorithm1") for o in p] == [True]
+    assert est.params["method"] == "tree"
 
 
 def test_useless_result_warns_with_the_needed_n_or_epsilon():

@@ -288,8 +288,9 @@ def _open_quantiles(spec: SecureSpec, noisy: np.ndarray, n: int, q, meta: dict):
         raise ValueError("q must be probabilities in [0, 1]")
     res = open_curve(spec, noisy, n, spec.smoothing or "isotonic")
     params = {**res.estimate.params, "method": "tree", "q": qs.tolist()}
+    cell = (spec.bounds[1] - spec.bounds[0]) / np.asarray(spec.thresholds).size
     return Estimate(
-        np.asarray(res.quantile(qs)),
+        np.asarray(res.quantile(qs)) - cell / 2,  # the cell's midpoint, as privstats.quantiles releases
         stderr=None,
         guarantee=res.estimate.guarantee,
         model="secure",

@@ -36,35 +36,19 @@ from privstats.validation import (
 )
 
 
-def _auto_quantile_method(qs, n: int | None, epsilon: float, bounds, grid: int, ci_fraction: float) -> str:
-    """The central method with the smallest predicted error (:func:`privstats.plan`), public values only.
+def _auto_quantile_method() -> str:
+    """The central method ``"auto"`` runs: the tree (Algorithm 1 on the isotonic central ECDF).
 
-    ``n`` is public under replace-one neighbours and passed then; under add/remove it is private
-    (``None``) and the choice cannot use it: one quantile → exponential, 2..16 → independent
-    (never slow, whatever the private n), more → tree.
+    Not the planner's smallest predicted error at uniform data (JointExp there): on real data the
+    tree is the one whose interval and stderr hold.  Its interval inverts the band of the very curve
+    the point comes from (no budget split), and it releases the grid cell that holds a tied value.
+    The exponential mechanisms give tied values no mass (a uniform base measure over the bounds), so
+    on discrete data (ages, codes, a block of zeros) the release is a point of the gap next to the
+    tied value, up to half the gap off (1.4-2 sd in issue 26's table), and their interval needs a
+    separate ECDF at a share of ε whose band was 4-32x the spread.  They run when named
+    (``method="joint"``: 1.2-2.8x smaller RMSE on continuous data at small n).
     """
-    from privstats.plan import plan
-
-    m = np.asarray(qs).size
-    if n is None:
-        return "exponential" if m == 1 else "independent" if m <= 16 else "tree"
-    best = plan(
-        "quantiles",
-        n=max(int(n), 2),
-        epsilon=epsilon,
-        bounds=bounds,
-        q=qs,
-        grid=grid,
-        ci_fraction=ci_fraction,
-        model="central",
-        warn=False,
-    ).best
-    methods = {
-        "exponential": "exponential",
-        "independent-exponential": "independent",
-        "joint-exponential": "joint",
-    }
-    return methods.get(best.protocol, "tree")
+    return "tree"
 
 
 def _band_interval(thresholds, raw, se, qs, level, lo_bound):
@@ -101,7 +85,7 @@ def quantiles(
     model: str = "central",
     method: str = "auto",
     neighbours: str = "replace",
-    grid: int = 4096,
+    grid: int | None = None,
     rng: RNGLike = None,
     delta: float | None = None,
     ci_fraction: float = 0.1,
@@ -110,15 +94,20 @@ def quantiles(
 ) -> Estimate:
     """ε-DP quantiles of ``x`` at probabilities ``q``, with confidence intervals.
 
-    ``method``: ``"exponential"`` (Smith 2011, one quantile, or ε/m each for several
-    — ``"independent"``), ``"joint"`` (JointExp, GJK 2021; 2..16 quantiles, n <= 50,000),
-    ``"tree"`` (Algorithm 1 on a private ECDF: any number of quantiles for one budget), or
-    ``"auto"``: the one with the smallest predicted error (``privstats.plan("quantiles", ...,
-    model="central")``).  The choice uses only public information: n only under
-    ``neighbours="replace"`` (where it is public); under ``"add-remove"`` n is private and
-    one quantile uses exponential, 2..16 independent, more the tree.  ``model="shuffle"`` delegates to
+    ``method``: ``"tree"`` (Algorithm 1 on a private ECDF: any number of quantiles for one budget;
+    what ``"auto"`` runs, see below), ``"exponential"`` (Smith 2011, one quantile, or ε/m each for
+    several — ``"independent"``: rank error Laplace(2m/ε')) or ``"joint"`` (JointExp, GJK 2021; 2..16
+    quantiles, O(m n log n): rank error ≈ Laplace(4/ε')).  The exponential mechanisms are 1.2-2.8x more
+    accurate on continuous data at small n, but give tied values no mass: on discrete data (ages in
+    5-year steps, a block of zeros) they release a point of the gap next to the tied value, up to half
+    that gap off, and their interval needs a separate ECDF (``ci_fraction`` of ε) far noisier than their
+    point; so ``"auto"`` runs the tree, whose interval comes from its own curve (issue 26).
+    ``privstats.plan`` predicts the tree, not the exponential mechanisms.  ``model="shuffle"`` delegates to
     ``privstats.stats.frequency.shuffle_quantiles`` ((ε, δ), δ required); ``model="secure"``
     and ``"local"`` use the tree method over secure aggregation or local hierarchies.
+
+    ``grid``: the tree's cells of the bounds (its release is a cell's midpoint); by default a power of
+    two near nε/2 when n is public (central, secure: :func:`tree_grid`), else 4096.
 
     Uncertainty: ``est.ci(level)`` inverts the pointwise band of a raw private ECDF (the
     tree's own curve; for the exponential mechanisms a separate central ECDF with
@@ -129,8 +118,8 @@ def quantiles(
     >>> import numpy as np
     >>> x = np.random.default_rng(1).uniform(0, 10, 5000)
     >>> est = quantiles(x, [0.1, 0.9], epsilon=1.0, bounds=(0, 10), rng=2)
-    >>> est.params["method"], bool(est.ci()[0][0] < 1.0 < est.ci()[1][0])  # m = 2: joint ties, slower
-    ('independent', True)
+    >>> est.params["method"], bool(est.ci()[0][0] < 1.0 < est.ci()[1][0])
+    ('tree', True)
     """
     epsilon = check_epsilon(epsilon)
     bounds = check_bounds(bounds)
@@ -144,7 +133,8 @@ def quantiles(
         raise ValueError("q must be probabilities in [0, 1]")
     check_choice(method, "method", ("auto", "exponential", "independent", "joint", "tree"))
     check_rng(rng)
-    check_positive_int(grid, "grid", maximum=MAX_GRID)  # checked even where the method ignores it
+    if grid is not None:
+        check_positive_int(grid, "grid", maximum=MAX_GRID)  # checked even where the method ignores it
     if "bins" in kwargs:
         check_positive_int(kwargs["bins"], "bins", minimum=2, maximum=MAX_GRID)
     c = Call.of("quantiles", locals(), qs=qs)
@@ -169,7 +159,7 @@ def _quantile_method(c: Call) -> str:
     if model in ("secure", "local") or method != "auto":
         chosen = method
     else:
-        chosen = _auto_quantile_method(c.qs, c.n, c.epsilon, c.bounds, c.grid, c.ci_fraction)
+        chosen = _auto_quantile_method()
     if model in ("secure", "local"):
         if method not in ("auto", "tree"):
             raise ValueError(
@@ -198,14 +188,18 @@ def tree_run(c: Call):
         c.xs,
         epsilon=c.epsilon,
         bounds=c.bounds,
-        grid=c.grid,
+        grid=tree_grid(c.model, c.n, c.epsilon, c.grid),
         smoothing="isotonic",
         neighbours=c.neighbours,
         model=c.model,
         rng=c.rng,
         **c.kwargs,
     )
-    values = np.asarray(res.quantile(c.qs))
+    # Algorithm 1 names the cell (t_{j-1}, t_j] the sample quantile lies in by its upper edge t_j; its
+    # midpoint (a public grid point too) halves the rounding and centres it: on continuous data the
+    # quantile sits anywhere in the cell, on tied data the tied value does
+    cell = (c.bounds[1] - c.bounds[0]) / np.asarray(res.quantiles).size
+    values = np.asarray(res.quantile(c.qs)) - cell / 2
     cost = {"messages_per_user": res.estimate.messages_per_user, "bits_per_user": res.estimate.bits_per_user}
     return values, "ecdf-tree+algorithm1", {**res.estimate.params}, cost, (res.quantiles, res.raw, res.stderr)
 
@@ -222,7 +216,7 @@ def exponential_run(c: Call):
             c.xs,
             epsilon=c.epsilon * ci_fraction,
             bounds=bounds,
-            grid=min(c.grid, 1024),
+            grid=min(c.grid or 1024, 1024),
             smoothing="none",
             neighbours=neighbours,
             model="central",
@@ -275,40 +269,6 @@ def _finish_quantiles(est: Estimate, qs, band, bounds, postprocess) -> Estimate:
     )
 
 
-def _plan_quantiles_exp(*, n, epsilon, bounds=None, q=(0.5,), ci_fraction=0.1, **_):
-    """Independent exponential mechanisms at ε' = ε(1 − ci_fraction)/m each: rank error
-    Laplace(2m/ε') (variance 8m²/ε'²) plus ≈ 4 ranks² from the random spacing it samples
-    within (uniform data, where one rank is (hi − lo)/n in value)."""
-    m = len(_quantile_levels(q))
-    eps = epsilon * (1 - ci_fraction) / m
-    return Option(
-        "central",
-        "exponential" if m == 1 else "independent-exponential",
-        {"ci_fraction": ci_fraction},
-        _width(bounds) * math.sqrt(8 / eps**2 + 4) / n,
-    )
-
-
-JOINT_MAX_N = 50_000  # JointExp costs O(m n log n) per call: larger n use the independent mechanisms
-
-
-def _plan_quantiles_joint(*, n, epsilon, bounds=None, q=(0.5,), ci_fraction=0.1, **_):
-    """JointExp (2..16 quantiles, n <= 50,000): its density is a product over the quantiles of
-    exp(−ε'|rank error|/4) under the ordering constraint, so each rank error ≈ Laplace(4/ε')
-    (variance 32/ε'²) plus the spacing's 4 ranks².  Measured/predicted at n = 2e4, ε = 1:
-    1.02 (m = 3), 0.91 (m = 5), 1.5 (m = 16: the ordering couples close quantiles)."""
-    m = len(_quantile_levels(q))
-    if not 2 <= m <= 16 or n > JOINT_MAX_N:
-        return None
-    eps = epsilon * (1 - ci_fraction)
-    return Option(
-        "central",
-        "joint-exponential",
-        {"ci_fraction": ci_fraction},
-        _width(bounds) * math.sqrt(32 / eps**2 + 4) / n,
-    )
-
-
 @lru_cache(maxsize=64)
 def _tree_quantile_rmse(model: str, n: int, epsilon: float, grid: int, qs: tuple[float, ...]) -> float:
     """RMS error (in units of the bounds' width) of Algorithm 1 on the isotonic private ECDF at uniform data.
@@ -348,18 +308,41 @@ def _tree_quantile_rmse(model: str, n: int, epsilon: float, grid: int, qs: tuple
             F = mech.estimate_counts(stat + mech.noise_to_statistic(noise[r]), n)[:grid]
         errs[r] = inverse_ecdf(t, smooth(F / n, "isotonic"), q) - truth
     # Algorithm 1 returns a cell's upper edge: the sample quantile sits uniformly inside that cell
-    return float(np.sqrt(np.mean(errs**2) + 1.0 / (3.0 * grid**2)))
+    # the release is a cell's midpoint: the sample quantile sits uniformly inside that cell
+    return float(np.sqrt(np.mean(errs**2) + 1.0 / (12.0 * grid**2)))
 
 
-def _plan_quantiles_tree(model: str, *, n, epsilon, bounds=None, grid=4096, q=(0.5,), **_) -> Option:
+def tree_grid(model: str, n: int | None, epsilon: float, grid: int | None) -> int:
+    """The tree's grid: ``grid`` when given, else (central, secure, n public) a power of two near nε/2
+    (16..4096), else 4096.
+
+    A finer grid rounds less but its tree is taller (more noise per threshold): the simulated RMSE at
+    uniform data (:func:`_tree_quantile_rmse`, n = 300..10⁵, ε = 0.5..2) is least at about nε/8 cells,
+    and 4096 cells cost 1.4-1.9x that at nε <= 2500.  But for fixed data the rounding is a bias (the
+    sample quantile's place in its cell does not change between releases): at nε/8 it reached 1.1-1.5 sd
+    on the real sets of issue 26, so the grid is 4x finer than that.  Measured there (100 seeds, central):
+    RMSE 1.4-2x below 4096 cells at nε <= 1000 (breast cancer n = 300, ε = 0.5: 1.59 → 0.79), with the
+    interval, stderr and bias in band as often as at 4096.  ``n`` is public only under replace-one
+    neighbours (``None`` otherwise: 4096).  The local tree keeps 4096 (its simulation takes seconds per
+    grid).
+    """
+    if grid is not None:
+        return int(grid)
+    if n is None or model not in ("central", "secure"):
+        return 4096
+    return int(min(4096, max(16, 1 << round(math.log2(max(n * epsilon / 2.0, 1.0))))))
+
+
+def _plan_quantiles_tree(model: str, *, n, epsilon, bounds=None, grid=None, q=(0.5,), **_) -> Option:
     """Algorithm 1 on the model's isotonic ECDF, simulated at uniform data (:func:`_tree_quantile_rmse`)."""
+    grid = tree_grid(model, int(n), float(epsilon), grid)
     curve = {"central": _plan_ecdf_central, "secure": _plan_ecdf_secure, "local": _plan_ecdf_local}[model]
     opt = curve(n=n, epsilon=epsilon, grid=grid)
     se = _tree_quantile_rmse(model, int(n), float(epsilon), int(grid), _quantile_levels(q))
     return Option(
         model,
         opt.protocol + "+algorithm1",
-        opt.params,
+        {**opt.params, "grid": grid},
         _width(bounds) * se,
         messages_per_user=opt.messages_per_user,
         bits_per_user=opt.bits_per_user,
@@ -393,14 +376,57 @@ def _plan_quantiles_shuffle(*, n, epsilon, delta=0.0, bounds=None, bins=64, **_)
     )
 
 
+def _with_shape_range(predictor):
+    if predictor is None:
+        return None
+    return _shape_range(predictor)
+
+
+def _shape_range(predictor):
+    """The predictor's Option with the range of its RMSE over data shapes within the bounds.
+
+    Its ``stderr`` is at uniform data (one rank of the data = (hi − lo)/n); in rank terms (the error of
+    F at the release, ``stderr / width``) it holds for any data, but in value units it is that divided
+    by the data's density near the quantile, which public parameters do not give: from 0 (a tied value
+    on a grid point: exact) to (hi − lo)/√2 (a gap across the range at the quantile: either side of it
+    is released).  Measured on four real sets (issue 26) the ratio to the uniform prediction ran from
+    0.06 (a gap next to a block of zeros) to 17 (ages in 5-year steps: nearly exact).
+    """
+
+    @functools.wraps(predictor)
+    def wrapped(**kw):
+        from dataclasses import replace
+
+        opt = predictor(**kw)
+        if opt is None:
+            return None
+        w = _width(kw.get("bounds"))
+        note = (
+            f"stderr {opt.stderr:.3g} at uniform data (F error {opt.stderr / w:.3g} at any data); over data "
+            f"shapes within the bounds from 0 (a tied value) to {w / math.sqrt(2):.3g} (a gap at the quantile)"
+        )
+        return replace(opt, stderr_range=(0.0, w / math.sqrt(2)), note=note)
+
+    return wrapped
+
+
 # the units, in the planner's order: a predictor (public parameters) and a run each
 _tree = {m: functools.partial(_plan_quantiles_tree, m) for m in ("central", "secure", "local")}
 for _model, _protocol, _method, _options, _predictor, _run in (
-    ("central", "exponential", "exponential", ("ci_fraction",), _plan_quantiles_exp, exponential_run),
-    ("central", "joint-exponential", "joint", ("ci_fraction",), _plan_quantiles_joint, exponential_run),
+    # the exponential mechanisms run when named; the planner has no prediction for them (on tied data
+    # their error is half the gap next to the tied value, which public parameters do not give)
+    ("central", "exponential", "exponential", ("ci_fraction",), None, exponential_run),
+    ("central", "joint-exponential", "joint", ("ci_fraction",), None, exponential_run),
     ("central", "tree", "tree", ("grid",), _tree["central"], tree_run),
     ("secure", "tree", "tree", ("grid",), _tree["secure"], tree_run),
     ("local", "tree", "tree", ("grid",), _tree["local"], tree_run),
     ("shuffle", "range-counts", "auto", ("delta", "bins"), _plan_quantiles_shuffle, shuffle_run),
 ):
-    unit("quantiles", _model, _protocol, method=_method, options=_options, predictor=_predictor)(_run)
+    unit(
+        "quantiles",
+        _model,
+        _protocol,
+        method=_method,
+        options=_options,
+        predictor=_with_shape_range(_predictor),
+    )(_run)
