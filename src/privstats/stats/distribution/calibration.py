@@ -317,9 +317,11 @@ def _hl_cut_jitter(e1, e0, d, cuts, moved_sd: float, gen, reps: int):
     fit between the groups varies.  Records that come in identical copies (ties of score and label)
     move together, so there the cuts' spread is larger than this independent-records model says.
     """
-    Q = e1.size
+    Q, rows = e1.size, np.arange(reps)
     n_g = np.maximum(np.rint(e1 + e0), 0.0)
-    E1, E0, D = (np.repeat(np.asarray(v, dtype=np.float64)[None, :], reps, axis=0) for v in (e1, e0, d))
+    E1, E0 = (np.repeat(np.asarray(v, dtype=np.float64)[None, :], reps, axis=0) for v in (e1, e0))
+    d0 = np.broadcast_to(np.asarray(d, dtype=np.float64), (reps, Q))  # one residual vector, or one per copy
+    D = d0.copy()
     m = np.rint(gen.normal(0.0, moved_sd, (reps, Q - 1)))
     for c in range(Q - 1):
         t = float(cuts[c])
@@ -329,7 +331,7 @@ def _hl_cut_jitter(e1, e0, d, cuts, moved_sd: float, gen, reps: int):
         # their residual is their share of the donor's (it already holds it), give or take its spread
         share = k / np.maximum(n_g[donor], 1.0)
         spread = np.sqrt(k * (1 - share) * t * (1 - t))
-        moved_r = share * d[donor] + spread * gen.standard_normal(reps)
+        moved_r = share * d0[rows, donor] + spread * gen.standard_normal(reps)
         sign = np.where(up, 1.0, -1.0)
         for g, sg in ((c, sign), (c + 1, -sign)):
             E1[:, g] += sg * k * t
@@ -635,8 +637,9 @@ def _hl_central_rmse(
 ) -> float:
     """RMS error of :func:`_hl_pooled` about its estimand: the released sums drawn 4000 times from
     their law (positives per group Binomial(n_g, π) of a calibrated model, the sums' discrete
-    Laplace noise, V floored as :func:`_hl_pooled` does) with a fixed seed — the 1/E nonlinearity at small expected
-    counts has no closed form — plus the private cuts' share (:func:`_hl_cut_variance`)."""
+    Laplace noise, V floored as :func:`_hl_pooled` does) with a fixed seed — the 1/E nonlinearity at small
+    expected counts has no closed form — after the private cuts moved users between the groups
+    (:func:`_hl_cut_jitter`, the model the stderr uses; cuts midway between the groups' π)."""
     acc = hosmer_lemeshow_accounting(epsilon, depth, "split")
     s2, floor = hl_noise_parts(acc)
     p = np.asarray(pi)
@@ -646,10 +649,11 @@ def _hl_central_rmse(
     mu = _lack_of_fit_shift(size * p * (1 - p), np.maximum(size * p * (1 - p), floor), lack_of_fit)
     d = g.binomial(size, p, (4000, groups)) - e1 + mu  # O1 − E1: calibrated data, shifted by the lack of fit
     true = _hl_pooled(e1, e0, e1 + d, e0 - d, s2, floor, debias=False)
-    H = _hl_renoise(e1, e0, d, acc, g, 4000)
+    # the private cuts move users between groups (:func:`_hl_cut_jitter`, as the stderr does), then the noise
     _, se_f = _central_curve(n, float(acc["epsilon_quantile"]), 1 << depth)
-    d2 = np.maximum(size * p * (1 - p), floor)
-    return math.sqrt(float(np.mean((H - true) ** 2)) + _hl_cut_variance(n, p, d2, depth, se_f))
+    e1j, e0j, dj = _hl_cut_jitter(e1, e0, d, (p[:-1] + p[1:]) / 2, n * se_f, g, 4000)
+    H = _hl_renoise(e1j, e0j, dj, acc, g, 4000)
+    return math.sqrt(float(np.mean((H - true) ** 2)))
 
 
 def _plan_hl_central(
