@@ -21,7 +21,9 @@ joint noise covariance, so the stderr is the standard deviation of H when fresh 
 that covariance is added to plug-in sums (E as released, r shrunk by its noise variance so the
 noise is not counted twice, and scaled so that their statistic equals the estimate's), and the
 p-value is a parametric bootstrap under calibration (positives per group Binomial(n_g, E1_g/n_g))
-with the same noise.  The group cuts are held fixed: on the coarse grid (depth 6) they move little.
+with the same noise.  The interval (``ci_fn``) inverts the estimate's simulated law over candidate
+values h of the estimand (:func:`inverted_interval`; the plug-in rescaled to h, the same draws for
+every h).  The group cuts are held fixed: on the coarse grid (depth 6) they move little.
 
 Estimand (:func:`hl_estimand_from_class_counts`): the same pooled statistic on the exact class
 counts, at the groups the exact pooled curve cuts, each probability at its cell's midpoint
@@ -34,7 +36,40 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["hl_estimand_from_class_counts", "hl_from_class_counts"]
+__all__ = ["hl_estimand_from_class_counts", "hl_from_class_counts", "inverted_interval", "lack_of_fit_grid"]
+
+
+def lack_of_fit_grid(T: float, se: float, points: int = 40) -> np.ndarray:
+    """Candidate values h ≥ 0 of the estimand for :func:`inverted_interval`: 0 to max(T, 0) + 8 se,
+    denser near 0 (quadratic spacing), where the estimate's law changes shape fastest."""
+    top = max(T, 0.0) + 8.0 * max(se, 1e-9)
+    return top * (np.arange(points + 1) / points) ** 2
+
+
+def inverted_interval(h: np.ndarray, sims: np.ndarray, T: float):
+    """``ci_fn(level)``: the estimand values h whose simulated law of the estimate (``sims[i]``, draws
+    at h[i] with common random numbers) has T inside its central ``level`` quantiles.
+
+    The law of H is skewed where noise dominates and its spread grows with h, so the symmetric
+    T ± z·stderr over-covers there (an estimate far above the truth also reports a larger stderr);
+    inverting the family is exact where the simulated law is.  Quantiles are made monotone in h; an
+    estimate below the law at h = 0 gets [0, h[1]] (no zero-width interval).
+
+    >>> h = np.array([0.0, 1.0, 2.0]); sims = h[:, None] + np.linspace(-1, 1, 101)[None, :]
+    >>> [round(v, 3) for v in inverted_interval(h, sims, 1.0)(0.9)]
+    [0.1, 1.9]
+    """
+    h, sims = np.asarray(h, dtype=np.float64), np.asarray(sims, dtype=np.float64)
+
+    def ci(level: float) -> tuple[float, float]:
+        a = (1.0 - float(level)) / 2.0
+        q_lo = np.maximum.accumulate(np.quantile(sims, a, axis=1))
+        q_hi = np.maximum.accumulate(np.quantile(sims, 1.0 - a, axis=1))
+        lo = float(np.interp(T, q_hi, h)) if q_hi[0] < T else 0.0
+        hi = float(np.interp(T, q_lo, h)) if q_lo[0] <= T else 0.0
+        return lo, max(hi, lo, float(h[1]))
+
+    return ci
 
 
 def _cell_counts(prefix: np.ndarray, k: int) -> np.ndarray:
@@ -143,6 +178,22 @@ def hl_estimand_from_class_counts(
     return float(_pooled(r, m, t, np.zeros_like(r), D["floor"]))
 
 
+def _interval(r_dir, m, t, var_r, floor, eig, T: float, se: float, gen, reps: int):
+    """:func:`inverted_interval` of the pooled estimate: its law at candidate lack of fit h, the
+    plug-in residual direction ``r_dir`` rescaled to h, the same (normal, exact covariance) draws
+    for every h."""
+    Q, (w, V) = r_dir.size, eig
+    fit_dir = float(_pooled(r_dir, m, t, np.zeros(Q), floor))
+    draws = np.random.default_rng(int(gen.integers(2**62))).standard_normal((reps, 3 * Q))
+    z = (draws * np.sqrt(np.maximum(w, 0.0))) @ V.T
+    grid = lack_of_fit_grid(T, se)
+    law = [
+        _pooled(r_dir * np.sqrt(h / fit_dir) + z[:, :Q], m + z[:, Q : 2 * Q], t + z[:, 2 * Q :], var_r, floor)
+        for h in grid
+    ]
+    return inverted_interval(grid, np.array(law), T)
+
+
 def hl_from_class_counts(
     pos_prefix: np.ndarray,
     neg_prefix: np.ndarray,
@@ -179,11 +230,16 @@ def hl_from_class_counts(
 
     # plug-in truth: the released sums, the residual shrunk by its noise variance (not counted twice)
     r_plug = np.sign(r_obs) * np.sqrt(np.maximum(r_obs**2 - var_r, 0.0))
+    # the direction of the lack of fit for the interval's family (uniform where the plug-in has none)
+    D_obs = np.maximum(np.maximum(m_obs, 0) * np.maximum(t_obs - m_obs, 0) / np.maximum(t_obs, 1e-12), floor)
+    r_dir = r_plug if np.any(r_plug != 0) else np.sqrt(np.maximum(D_obs, 1e-12) / Q)
     # the positive part is biased up where a residual is mostly noise; the stderr grows with the
     # plug-in's lack of fit, so scale it to the estimate's (a calibrated plug-in where that is <= 0)
     fit = float(_pooled(r_plug, m_obs, t_obs, np.zeros(Q), floor))
     r_plug = r_plug * (np.sqrt(max(pooled, 0.0) / fit) if fit > max(pooled, 0.0) else 1.0)
     sims = noisy(r_plug, m_obs, t_obs)
+    se = float(np.std(sims, ddof=1))
+    ci_fn = _interval(r_dir, m_obs, t_obs, var_r, floor, (w, V), pooled, se, gen, bootstrap)
     # null "calibrated": positives per group Binomial(t, m / t) at the released group sizes and means
     t_int = np.maximum(np.rint(t_obs), 0).astype(np.int64)
     prob = np.clip(m_obs / np.maximum(t_obs, 1e-12), 0.0, 1.0)
@@ -194,7 +250,8 @@ def hl_from_class_counts(
         "unbiased": pooled,
         "unbiased_classical": H - bias,
         "noise_bias": bias,
-        "stderr": float(np.std(sims, ddof=1)),
+        "stderr": se,
+        "ci_fn": ci_fn,
         "p_value": float((1 + np.sum(null >= pooled)) / (1 + bootstrap)),
         "group_ends": ends,
         "E1": e1,

@@ -14,6 +14,7 @@ from privstats.estimate import Estimate
 from privstats.plan import Option, UselessResultWarning, check_model
 from privstats.privacy import PureDP, discrete_laplace
 from privstats.privacy.randomness import RNGLike, as_source
+from privstats.secure.hosmer_lemeshow import inverted_interval, lack_of_fit_grid
 from privstats.stats.distribution.ecdf import ecdf
 from privstats.stats.distribution.plumbing import _central_curve, _dlap_sim
 from privstats.stats.units import Call, choose, unit
@@ -343,13 +344,15 @@ def _hl_cut_jitter(e1, e0, d, cuts, moved_sd: float, gen, reps: int):
 def hl_pooled_uncertainty(
     E1n, E0n, O1n, O0n, acc: dict, *, bootstrap: int = 2000, rng=None, cuts=None, moved_sd: float = 0.0
 ):
-    """(p-value, stderr) of :func:`_hl_pooled` from the released sums (post-processing only).
+    """(p-value, stderr, ci_fn) of :func:`_hl_pooled` from the released sums (post-processing only).
 
     p-value: the statistic's null law simulated at the released group sizes n_g and mean
     probabilities π_g (positives Binomial(n_g, π_g), then the same DP noise); stderr: the spread
     of re-noised plug-in sums whose residual is the released one shrunk by its noise variance, and
     (``cuts`` given) whose groups trade the users the private cuts move (:func:`_hl_cut_jitter`,
     ``moved_sd`` = n × the private ECDF's noise sd, public): the cuts' own noise is in the stderr.
+    ci_fn: :func:`~privstats.secure.hosmer_lemeshow.inverted_interval` over candidate lack of fit h
+    (the plug-in rescaled to h, the same draws for every h).
     """
     gen = np.random.default_rng(rng)
     s2, floor = hl_noise_parts(acc)
@@ -367,11 +370,23 @@ def hl_pooled_uncertainty(
     # the stderr grows with the plug-in's lack of fit: scale the plug-ins so theirs equals the estimate's
     V = np.maximum(e1 * e0 / np.maximum(e1 + e0, 1e-12), floor)
     fit = float(np.sum(d_plug**2 / V))
-    d_plug = d_plug * (math.sqrt(max(T, 0.0) / fit) if fit > max(T, 0.0) else 1.0)
-    if cuts is not None and moved_sd > 0:
-        e1, e0, d_plug = _hl_cut_jitter(e1, e0, d_plug, np.asarray(cuts), moved_sd, gen, bootstrap)
-    sims = _hl_renoise(e1, e0, d_plug, acc, gen, bootstrap)
-    return p_value, float(np.std(sims, ddof=1))
+    d_dir = d_plug if fit > 0 else np.sqrt(V / V.size)  # the lack of fit's direction (uniform if none)
+    fit_dir = float(np.sum(d_dir**2 / V))
+
+    def law(h: float, g) -> np.ndarray:
+        """The estimate's law when the plug-in's lack of fit is h."""
+        dh = d_dir * math.sqrt(max(h, 0.0) / fit_dir)
+        E1j, E0j, dj = e1, e0, dh
+        if cuts is not None and moved_sd > 0:
+            E1j, E0j, dj = _hl_cut_jitter(e1, e0, dh, np.asarray(cuts), moved_sd, g, bootstrap)
+        return _hl_renoise(E1j, E0j, dj, acc, g, bootstrap)
+
+    sims = law(min(max(T, 0.0), fit), gen)
+    se = float(np.std(sims, ddof=1))
+    seed = int(gen.integers(2**62))  # common random numbers over the candidates h
+    grid = lack_of_fit_grid(T, se)
+    ci_fn = inverted_interval(grid, np.array([law(h, np.random.default_rng(seed)) for h in grid]), T)
+    return p_value, se, ci_fn
 
 
 def hosmer_lemeshow(
@@ -410,9 +425,9 @@ def hosmer_lemeshow(
       flooring; p = (1 + #{H* >= H}) / (1 + B).  ``details["p_value_chi2"]`` is the
       classical χ²_{Q-2} tail, which ignores the DP noise and is anti-conservative at
       small ε.
-    * ``stderr``: the standard deviation of H given the data, by re-noising plug-in true
-      sums: E = released E, O - E = released difference shrunk by its noise variance
-      (sign(d) sqrt(max(d² - s², 0))), so the squared residuals are not double-counted.
+    * ``stderr``: the spread of H given the data, re-noising plug-in true sums (E as released, O − E
+      shrunk by its noise variance and scaled to the estimate's lack of fit), the cuts' spread added
+      (:func:`_hl_cut_jitter`); ``ci()`` inverts that simulated law over values of :func:`hl_estimand`.
 
     ``bounds``: the public range (lo, hi) within [0, 1] of the predicted probabilities, default
     (0, 1) (a model whose outputs are known to be clipped, e.g. (0.01, 0.99), gets a finer grid for
@@ -541,7 +556,7 @@ def central_run(c: Call) -> Estimate:
     T = float(_hl_pooled(E1n, E0n, O1n, O0n, *hl_noise_parts(acc)))
     gen = np.random.default_rng(src.uint64(4).tolist() if rng is None else int(src.integers(2**62)))
     moved_sd = y.size * _central_curve(y.size, float(acc["epsilon_quantile"]), 1 << L)[1]
-    p_value, stderr = hl_pooled_uncertainty(
+    p_value, stderr, ci_fn = hl_pooled_uncertainty(
         E1n, E0n, O1n, O0n, acc, bootstrap=B, rng=gen, cuts=cuts, moved_sd=moved_sd
     )
     n_needed = hl_n_needed(epsilon, Q, L, budget)
@@ -580,6 +595,7 @@ def central_run(c: Call) -> Estimate:
             "accounting": acc,
             "p_value_method": "simulated null law of the pooled statistic (Binomial groups, DP noise)",
             "stderr_method": "parametric bootstrap of the DP noise at shrunk plug-in residuals",
+            "ci_fn": ci_fn,  # the estimand values whose simulated law holds the estimate
         },
     )
 
