@@ -65,19 +65,21 @@ def test_central_interval_covers_its_estimand_on_anes96():
     y, p = _anes96_resampled(1000)
     target = hl_estimand(y, p, epsilon=1.0)
     classical = _classical_h(y, p)
-    vals, hits, hits_classical = [], 0, 0
+    vals, hits = [], 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for r in range(RUNS):
             est = privstats.hosmer_lemeshow(y, p, epsilon=1.0, bootstrap=200, rng=5000 + r)
             lo, hi = est.ci(0.95)
             hits += lo <= target <= hi
-            hits_classical += lo <= classical <= hi
             vals.append(est.unclipped)
     v = np.asarray(vals)
     # coverage within 4 binomial sd of 0.95 (the band's lower end; 60 seeds: sd 0.028)
     assert hits / RUNS >= 0.95 - 4 * np.sqrt(0.95 * 0.05 / RUNS), hits
-    # the old target (classical H at np.quantile deciles, 41 against 7.1) is covered far less often
-    assert hits_classical / RUNS <= 0.6, hits_classical
-    # unbiased for it: the mean within 4 standard errors of the mean
-    assert abs(v.mean() - target) <= 4 * v.std(ddof=1) / np.sqrt(RUNS), (v.mean(), target)
+    # unbiased for it: the mean within 4 standard errors of the mean ...
+    se_mean = v.std(ddof=1) / np.sqrt(RUNS)
+    assert abs(v.mean() - target) <= 4 * se_mean, (v.mean(), target)
+    # ... and far from the old target (classical H at np.quantile deciles, 41 against 7.1).  Its
+    # coverage is no test of that: here (the power warning fires) the interval, inverted from the
+    # estimate's law, rightly reaches H = 41, whose law has a 2.5% quantile below the estimate
+    assert abs(v.mean() - classical) > 4 * se_mean, (v.mean(), classical)

@@ -321,7 +321,7 @@ def _open_hl(spec: SecureSpec, parts, n: int | None, meta: dict, groups: int, rn
         pos, neg, cov, cov, spec.internal, spec.bounds[0], groups=groups, rng=gen, bootstrap=1000
     )
     keys = ["p_value", "unbiased", "noise_bias", "E1", "E0", "O_minus_E", "var_O_minus_E", "V_floor"]
-    keys += ["unbiased_classical", "dof", "quantisation"]
+    keys += ["unbiased_classical", "dof", "quantisation", "ci_fn"]
     return Estimate(
         max(r["unbiased"], 0.0),
         stderr=r["stderr"],

@@ -19,10 +19,15 @@ cell's midpoint):
 Uncertainty: the group statistics (r, E1, n) are linear in the released counts, with an exact
 joint noise covariance, so the stderr is the standard deviation of H when fresh (normal) noise of
 that covariance is added to plug-in sums (E as released, r shrunk by its noise variance so the
-noise is not counted twice), and the p-value is a parametric bootstrap under calibration
-(positives per group Binomial(n_g, E1_g/n_g)) with the same noise.  The group cuts are held
-fixed (their own noise is not in the stderr).  Quantisation: each p is
-represented by its cell's midpoint (error at most half a cell, 1/(2·grid)).
+noise is not counted twice, and scaled so that their statistic equals the estimate's), and the
+p-value is a parametric bootstrap under calibration (positives per group Binomial(n_g, E1_g/n_g))
+with the same noise.  The interval (``ci_fn``) inverts the estimate's simulated law over candidate
+values h of the estimand (:func:`inverted_interval`; the plug-in rescaled to h, the same draws for
+every h).  The group cuts are held fixed: on the coarse grid (depth 6) they move little.
+
+Estimand (:func:`hl_estimand_from_class_counts`): the same pooled statistic on the exact class
+counts, at the groups the exact pooled curve cuts, each probability at its cell's midpoint
+(quantisation: at most half a cell, 1/(2·grid)) and the V floor of this release's noise.
 """
 
 from __future__ import annotations
@@ -31,7 +36,40 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["hl_from_class_counts"]
+__all__ = ["hl_estimand_from_class_counts", "hl_from_class_counts", "inverted_interval", "lack_of_fit_grid"]
+
+
+def lack_of_fit_grid(T: float, se: float, points: int = 40) -> np.ndarray:
+    """Candidate values h ≥ 0 of the estimand for :func:`inverted_interval`: 0 to max(T, 0) + 8 se,
+    denser near 0 (quadratic spacing), where the estimate's law changes shape fastest."""
+    top = max(T, 0.0) + 8.0 * max(se, 1e-9)
+    return top * (np.arange(points + 1) / points) ** 2
+
+
+def inverted_interval(h: np.ndarray, sims: np.ndarray, T: float):
+    """``ci_fn(level)``: the estimand values h whose simulated law of the estimate (``sims[i]``, draws
+    at h[i] with common random numbers) has T inside its central ``level`` quantiles.
+
+    The law of H is skewed where noise dominates and its spread grows with h, so the symmetric
+    T ± z·stderr over-covers there (an estimate far above the truth also reports a larger stderr);
+    inverting the family is exact where the simulated law is.  Quantiles are made monotone in h; an
+    estimate below the law at h = 0 gets [0, h[1]] (no zero-width interval).
+
+    >>> h = np.array([0.0, 1.0, 2.0]); sims = h[:, None] + np.linspace(-1, 1, 101)[None, :]
+    >>> [round(v, 3) for v in inverted_interval(h, sims, 1.0)(0.9)]
+    [0.1, 1.9]
+    """
+    h, sims = np.asarray(h, dtype=np.float64), np.asarray(sims, dtype=np.float64)
+
+    def ci(level: float) -> tuple[float, float]:
+        a = (1.0 - float(level)) / 2.0
+        q_lo = np.maximum.accumulate(np.quantile(sims, a, axis=1))
+        q_hi = np.maximum.accumulate(np.quantile(sims, 1.0 - a, axis=1))
+        lo = float(np.interp(T, q_hi, h)) if q_hi[0] < T else 0.0
+        hi = float(np.interp(T, q_lo, h)) if q_lo[0] <= T else 0.0
+        return lo, max(hi, lo, float(h[1]))
+
+    return ci
 
 
 def _cell_counts(prefix: np.ndarray, k: int) -> np.ndarray:
@@ -79,6 +117,83 @@ def _v_floor(S: np.ndarray, Q: int) -> np.ndarray:
     return 3 * np.sqrt(np.maximum(var_m, var_e0))
 
 
+def _design(pos_prefix, neg_prefix, cov_pos, cov_neg, internal, lower: float, groups: int) -> dict:
+    """The groups cut on the pooled curve and the group statistics' linear maps and noise covariance.
+
+    ``M1 d1 + M0 d0`` stacks per group (r = O1 − E1, m = E1, t = n) from cell counts; ``S`` is the
+    exact joint noise covariance of (r, m, t), ``var_r`` its r block's diagonal and ``floor`` the
+    V floor (:func:`_v_floor`): all public given the cuts.
+    """
+    k = int(np.asarray(internal).size)
+    edges = np.concatenate([[lower], np.asarray(internal, dtype=np.float64)])
+    mid = 0.5 * (edges[:-1] + edges[1:])
+    ends = _groups(np.asarray(pos_prefix[:k]) + np.asarray(neg_prefix[:k]), groups)
+    starts = np.concatenate([[0], ends[:-1] + 1])
+    c = np.arange(k)
+    G = ((c[None, :] >= starts[:, None]) & (c[None, :] <= ends[:, None])).astype(np.float64)
+    C1, C0 = _diff_cov(np.asarray(cov_pos), k), _diff_cov(np.asarray(cov_neg), k)
+    # (r, m = Σ p (d1 + d0), t = Σ (d1 + d0)) are linear in d1, d0: M1 d1 + M0 d0
+    a1, a0 = G * (1 - mid)[None, :], -G * mid[None, :]
+    M1 = np.concatenate([a1, G * mid[None, :], G])
+    M0 = np.concatenate([a0, G * mid[None, :], G])
+    S = M1 @ C1 @ M1.T + M0 @ C0 @ M0.T
+    Q = G.shape[0]
+    return {
+        "k": k,
+        "Q": Q,
+        "edges": edges,
+        "ends": ends,
+        "M1": M1,
+        "M0": M0,
+        "S": S,
+        "var_r": np.diag(S)[:Q].copy(),
+        "floor": _v_floor(S, Q),
+    }
+
+
+def _sums(D: dict, pos_prefix, neg_prefix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(r, m, t) per group from the class prefix counts."""
+    k, Q = D["k"], D["Q"]
+    z = D["M1"] @ _cell_counts(pos_prefix, k) + D["M0"] @ _cell_counts(neg_prefix, k)
+    return z[:Q], z[Q : 2 * Q], z[2 * Q :]
+
+
+def hl_estimand_from_class_counts(
+    pos_prefix, neg_prefix, cov_pos, cov_neg, internal, lower: float, *, groups: int = 10
+) -> float:
+    """What the secure estimate (``unbiased``) estimates, from the exact (noise-free) class prefix counts.
+
+    Σ_g r_g² / max(V_g, floor_g) over the groups cut at the exact pooled curve's (q/Q)-quantiles on the
+    grid, with each probability represented by its cell's midpoint (r_g = Σ (1 − p_c) d1_c − p_c d0_c,
+    V_g = E1 E0 / n_g) and floor_g = 3 noise sd of the group's E (:func:`_v_floor`, from the release's
+    noise covariance ``cov_*``).  Where every V_g ≥ floor_g it is the classical H on the grid's groups
+    at midpoint probabilities; a group whose variance the noise cannot resolve gets the capped weight.
+
+    >>> z = np.zeros((5, 5)); pos = np.cumsum([5, 10, 20, 40, 0]); neg = np.cumsum([40, 20, 10, 5, 0])
+    >>> round(hl_estimand_from_class_counts(pos, neg, z, z, np.array([.25, .5, .75, 1.]), 0.0, groups=3), 4)
+    0.5704
+    """
+    D = _design(pos_prefix, neg_prefix, cov_pos, cov_neg, internal, lower, groups)
+    r, m, t = _sums(D, pos_prefix, neg_prefix)
+    return float(_pooled(r, m, t, np.zeros_like(r), D["floor"]))
+
+
+def _interval(r_dir, m, t, var_r, floor, eig, T: float, se: float, gen, reps: int):
+    """:func:`inverted_interval` of the pooled estimate: its law at candidate lack of fit h, the
+    plug-in residual direction ``r_dir`` rescaled to h, the same (normal, exact covariance) draws
+    for every h."""
+    Q, (w, V) = r_dir.size, eig
+    fit_dir = float(_pooled(r_dir, m, t, np.zeros(Q), floor))
+    draws = np.random.default_rng(int(gen.integers(2**62))).standard_normal((reps, 3 * Q))
+    z = (draws * np.sqrt(np.maximum(w, 0.0))) @ V.T
+    grid = lack_of_fit_grid(T, se)
+    law = [
+        _pooled(r_dir * np.sqrt(h / fit_dir) + z[:, :Q], m + z[:, Q : 2 * Q], t + z[:, 2 * Q :], var_r, floor)
+        for h in grid
+    ]
+    return inverted_interval(grid, np.array(law), T)
+
+
 def hl_from_class_counts(
     pos_prefix: np.ndarray,
     neg_prefix: np.ndarray,
@@ -98,31 +213,15 @@ def hl_from_class_counts(
     total), ``cov_*`` their exact noise covariance, ``internal`` the grid's thresholds,
     ``lower`` the lower bound of the probabilities (0).
     """
-    k = int(np.asarray(internal).size)
-    edges = np.concatenate([[lower], np.asarray(internal, dtype=np.float64)])
-    mid = 0.5 * (edges[:-1] + edges[1:])
-    d1, d0 = _cell_counts(pos_prefix, k), _cell_counts(neg_prefix, k)
-    ends = _groups(np.asarray(pos_prefix[:k]) + np.asarray(neg_prefix[:k]), groups)
-    starts = np.concatenate([[0], ends[:-1] + 1])
-    c = np.arange(k)
-    G = ((c[None, :] >= starts[:, None]) & (c[None, :] <= ends[:, None])).astype(np.float64)
-    C1, C0 = _diff_cov(np.asarray(cov_pos), k), _diff_cov(np.asarray(cov_neg), k)
-    a1, a0 = G * (1 - mid)[None, :], -G * mid[None, :]
-    var_r = np.einsum("gi,ij,gj->g", a1, C1, a1) + np.einsum("gi,ij,gj->g", a0, C0, a0)
-    r_obs = _group_sums(d1 * (1 - mid) - d0 * mid, ends)  # O1 − E1 per group
-    m_obs, t_obs = _group_sums((d1 + d0) * mid, ends), _group_sums(d1 + d0, ends)  # E1 and n per group
+    D = _design(pos_prefix, neg_prefix, cov_pos, cov_neg, internal, lower, groups)
+    Q, S, var_r, floor, edges, ends = D["Q"], D["S"], D["var_r"], D["floor"], D["edges"], D["ends"]
+    r_obs, m_obs, t_obs = _sums(D, pos_prefix, neg_prefix)  # O1 − E1, E1 and n per group
     e1, e0 = np.maximum(m_obs, min_expected), np.maximum(t_obs - m_obs, min_expected)
     H = float(np.sum(r_obs**2 * (1 / e1 + 1 / e0)))
     bias = float(np.sum(var_r * (1 / e1 + 1 / e0)))
 
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-    # joint noise covariance of the group statistics (r, m = Σ p (d1 + d0), t = Σ (d1 + d0)): linear in d1, d0
-    Q = G.shape[0]
-    M1 = np.concatenate([a1, G * mid[None, :], G])
-    M0 = np.concatenate([a0, G * mid[None, :], G])
-    S = M1 @ C1 @ M1.T + M0 @ C0 @ M0.T
     w, V = np.linalg.eigh(S)
-    floor = _v_floor(S, Q)
     pooled = float(_pooled(r_obs, m_obs, t_obs, var_r, floor))
 
     def noisy(r: np.ndarray, m: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -131,7 +230,16 @@ def hl_from_class_counts(
 
     # plug-in truth: the released sums, the residual shrunk by its noise variance (not counted twice)
     r_plug = np.sign(r_obs) * np.sqrt(np.maximum(r_obs**2 - var_r, 0.0))
+    # the direction of the lack of fit for the interval's family (uniform where the plug-in has none)
+    D_obs = np.maximum(np.maximum(m_obs, 0) * np.maximum(t_obs - m_obs, 0) / np.maximum(t_obs, 1e-12), floor)
+    r_dir = r_plug if np.any(r_plug != 0) else np.sqrt(np.maximum(D_obs, 1e-12) / Q)
+    # the positive part is biased up where a residual is mostly noise; the stderr grows with the
+    # plug-in's lack of fit, so scale it to the estimate's (a calibrated plug-in where that is <= 0)
+    fit = float(_pooled(r_plug, m_obs, t_obs, np.zeros(Q), floor))
+    r_plug = r_plug * (np.sqrt(max(pooled, 0.0) / fit) if fit > max(pooled, 0.0) else 1.0)
     sims = noisy(r_plug, m_obs, t_obs)
+    se = float(np.std(sims, ddof=1))
+    ci_fn = _interval(r_dir, m_obs, t_obs, var_r, floor, (w, V), pooled, se, gen, bootstrap)
     # null "calibrated": positives per group Binomial(t, m / t) at the released group sizes and means
     t_int = np.maximum(np.rint(t_obs), 0).astype(np.int64)
     prob = np.clip(m_obs / np.maximum(t_obs, 1e-12), 0.0, 1.0)
@@ -142,7 +250,8 @@ def hl_from_class_counts(
         "unbiased": pooled,
         "unbiased_classical": H - bias,
         "noise_bias": bias,
-        "stderr": float(np.std(sims, ddof=1)),
+        "stderr": se,
+        "ci_fn": ci_fn,
         "p_value": float((1 + np.sum(null >= pooled)) / (1 + bootstrap)),
         "group_ends": ends,
         "E1": e1,

@@ -14,6 +14,7 @@ from privstats.estimate import Estimate
 from privstats.plan import Option, UselessResultWarning, check_model
 from privstats.privacy import PureDP, discrete_laplace
 from privstats.privacy.randomness import RNGLike, as_source
+from privstats.secure.hosmer_lemeshow import inverted_interval, lack_of_fit_grid
 from privstats.stats.distribution.ecdf import ecdf
 from privstats.stats.distribution.plumbing import _central_curve, _dlap_sim
 from privstats.stats.units import Call, choose, unit
@@ -159,23 +160,71 @@ def hl_estimand(
     *,
     epsilon: float,
     groups: int = 10,
-    depth: int = 10,
+    depth: int | None = None,
     budget: str = "split",
     bounds=(0.0, 1.0),
+    model: str = "central",
+    cut_draws: int = 200,
 ) -> float:
-    """What the central estimate (``est.unclipped``) estimates, computed on the exact data:
-    Σ_g d_g² / max(V_g, floor) (:func:`_hl_pooled`, ``debias=False``) over the groups cut by
-    :func:`hl_grid_cuts`.  With every V_g ≥ floor (3 noise sd of a group's E, which shrinks as
-    1/ε) it is the classical H at those deciles; a group whose binomial variance the noise
-    cannot resolve (scores near 0 or 1 at small n ε) gets the capped weight 1/floor, so there it is
-    below the classical H.  Its p-value is simulated from this statistic's own null law.
+    """What the estimate (``est.unclipped``) of ``model`` estimates, computed on the exact data.
+
+    ``"central"`` (depth 10): Σ_g d_g² / max(V_g, floor) (:func:`_hl_pooled`, ``debias=False``) on
+    the exact sums, averaged over the group cuts the private ECDF places (``cut_draws`` draws of its
+    noise, fixed seed; ``cut_draws=0``: the noise-free grid deciles of :func:`hl_grid_cuts`).  With
+    every V_g ≥ floor (3 noise sd of a group's E, which shrinks as 1/ε) a term is the classical
+    (O − E)²/E pair; a group whose binomial variance the noise cannot resolve (scores near 0 or 1 at
+    small n ε) gets the capped weight 1/floor, so there it is below the classical H.  The average
+    over the cuts is the target because H is not smooth in where a cut falls among tied or close
+    scores (at the deciles' own placement it can differ from the average by an sd), and the
+    estimate's stderr carries the cuts' spread (:func:`_hl_cut_jitter`).
+
+    ``"secure"`` (depth 6): the same pooled statistic on what the two class curves can resolve
+    (:func:`privstats.secure.hosmer_lemeshow.hl_estimand_from_class_counts`): each probability
+    represented by its 2^depth grid cell's midpoint, groups cut on the grid at the pooled curve's
+    deciles, and the V floor of the release's own noise covariance.  The midpoints are the
+    resolution of the released data; at large n a cell's spread of scores (up to 1/2^depth) moves the
+    group expectations and the statistic can differ from the classical H by more than its noise.
+
+    Either is what a user checking calibration can learn at this (n, ε): the classical lack-of-fit
+    of the groups the release resolves, with groups the noise hides down-weighted instead of dominating.
+    The p-values are simulated from each statistic's own null law.
     """
+    check_model("hosmer_lemeshow", model)
     y = as_binary_labels(y_true, "y_true").astype(np.float64)
     p = as_float_array(y_prob, "y_prob", bounds=check_probability_bounds(bounds))
+    if model == "secure":
+        return _hl_secure_estimand(y, p, epsilon, groups, 6 if depth is None else depth, bounds)
+    depth = 10 if depth is None else depth
     acc = hosmer_lemeshow_accounting(epsilon, depth, budget)
-    E1, E0, O1, O0 = hl_group_sums(y, p, hl_grid_cuts(p, groups, depth, bounds), groups)
     s2, floor = hl_noise_parts(acc)
-    return float(_hl_pooled(E1 / HL_STEPS, E0 / HL_STEPS, O1, O0, s2, floor, debias=False))
+    sums = lambda cuts: hl_group_sums(y, p, cuts, groups)  # noqa: E731
+    if not cut_draws:
+        E1, E0, O1, O0 = sums(hl_grid_cuts(p, groups, depth, bounds))
+        return float(_hl_pooled(E1 / HL_STEPS, E0 / HL_STEPS, O1, O0, s2, floor, debias=False))
+    src, vals = as_source(20261126), []
+    for _ in range(int(cut_draws)):
+        E1, E0, O1, O0 = sums(
+            _private_cuts(p, acc, groups, depth, check_probability_bounds(bounds), "auto", src)[1]
+        )
+        vals.append(float(_hl_pooled(E1 / HL_STEPS, E0 / HL_STEPS, O1, O0, s2, floor, debias=False)))
+    return float(np.mean(vals))
+
+
+def _hl_secure_estimand(y, p, epsilon: float, groups: int, depth: int, bounds) -> float:
+    """:func:`hl_estimand` of the secure release: its exact class curves through its post-processing."""
+    from privstats.secure.aggregation import DistributedNoiseMechanism
+    from privstats.secure.histogram import SecureSpec
+    from privstats.secure.hosmer_lemeshow import hl_estimand_from_class_counts
+    from privstats.secure.noise import noise_variance_factor
+
+    spec = SecureSpec(
+        "hosmer_lemeshow", epsilon=epsilon, bounds=check_probability_bounds(bounds), grid=1 << depth
+    )
+    k = int(spec.internal.size)
+    hist = np.bincount(spec.cells(p, y.astype(np.int64)).ravel(), minlength=spec.length)
+    pos, neg = np.cumsum(hist[: k + 1]), np.cumsum(hist[k + 1 :])
+    cov = DistributedNoiseMechanism(spec.mechanism, noise_variance_factor(2)).count_covariance()
+    return hl_estimand_from_class_counts(pos, neg, cov, cov, spec.internal, spec.bounds[0], groups=groups)
 
 
 def hl_noise_parts(accounting: dict) -> tuple[float, float]:
@@ -258,12 +307,52 @@ def _hl_renoise(E1, E0, d, acc: dict, gen, reps: int):
     )
 
 
-def hl_pooled_uncertainty(E1n, E0n, O1n, O0n, acc: dict, *, bootstrap: int = 2000, rng=None):
-    """(p-value, stderr) of :func:`_hl_pooled` from the released sums (post-processing only).
+def _hl_cut_jitter(e1, e0, d, cuts, moved_sd: float, gen, reps: int):
+    """``reps`` copies of the group sums (E1, E0, d) after the private cuts move (post-processing only).
+
+    The cut between groups c and c + 1 moves m ~ N(0, moved_sd²) users (rounded, at most half the
+    donor group: the private ECDF is isotonic and its cuts stay ordered) across it: they score about
+    the cut t_c, and the residual they carry is their share k/n of the donor group's d (which already
+    holds it) plus a spread of variance k (1 − k/n) t_c (1 − t_c) (a hypergeometric split): the total
+    residual is conserved, so a calibrated model's H keeps its law and only the resolution of lack of
+    fit between the groups varies.  Records that come in identical copies (ties of score and label)
+    move together, so there the cuts' spread is larger than this independent-records model says.
+    """
+    Q, rows = e1.size, np.arange(reps)
+    n_g = np.maximum(np.rint(e1 + e0), 0.0)
+    E1, E0 = (np.repeat(np.asarray(v, dtype=np.float64)[None, :], reps, axis=0) for v in (e1, e0))
+    d0 = np.broadcast_to(np.asarray(d, dtype=np.float64), (reps, Q))  # one residual vector, or one per copy
+    D = d0.copy()
+    m = np.rint(gen.normal(0.0, moved_sd, (reps, Q - 1)))
+    for c in range(Q - 1):
+        t = float(cuts[c])
+        up = m[:, c] > 0  # the cut moves up: users of group c + 1 join group c
+        donor = np.where(up, c + 1, c)
+        k = np.minimum(np.abs(m[:, c]), n_g[donor] / 2).astype(np.int64)
+        # their residual is their share of the donor's (it already holds it), give or take its spread
+        share = k / np.maximum(n_g[donor], 1.0)
+        spread = np.sqrt(k * (1 - share) * t * (1 - t))
+        moved_r = share * d0[rows, donor] + spread * gen.standard_normal(reps)
+        sign = np.where(up, 1.0, -1.0)
+        for g, sg in ((c, sign), (c + 1, -sign)):
+            E1[:, g] += sg * k * t
+            E0[:, g] += sg * k * (1 - t)
+            D[:, g] += sg * moved_r
+    return np.maximum(E1, 0.0), np.maximum(E0, 0.0), D
+
+
+def hl_pooled_uncertainty(
+    E1n, E0n, O1n, O0n, acc: dict, *, bootstrap: int = 2000, rng=None, cuts=None, moved_sd: float = 0.0
+):
+    """(p-value, stderr, ci_fn) of :func:`_hl_pooled` from the released sums (post-processing only).
 
     p-value: the statistic's null law simulated at the released group sizes n_g and mean
     probabilities π_g (positives Binomial(n_g, π_g), then the same DP noise); stderr: the spread
-    of re-noised plug-in sums whose residual is the released one shrunk by its noise variance.
+    of re-noised plug-in sums whose residual is the released one shrunk by its noise variance, and
+    (``cuts`` given) whose groups trade the users the private cuts move (:func:`_hl_cut_jitter`,
+    ``moved_sd`` = n × the private ECDF's noise sd, public): the cuts' own noise is in the stderr.
+    ci_fn: :func:`~privstats.secure.hosmer_lemeshow.inverted_interval` over candidate lack of fit h
+    (the plug-in rescaled to h, the same draws for every h).
     """
     gen = np.random.default_rng(rng)
     s2, floor = hl_noise_parts(acc)
@@ -277,8 +366,27 @@ def hl_pooled_uncertainty(E1n, E0n, O1n, O0n, acc: dict, *, bootstrap: int = 200
     p_value = float((1 + np.count_nonzero(null >= T)) / (1 + bootstrap))
     d = ((O1n - E1n) - (O0n - E0n)) / 2
     d_plug = np.sign(d) * np.sqrt(np.maximum(d**2 - s2, 0.0))
-    sims = _hl_renoise(e1, e0, d_plug, acc, gen, bootstrap)
-    return p_value, float(np.std(sims, ddof=1))
+    # the positive part max(d² − s², 0) is biased up where a residual is mostly noise (small n ε), and
+    # the stderr grows with the plug-in's lack of fit: scale the plug-ins so theirs equals the estimate's
+    V = np.maximum(e1 * e0 / np.maximum(e1 + e0, 1e-12), floor)
+    fit = float(np.sum(d_plug**2 / V))
+    d_dir = d_plug if fit > 0 else np.sqrt(V / V.size)  # the lack of fit's direction (uniform if none)
+    fit_dir = float(np.sum(d_dir**2 / V))
+
+    def law(h: float, g) -> np.ndarray:
+        """The estimate's law when the plug-in's lack of fit is h."""
+        dh = d_dir * math.sqrt(max(h, 0.0) / fit_dir)
+        E1j, E0j, dj = e1, e0, dh
+        if cuts is not None and moved_sd > 0:
+            E1j, E0j, dj = _hl_cut_jitter(e1, e0, dh, np.asarray(cuts), moved_sd, g, bootstrap)
+        return _hl_renoise(E1j, E0j, dj, acc, g, bootstrap)
+
+    sims = law(min(max(T, 0.0), fit), gen)
+    se = float(np.std(sims, ddof=1))
+    seed = int(gen.integers(2**62))  # common random numbers over the candidates h
+    grid = lack_of_fit_grid(T, se)
+    ci_fn = inverted_interval(grid, np.array([law(h, np.random.default_rng(seed)) for h in grid]), T)
+    return p_value, se, ci_fn
 
 
 def hosmer_lemeshow(
@@ -317,9 +425,9 @@ def hosmer_lemeshow(
       flooring; p = (1 + #{H* >= H}) / (1 + B).  ``details["p_value_chi2"]`` is the
       classical χ²_{Q-2} tail, which ignores the DP noise and is anti-conservative at
       small ε.
-    * ``stderr``: the standard deviation of H given the data, by re-noising plug-in true
-      sums: E = released E, O - E = released difference shrunk by its noise variance
-      (sign(d) sqrt(max(d² - s², 0))), so the squared residuals are not double-counted.
+    * ``stderr``: the spread of H given the data, re-noising plug-in true sums (E as released, O − E
+      shrunk by its noise variance and scaled to the estimate's lack of fit), the cuts' spread added
+      (:func:`_hl_cut_jitter`); ``ci()`` inverts that simulated law over values of :func:`hl_estimand`.
 
     ``bounds``: the public range (lo, hi) within [0, 1] of the predicted probabilities, default
     (0, 1) (a model whose outputs are known to be clipped, e.g. (0.01, 0.99), gets a finer grid for
@@ -399,19 +507,24 @@ def secure_run(c: Call) -> Estimate:
     return release_in_process(spec, c.p, c.y.astype(np.int64), rng=c.rng, groups=c.Q)
 
 
-def _noisy_sums(c: Call, acc: dict, src):
-    """Algorithm 2's release: group cuts from a private ECDF, then the 4Q sums with discrete Laplace."""
-    y, p, Q, L = c.y, c.p, c.Q, c.L
+def _private_cuts(p, acc: dict, Q: int, L: int, bounds, method: str, src):
+    """The group cuts: (q/Q)-quantiles of a private isotonic ECDF on the 2^L grid (``epsilon_quantile``)."""
     curve = ecdf(
         p,
         epsilon=acc["epsilon_quantile"],
-        bounds=c.bounds,
+        bounds=bounds,
         grid=1 << L,
         smoothing="isotonic",
-        method=c.method,
+        method=method,
         rng=src,
     )
-    cuts = np.maximum.accumulate(np.asarray(curve.quantile(np.arange(1, Q) / Q)))
+    return curve, np.maximum.accumulate(np.asarray(curve.quantile(np.arange(1, Q) / Q)))
+
+
+def _noisy_sums(c: Call, acc: dict, src):
+    """Algorithm 2's release: group cuts from a private ECDF, then the 4Q sums with discrete Laplace."""
+    y, p, Q = c.y, c.p, c.Q
+    curve, cuts = _private_cuts(p, acc, Q, c.L, c.bounds, c.method, src)
     E1, E0, O1, O0 = hl_group_sums(y, p, cuts, Q)
     noise_e = np.asarray(discrete_laplace(acc["scale_expected_steps"], size=2 * Q, rng=src), dtype=np.int64)
     noise_o = np.asarray(discrete_laplace(acc["scale_observed"], size=2 * Q, rng=src), dtype=np.int64)
@@ -442,7 +555,10 @@ def central_run(c: Call) -> Estimate:
     H_unbiased = H - float(np.sum(noise_var / np.maximum(np.r_[E1n, E0n], min_expected)))
     T = float(_hl_pooled(E1n, E0n, O1n, O0n, *hl_noise_parts(acc)))
     gen = np.random.default_rng(src.uint64(4).tolist() if rng is None else int(src.integers(2**62)))
-    p_value, stderr = hl_pooled_uncertainty(E1n, E0n, O1n, O0n, acc, bootstrap=B, rng=gen)
+    moved_sd = y.size * _central_curve(y.size, float(acc["epsilon_quantile"]), 1 << L)[1]
+    p_value, stderr, ci_fn = hl_pooled_uncertainty(
+        E1n, E0n, O1n, O0n, acc, bootstrap=B, rng=gen, cuts=cuts, moved_sd=moved_sd
+    )
     n_needed = hl_n_needed(epsilon, Q, L, budget)
     return Estimate(
         max(T, 0.0),
@@ -479,6 +595,7 @@ def central_run(c: Call) -> Estimate:
             "accounting": acc,
             "p_value_method": "simulated null law of the pooled statistic (Binomial groups, DP noise)",
             "stderr_method": "parametric bootstrap of the DP noise at shrunk plug-in residuals",
+            "ci_fn": ci_fn,  # the estimand values whose simulated law holds the estimate
         },
     )
 
@@ -504,47 +621,92 @@ def _hl_cut_variance(n: int, pi: np.ndarray, d2: np.ndarray, depth: int, se_f: f
     return float(np.sum(4 * pi * (1 - pi) * moved * cuts / d2))
 
 
+def _lack_of_fit_shift(V: np.ndarray, D: np.ndarray, lack_of_fit: float | None) -> np.ndarray:
+    """Per-group mean residual μ_g making E Σ (r_g + μ_g)² / D_g = ``lack_of_fit`` for r_g ~ (0, V_g).
+
+    A calibrated model (None, or an H below Σ V/D) gets μ = 0; the excess is spread evenly over the
+    groups' weights (μ_g² ∝ D_g).
+
+    >>> _lack_of_fit_shift(np.array([4.0, 4.0]), np.array([4.0, 8.0]), 4.5).round(3).tolist()
+    [2.449, 3.464]
+    """
+    if lack_of_fit is None:
+        return np.zeros_like(V)
+    excess = max(float(lack_of_fit) - float(np.sum(V / D)), 0.0)
+    return np.sqrt(excess * D / D.size)
+
+
+def _check_lack_of_fit(lack_of_fit) -> float | None:
+    if lack_of_fit is None:
+        return None
+    v = check_real(lack_of_fit, "lack_of_fit")
+    if not (math.isfinite(v) and v >= 0):
+        raise ValueError(
+            f"lack_of_fit must be a finite H >= 0 (the anticipated statistic), got {lack_of_fit!r}"
+        )
+    return v
+
+
 @lru_cache(maxsize=64)
-def _hl_central_rmse(n: int, epsilon: float, groups: int, depth: int, pi: tuple[float, ...]) -> float:
+def _hl_central_rmse(
+    n: int, epsilon: float, groups: int, depth: int, pi: tuple[float, ...], lack_of_fit: float | None = None
+) -> float:
     """RMS error of :func:`_hl_pooled` about its estimand: the released sums drawn 4000 times from
     their law (positives per group Binomial(n_g, π) of a calibrated model, the sums' discrete
-    Laplace noise, V floored as :func:`_hl_pooled` does) with a fixed seed — the 1/E nonlinearity at small expected
-    counts has no closed form — plus the private cuts' share (:func:`_hl_cut_variance`)."""
+    Laplace noise, V floored as :func:`_hl_pooled` does) with a fixed seed — the 1/E nonlinearity at small
+    expected counts has no closed form — after the private cuts moved users between the groups
+    (:func:`_hl_cut_jitter`, the model the stderr uses; cuts midway between the groups' π)."""
     acc = hosmer_lemeshow_accounting(epsilon, depth, "split")
     s2, floor = hl_noise_parts(acc)
     p = np.asarray(pi)
     size = max(round(n / groups), 1)
     e1, e0 = size * p, size * (1 - p)
     g = np.random.default_rng(20261125)
-    d = g.binomial(size, p, (4000, groups)) - e1  # O1 − E1 of calibrated data
+    mu = _lack_of_fit_shift(size * p * (1 - p), np.maximum(size * p * (1 - p), floor), lack_of_fit)
+    d = g.binomial(size, p, (4000, groups)) - e1 + mu  # O1 − E1: calibrated data, shifted by the lack of fit
     true = _hl_pooled(e1, e0, e1 + d, e0 - d, s2, floor, debias=False)
-    H = _hl_renoise(e1, e0, d, acc, g, 4000)
+    # the private cuts move users between groups (:func:`_hl_cut_jitter`, as the stderr does), then the noise
     _, se_f = _central_curve(n, float(acc["epsilon_quantile"]), 1 << depth)
-    d2 = np.maximum(size * p * (1 - p), floor)
-    return math.sqrt(float(np.mean((H - true) ** 2)) + _hl_cut_variance(n, p, d2, depth, se_f))
+    e1j, e0j, dj = _hl_cut_jitter(e1, e0, d, (p[:-1] + p[1:]) / 2, n * se_f, g, 4000)
+    H = _hl_renoise(e1j, e0j, dj, acc, g, 4000)
+    return math.sqrt(float(np.mean((H - true) ** 2)))
 
 
-def _plan_hl_central(*, n, epsilon, groups=10, depth=10, mean_probabilities=None, bounds=None, **_) -> Option:
+def _plan_hl_central(
+    *, n, epsilon, groups=10, depth=10, mean_probabilities=None, bounds=None, lack_of_fit=None, **_
+) -> Option:
     """Simulated from the released sums' law (:func:`_hl_central_rmse`); groups of equal size
-    at public mean probabilities (default evenly spread over ``bounds``), a calibrated model."""
+    at public mean probabilities (default evenly spread over ``bounds``), a calibrated model, or
+    one whose statistic is ``lack_of_fit`` (the anticipated H: the error grows with it, the noise
+    multiplying each group's residual)."""
     pi = _hl_groups_uniform(n, int(groups), mean_probabilities, bounds)[1]
-    se = _hl_central_rmse(int(n), float(epsilon), int(groups), int(depth), tuple(pi.tolist()))
+    lof = _check_lack_of_fit(lack_of_fit)
+    se = _hl_central_rmse(int(n), float(epsilon), int(groups), int(depth), tuple(pi.tolist()), lof)
     return Option("central", "hosmer-lemeshow-algorithm2", {"groups": groups, "budget": "split"}, se)
 
 
-def _plan_hl_secure(*, n, epsilon, groups=10, depth=6, bounds=None, **_) -> Option:
-    """The secure release's RMS error (:func:`_hl_secure_rmse`) and its report size."""
+def _plan_hl_secure(*, n, epsilon, groups=10, depth=6, bounds=None, lack_of_fit=None, **_) -> Option:
+    """The secure release's RMS error (:func:`_hl_secure_rmse`, at a calibrated model or at the
+    anticipated H ``lack_of_fit``) and its report size."""
     from privstats.secure.histogram import SecureSpec, report_bits
 
     lo_hi = check_probability_bounds((0.0, 1.0) if bounds is None else bounds)
-    se = _hl_secure_rmse(int(n), float(epsilon), int(groups), int(depth), lo_hi)
+    lof = _check_lack_of_fit(lack_of_fit)
+    se = _hl_secure_rmse(int(n), float(epsilon), int(groups), int(depth), lo_hi, lof)
     spec = SecureSpec("hosmer_lemeshow", epsilon=epsilon, bounds=lo_hi, grid=1 << int(depth))
     params, bits = {"groups": groups, "depth": depth}, report_bits(spec.length)
     return Option("secure", HL_SECURE_PROTOCOL, params, se, messages_per_user=1.0, bits_per_user=bits)
 
 
 @lru_cache(maxsize=64)
-def _hl_secure_rmse(n: int, epsilon: float, groups: int, depth: int, bounds: tuple[float, float]) -> float:
+def _hl_secure_rmse(
+    n: int,
+    epsilon: float,
+    groups: int,
+    depth: int,
+    bounds: tuple[float, float],
+    lack_of_fit: float | None = None,
+) -> float:
     """RMS error of the secure estimate (:func:`privstats.secure.hosmer_lemeshow._pooled`) about
     its estimand Σ r² / max(V, floor), simulated 4000 times with a fixed seed: probabilities uniform
     on ``bounds`` (the grid's cells share n evenly), a calibrated model (r ~ N(0, V)), the group
@@ -572,7 +734,8 @@ def _hl_secure_rmse(n: int, epsilon: float, groups: int, depth: int, bounds: tup
     var_r, floor = np.diag(S)[:Q], _v_floor(S, Q)
     e1, t, d2 = G @ (per_cell * mid), G @ per_cell, G @ (per_cell * mid * (1 - mid))
     g = np.random.default_rng(20261126)
-    r = g.standard_normal((4000, Q)) * np.sqrt(d2)
+    mu = _lack_of_fit_shift(d2, np.maximum(e1 * (t - e1) / t, floor), lack_of_fit)
+    r = g.standard_normal((4000, Q)) * np.sqrt(d2) + mu
     w, V = np.linalg.eigh(S)
     z = (g.standard_normal((4000, 3 * Q)) * np.sqrt(np.maximum(w, 0.0))) @ V.T
     target = np.sum(r**2 / np.maximum(e1 * (t - e1) / t, floor), axis=1)
