@@ -158,42 +158,21 @@ def build_context(role: str, task: Task, secrets: RoleSecrets, storage: Any) -> 
     return ctx
 
 
-_BLAS_SETTERS = (
-    "openblas_set_num_threads",
-    "openblas_set_num_threads64_",
-    "scipy_openblas_set_num_threads64_",
-)
-
-
 def single_threaded_blas() -> int:
-    """Limit the process's OpenBLAS to one thread; returns how many libraries were limited.
+    """Limit the process's BLAS libraries to one thread (threadpoolctl); returns how many were limited.
 
     Preparation's matrix products are small (a batch of reports against a few dozen columns): extra
     BLAS threads do not speed them up, they spin while waiting for work, which cost an aggregator
     ~300 µs of CPU per report when ``OPENBLAS_NUM_THREADS`` was unset.  numpy is imported before
-    the server starts, so the environment variable is too late here; the library's own setter is
-    called instead (the OpenBLAS builds numpy ships, found in ``/proc/self/maps``; Linux only).
-    """
-    import ctypes
+    the server starts, so the environment variable is too late here.
 
-    try:
-        with open("/proc/self/maps") as fh:
-            paths = {line.split()[-1] for line in fh if "openblas" in line.lower() and "/" in line}
-    except OSError:
-        return 0
-    done = 0
-    for path in sorted(paths):
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for name in _BLAS_SETTERS:
-            setter = getattr(lib, name, None)
-            if setter is not None:
-                setter(1)
-                done += 1
-                break
-    return done
+    >>> single_threaded_blas() >= 0
+    True
+    """
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    threadpool_limits(limits=1, user_api="blas")  # not used as a context: kept for the process's life
+    return sum(info["user_api"] == "blas" for info in threadpool_info())
 
 
 def _warm_up(ctx: RoleContext) -> None:
