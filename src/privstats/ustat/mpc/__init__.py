@@ -61,12 +61,11 @@ from __future__ import annotations
 from .backend import SECURITY, SpuTwoParty, debias, noise_variance
 from .circuit import JobSpec, Output, noisy_program, require_spu, runtime_config
 from .kernels import SPECS, KernelSpec, encode, encode_sortable, kernel_spec, kernel_units
-from .noise import HALF, MECHANISMS, RING, NoisePlan, laplace_plan, make_plan, rr_plan, shares_plan
+from .noise import MECHANISMS, RING, NoisePlan, laplace_plan, make_plan, rr_plan, shares_plan
 from .party import Party, run_party
 from .session import SpuSession, default_session
 
 __all__ = [
-    "HALF",
     "MECHANISMS",
     "RING",
     "SECURITY",
