@@ -16,6 +16,8 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+import numpy as np
+
 from privstats.validation import check_positive_int
 
 from .bits import coin_bits, coin_cost
@@ -37,7 +39,7 @@ RR_MAX_BITS = 62  # precision cap of a coin
 RR_VAR_LOSS = 5e-3  # randomized response: debiased variance within 0.5% of the exact-ε variance
 LAPLACE_VAR_LOSS = 1e-2  # Laplace: realised variance within 1% of the exact sampler's (see laplace_plan)
 WRAP_MSE = 1e-3  # Laplace: decoding errors of the wrapped release add at most 0.1% of the variance
-WRAP_P = 1e-6  # Laplace: and happen with probability ≤ 10^-6 (their bias ≤ 2^(J+1)·10^-6 grid units)
+WRAP_P = 1e-6  # Laplace: J from P(decoding error) ≤ 10^-6 at the ideal law (≤ 2·10^-6 realised)
 MECHANISMS = ("rr", "laplace", "laplace-shares", "none")
 
 
@@ -142,42 +144,87 @@ class _Draft:
 
 def _draft(q: Fraction, iq: Fraction, variant: str, units: int, prec: list[int]) -> _Draft | int:
     """The coins at precisions ``prec`` (zero variant: nz first) or the index of the first coin whose
-    precision is too coarse to keep its step ratio in [q, 1/q]."""
+    precision is too coarse for its constraints.
+
+    Each digit's threshold is the least at its precision whose step ratio ``R_j = o_j / Π_{i<j} o_i``
+    is at least its floor (rounded up against the realised lower digits: no accumulation).  Floors:
+    q = e^{−ε/units} for every step; for units = 2 only windows of two steps must keep e^{−ε} = q², and
+    every window of G's steps holds R_0 (the steps alternate R_0, R_k), so digit 0 is rounded to the
+    nearest and the others' floor is q²/R_0 (their errors and R_0's cancel to first order).
+    """
+    pair = units == 2
     digits = prec[1:] if variant == "zero" else prec
     off = len(prec) - len(digits)
+    lo, hi = (q * q, iq * iq) if pair else (q, iq)  # a step's (or a pair window's) bounds
+    floor, cap = q, iq
     coins, odds, steps, prod = [], [], [], Fraction(1)
-    for j, n in enumerate(digits):  # R_j = o_j / Π_{i<j} o_i ≥ q, rounded up: no accumulation
-        target = q * prod
-        T = _ceil_at(target / (1 + target), n)
-        if 2**n <= T or Fraction(T, 2**n - T) / prod > iq:
+    for j, n in enumerate(digits):
+        if pair and j == 0:
+            T = min(max(round(q / (1 + q) * 2**n), 1), 2**n - 1)
+        else:
+            target = floor * prod
+            T = _ceil_at(target / (1 + target), n)
+        if 2**n <= T or not lo <= Fraction(T, 2**n - T) / prod <= min(cap, hi):
             return off + j
         o = Fraction(T, 2**n - T)
+        if pair and j == 0:
+            floor, cap = lo / o, hi / o
         coins.append((T, n))
         steps.append(o / prod)
         odds.append(o)
         prod *= o
     ps = [float(o / (1 + o)) for o in odds]
-    pg0 = math.prod(1.0 - p for p in ps)
     eg = sum(2**j * p for j, p in enumerate(ps))
     vg = sum(4**j * p * (1.0 - p) for j, p in enumerate(ps))
     J = len(ps)
     if variant == "zero":
-        pg0f = math.prod(Fraction(1) - o / (1 + o) for o in odds)
-        T = _ceil_at(2 * q / (pg0f + 2 * q), prec[0])  # ρ₀ = (π/2)·P(G=0)/(1−π) ≥ q
+        pg0 = math.prod(Fraction(1) - o / (1 + o) for o in odds)
+        T = _ceil_at(2 * floor / (pg0 + 2 * floor), prec[0])  # ρ₀ = (π/2)·P(G=0)/(1−π) ≥ floor
         pi = Fraction(T, 2 ** prec[0])
-        if 2 ** prec[0] <= T or pi / 2 * pg0f / (1 - pi) > iq:
+        rho = pi / 2 * pg0 / (1 - pi) if 2 ** prec[0] > T else iq * iq * 2
+        if not rho <= min(cap, hi):
             return 0
-        if 2 * steps[0] > iq:  # the wrap merges ±2^J: the step into it is 2·R_0
-            return 1
+        merge = 2 * steps[0] * (steps[1] if pair and J > 1 else 1)  # the wrap merges ±2^J
+        if not 2 * steps[0] <= hi or not merge <= hi:
+            return 1 if not 2 * steps[0] <= hi or J == 1 else 2
         coins.insert(0, (T, prec[0]))
-        steps = [pi / 2 * pg0f / (1 - pi), 2 * steps[0], *steps]
+        steps = [rho, 2 * steps[0], *steps]
         var = float(pi) * (vg + (1.0 + eg) ** 2)
     else:
         var = vg + (eg + 0.5) ** 2  # |Y + ½| = G + ½
-    del pg0
-    var += _tail(ps, 2**J - units - 1) * 4 ** (J + 1)  # wrap errors: ±2^(J+1), at most this MSE
+    err = _tail(ps, 2**J - units - 1)  # P(decoding error) ≤ this: errors of ±2^(J+1)
+    if pair and (err > 2 * WRAP_P or err * 4 ** (J + 1) > WRAP_MSE * var):  # R_0's freedom: tail too heavy
+        qf = float(q)  # refine the coarsest digit above its ideal probability
+        heavy = [j for j, p in enumerate(ps) if p * (1.0 + qf ** -(2.0**j)) > 1.001] or list(range(J))
+        return off + min(heavy, key=lambda j: digits[j])
+    var += err * 4 ** (J + 1)  # their MSE is at most this
     ands = sum(coin_cost(T, k)[0] for T, k in coins) + (J + 1 if variant == "zero" else 0)
     return _Draft(tuple(coins), var, ands, tuple(steps))
+
+
+def cycle_log_pmf(coins: tuple[tuple[int, int], ...], variant: str) -> np.ndarray:
+    """log P(noise ≡ z mod 2^(J+1)), z = 0..2^(J+1) − 1, of the sampler with these coins (the law of
+    ``circuit.assemble``: Z = S·nz·(1+G), ±2^J merged, or Y = G ⊕ S)."""
+    digits = coins[1:] if variant == "zero" else coins
+    J = len(digits)
+    g = np.arange(2**J)
+    lg = np.zeros(g.size)
+    for j, (T, k) in enumerate(digits):
+        lg += np.where((g >> j) & 1, math.log(T) - k * math.log(2), math.log1p(-T / 2**k))
+    out = np.empty(2 ** (J + 1))
+    if variant == "half":
+        out[g] = lg + math.log(0.5)
+        out[-1 - g] = lg + math.log(0.5)
+        return out
+    pi = coins[0][0] / 2 ** coins[0][1]
+    out[1 + g[:-1]] = out[-1 - g[:-1]] = lg[:-1] + math.log(pi / 2)
+    out[0], out[2**J] = math.log1p(-pi), lg[-1] + math.log(pi)
+    return out
+
+
+def _loss(log_pmf: np.ndarray, units: int) -> float:
+    """max over kernel changes d ≤ units and outputs z on the cycle of |log P(z + d) − log P(z)|."""
+    return max(float(np.max(np.abs(np.roll(log_pmf, -d) - log_pmf))) for d in range(1, units + 1))
 
 
 def _digits(q: float, units: int, ideal: float) -> int:
@@ -289,11 +336,27 @@ def laplace_plan(epsilon: float, units: int) -> NoisePlan:
     qx = math.exp(-epsilon / units)
     q = Fraction(qx * (1 + 1e-12))  # margins for exp's rounding: every step stays inside [e^-ε/u, e^ε/u]
     iq = Fraction(1 / qx * (1 - 1e-12))
-    variant = "zero" if 2 * q * q < iq * q * 0.999 else "half"
+    if units == 2:  # the merged ±2^J: 2·R_0·R_1 ≈ 2q² ≤ e^ε = q^-2
+        variant = "zero" if 2 * q**4 < 0.999 else "half"
+    else:
+        variant = "zero" if 2 * q * q < 0.999 else "half"
     ideal = _dl_variance(qx) + (0.25 if variant == "half" else 0.0)
-    J = _digits(qx, units, ideal)
-    d = _optimise(q, iq, variant, units, J + (variant == "zero"), (1 + LAPLACE_VAR_LOSS) * ideal)
-    eps_real = units * max(abs(math.log(s)) for s in d.steps)
+    J0 = _digits(qx, units, ideal)
+    for J in range(J0, J0 + 4):  # a realised tail too heavy for the wrap criteria at J: one more digit
+        try:
+            d = _optimise(q, iq, variant, units, J + (variant == "zero"), (1 + LAPLACE_VAR_LOSS) * ideal)
+            break
+        except ValueError:
+            continue
+    else:  # pragma: no cover
+        raise ValueError(f"no Laplace plan for ε = {epsilon}, units = {units}")
+    J = len(d.coins) - (variant == "zero")
+    if 2 ** (J + 1) * units <= 2**24:  # the exact worst case on the cycle
+        eps_real = _loss(cycle_log_pmf(d.coins, variant), units)
+    else:  # per-step bound (units ≠ 2): every step within [q, 1/q]
+        eps_real = units * max(abs(math.log(s)) for s in d.steps)
+    if eps_real > epsilon * (1 + 1e-9):  # pragma: no cover - the thresholds are built to fit
+        raise AssertionError(f"Laplace plan: realised ε {eps_real} above {epsilon}")
     return NoisePlan(
         "laplace",
         d.coins,
