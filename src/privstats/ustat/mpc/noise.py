@@ -40,6 +40,7 @@ RR_VAR_LOSS = 5e-3  # randomized response: debiased variance within 0.5% of the 
 LAPLACE_VAR_LOSS = 1e-2  # Laplace: realised variance within 1% of the exact sampler's (see laplace_plan)
 WRAP_MSE = 1e-3  # Laplace: decoding errors of the wrapped release add at most 0.1% of the variance
 WRAP_P = 1e-6  # Laplace: J from P(decoding error) ≤ 10^-6 at the ideal law (≤ 2·10^-6 realised)
+LAW_TOL = 0.02  # Laplace, units = 2: R_0 within 2% of q (the law stays within 2% of the discrete Laplace's)
 MECHANISMS = ("rr", "laplace", "laplace-shares", "none")
 
 
@@ -168,6 +169,8 @@ def _draft(q: Fraction, iq: Fraction, variant: str, units: int, prec: list[int])
             return off + j
         o = Fraction(T, 2**n - T)
         if pair and j == 0:
+            if abs(o / q - 1) > LAW_TOL:  # keep the law within LAW_TOL of the discrete Laplace
+                return off
             floor, cap = lo / o, hi / o
         coins.append((T, n))
         steps.append(o / prod)
