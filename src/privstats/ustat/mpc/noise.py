@@ -327,9 +327,10 @@ def laplace_plan(epsilon: float, units: int) -> NoisePlan:
     the realised thresholds: every step ratio P(z+1)/P(z) on the cycle — ``R_j = o_j / Π_{i<j} o_i``
     (o_j the odds of digit j) inside G, ``ρ₀`` between 0 and ±1 and ``2R_0`` into the merged ±2^J (zero
     variant), 1 at 0/−1 and at the wrap (half variant) — lies in [q, 1/q], so a kernel change of d ≤
-    units grid steps moves log P by at most d·ε/units.  The thresholds round each R_j up to its own
-    precision k_j, and k_j are chosen greedily (fewest ANDs) for a variance within 1% of the exact
-    sampler's (``LAPLACE_VAR_LOSS``).
+    units grid steps moves log P by at most d·ε/units (units = 2: every window of two steps within
+    [q², q⁻²], see :func:`_draft`; ε' is then the exact worst case on the cycle).  The thresholds
+    round each R_j up to its own precision k_j, and k_j are chosen greedily (fewest ANDs) for a
+    variance within 1% of the exact sampler's (``LAPLACE_VAR_LOSS``).
 
     >>> plan = laplace_plan(1.0, 2)
     >>> plan.epsilon <= 1.0, plan.delta, plan.variant, plan.wrap_bits
