@@ -11,7 +11,7 @@ Cheetah's lazy setup):
 * ``noisy RR``    — AUC's ``greater`` kernel with randomized response drawn inside the 2PC (the exact
   comparison, and the coin as a tree of one-bit ANDs on joint random bits: no second comparison);
 * ``Laplace``     — ``greater_half`` (two comparisons) with the discrete Laplace drawn inside the 2PC
-  (each of its coins costs two comparisons);
+  (its coins are trees of one-bit ANDs on joint random bits, wrapped release: 62 ANDs at ε = 1);
 * ``Laplace shares`` — ``greater_half`` with each party adding its own discrete Laplace share (free).
 
 Run in the mpc virtualenv (see .ci/mpc)::

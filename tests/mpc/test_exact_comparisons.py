@@ -70,22 +70,19 @@ def test_plain_ring_comparison_is_wrong_without_the_sign_bits():
     assert np.all(ring_order(a, b)[1] == 1)  # the split encoding: right
 
 
-@pytest.mark.parametrize("p", [0.5, 0.2689414213699951, 1e-3, 0.4999])
-def test_circuit_coin_law(p):
-    """Bernoulli(T/2^64) as msb(u) ⊕ msb(u − T/2): exact on the interval ends, and its mass on 10^6 draws."""
-    from privstats.ustat.mpc.circuit import _bern
-    from privstats.ustat.mpc.noise import HALF, _threshold
+@pytest.mark.parametrize("eps,units", [(1.0, 2), (0.5, 2), (8.0, 2), (1.0, 1)])
+def test_laplace_coins_are_u_less_than_T(eps, units):
+    """Every coin of the Laplace plans: the circuit's tree on all 2^n values of the bits it reads is
+    [u < T], so each coin's probability is exactly T/2^k (the law the plan accounts for)."""
+    from privstats.ustat.mpc.bits import coin_bits
+    from privstats.ustat.mpc.circuit import _chain_less
+    from privstats.ustat.mpc.noise import laplace_plan
 
-    T, comp = _threshold(p)
-    assert T % 2 == 0 and not comp
-    h = T // 2
-    ends = np.array([-HALF, h - HALF - 1, h - HALF, -1, 0, h - 1, h, HALF - 1], dtype=np.int64)
-    want = [1, 1, 0, 0, 1, 1, 0, 0] if T < HALF else [1, 1, 1, 1, 0, 0, 0, 0]
-    with np.errstate(over="ignore"):
-        assert _bern(ends, T, False).astype(int).tolist() == want
-        u = np.random.default_rng(3).integers(-HALF, HALF, 10**6, dtype=np.int64)
-        mean = _bern(u, T, False).mean()
-    assert abs(mean - T / 2**64) < 5 * np.sqrt(p * (1 - p) / u.size)
+    for T, k in laplace_plan(eps, units).coins:
+        n = coin_bits(T, k)
+        u = np.arange(2**n, dtype=np.int64)
+        got = _chain_less(((u[:, None] >> np.arange(n)) & 1).astype(bool), T, k)
+        assert np.array_equal(got, (u << (k - n)) < T) and got.sum() == T >> (k - n)
 
 
 @pytest.mark.parametrize("eps", [0.01, 1.0, 3.0])

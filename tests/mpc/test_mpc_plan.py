@@ -1,64 +1,97 @@
 """Accounting of the in-circuit noise samplers (numpy only: runs in the main suite too).
 
-The realised distributions are recomputed here directly from the public thresholds, independently of
-the closed-form bounds in ``laplace_plan``, and checked against the stated (ε, δ) and variance.
+The realised distributions are recomputed here from the public coins, independently of the bounds in
+``laplace_plan``: every combination of coin outcomes (each coin is exactly T/2^k, which
+``test_exact_comparisons`` checks on every input of its tree) goes through the circuit's own assembly
+code (numpy), giving the exact law of the released noise on the cycle mod 2^(J+1).
 """
 
+import itertools
 import math
 
 import numpy as np
 import pytest
 
-from privstats.ustat.mpc import HALF, RING, _spec, encode_sortable, laplace_plan, rr_plan
+from privstats.ustat.mpc import _spec, encode_sortable, laplace_plan, rr_plan
+from privstats.ustat.mpc.bits import Circuit
+from privstats.ustat.mpc.circuit import assemble
+from privstats.ustat.mpc.noise import NoisePlan
 
 
-def realised_pmf(plan):
-    """P(Z = z) for z in [-2^J, 2^J] from the thresholds: Z = S·(1−B₀)·(1+G), G's digits independent."""
-    T0, c0 = plan.thresholds[0], plan.complement[0]
-    p_b0 = 1 - T0 / RING if c0 else T0 / RING  # P(B₀ = 1) = P(Z = 0)
-    assert plan.thresholds[1] == HALF  # fair sign
-    probs = [T / RING for T in plan.thresholds[2:]]
-    J = len(probs)
-    pmf_g = np.ones(1)
-    for j, p in enumerate(probs):  # G = Σ 2^j bit_j: convolve digit by digit
-        step = np.zeros(2 ** (j + 1))
-        step[: 2**j] = pmf_g * (1 - p)
-        step[2**j :] = pmf_g * p
-        pmf_g = step
-    mag = np.concatenate([[p_b0], (1 - p_b0) * pmf_g])  # |Z| = 0, 1, ..., 2^J
-    pmf = np.concatenate([mag[:0:-1] / 2, [mag[0]], mag[1:] / 2])
-    return pmf, 2**J
+def realised_pmf(plan: NoisePlan) -> np.ndarray:
+    """P(noise ≡ z mod 2^B) for z = 0..2^B − 1, by the circuit's assembly on every coin outcome."""
+    n = len(plan.coins) + 1  # the coins, then the fair sign
+    out = np.array(list(itertools.product([False, True], repeat=n)))
+    c = Circuit(np)
+    terms = assemble(c, [c.leaf(out[:, i]) for i in range(n - 1)], c.leaf(out[:, -1]), plan.variant)
+    vals = c.run([t for _, t in terms])
+    z = sum(k * v.astype(np.int64) for (k, _), v in zip(terms, vals, strict=True) if v is not None)
+    probs = [T / 2**k for T, k in plan.coins] + [0.5]
+    w = np.prod([np.where(out[:, i], p, 1 - p) for i, p in enumerate(probs)], axis=0)
+    return np.bincount(z % 2**plan.wrap_bits, weights=w, minlength=2**plan.wrap_bits)
 
 
-@pytest.mark.parametrize("eps,units", [(1.0, 2), (0.5, 2), (2.0, 1), (1.0, 1024), (0.1, 2), (8.0, 2)])
+def worst_loss(pmf: np.ndarray, units: int) -> float:
+    """max over kernel changes d ≤ units and outputs z (on the cycle) of |log P(z + d) − log P(z)|."""
+    if np.any(pmf <= 0):
+        return math.inf
+    L = np.log(pmf)
+    return max(float(np.max(np.abs(np.roll(L, -d) - L))) for d in range(1, units + 1))
+
+
+def centred(pmf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The noise values −2^(B−1)..2^(B−1) − 1 and their probabilities (the decoding window at v = 0)."""
+    half = pmf.size // 2
+    return np.arange(-half, half), np.roll(pmf, half)
+
+
+CASES = [(1.0, 2), (0.5, 2), (2.0, 1), (1.0, 1), (0.1, 2), (8.0, 2), (4.0, 2), (1.0, 1024)]
+
+
+@pytest.mark.parametrize("eps,units", CASES)
 def test_laplace_plan_realised_privacy_and_variance(eps, units):
+    """Exact law of the released noise: full support on the cycle (pure DP, δ = 0), every neighbouring
+    ratio within e^ε' for the plan's ε' ≤ ε (exact for units ≤ 2), and the
+    plan's variance the exact one plus its wrap-error bound, within 1% of the exact discrete Laplace's
+    (+¼ for the "half" variant)."""
     plan = laplace_plan(eps, units)
-    pmf, M = realised_pmf(plan)
-    z = np.arange(-M, M + 1)
+    pmf = realised_pmf(plan)
     assert pmf.sum() == pytest.approx(1.0, abs=1e-12)
-    assert float(np.sum(pmf * z.astype(float) ** 2)) == pytest.approx(plan.variance, rel=1e-9)
-    ideal_q = math.exp(-eps / units)
-    assert plan.variance == pytest.approx(2 * ideal_q / (1 - ideal_q) ** 2, rel=1e-4)
-    worst_delta = 0.0
-    for d in range(1, units + 1):  # neighbouring kernel values differ by d ≤ units grid steps
-        a, b = pmf[d:], pmf[:-d]  # P(z) and P(z − d) on the common index range
-        both = (a > 0) & (b > 0)
-        ratio = np.max(np.abs(np.log(a[both]) - np.log(b[both])))
-        assert ratio <= eps * (1 + 1e-12)  # pure ε where both outputs are possible
-        excess = np.maximum(a - math.exp(eps) * b, 0).sum() + pmf[:d].sum()
-        worst_delta = max(worst_delta, excess)
-    assert worst_delta <= plan.delta * (1 + 1e-6) + 1e-300
-    assert plan.delta < 1e-12
-    assert plan.epsilon <= eps
+    loss = worst_loss(pmf, units)
+    assert loss <= plan.epsilon * (1 + 1e-9) and plan.epsilon <= eps  # the accounting bounds the truth
+    if units <= 2:
+        assert plan.epsilon == pytest.approx(loss, rel=1e-9)  # and is the exact worst case there
+    assert plan.delta == 0.0
+    z, p = centred(pmf)
+    mean = float(np.sum(p * z))
+    assert mean == pytest.approx(plan.offset, abs=2**plan.wrap_bits * 1e-6)  # wrap errors: P ≤ 10^-6
+    var = float(np.sum(p * (z - plan.offset) ** 2))
+    q = math.exp(-eps / units)
+    exact = 2 * q / (1 - q) ** 2 + (0.25 if plan.variant == "half" else 0.0)
+    assert var <= plan.variance <= var * 1.002
+    assert plan.variance <= exact * 1.01  # within 1% of the exact sampler (units = 2: can beat it)
+    assert plan.variant == ("zero" if 2 * q ** (4 if units == 2 else 2) < 0.999 else "half")
 
 
-def test_laplace_plan_catches_underscaled_noise():
-    """An under-noised sampler (scale for 2ε) is caught by the same ratio check."""
-    plan = laplace_plan(2.0, 2)
-    pmf, _ = realised_pmf(plan)
-    a, b = pmf[2:], pmf[:-2]
-    both = (a > 0) & (b > 0)
-    assert np.max(np.abs(np.log(a[both]) - np.log(b[both]))) > 1.0 * 1.5
+@pytest.mark.parametrize("eps,units", [(1.0, 2), (0.5, 2), (1.0, 1)])
+def test_laplace_check_catches_underscaled_noise(eps, units):
+    """The same exact check rejects an under-noised sampler: the plan for 2ε, a top digit drawn four
+    times too rarely, and a lowest digit far off."""
+    assert worst_loss(realised_pmf(laplace_plan(2 * eps, units)), units) > eps * 1.5
+    plan = laplace_plan(eps, units)
+    coins = list(plan.coins)
+    T, k = coins[-1]
+    coins[-1] = (T, k + 2)  # P/4
+    assert worst_loss(realised_pmf(_with(plan, coins)), units) > eps * 1.05
+    coins = list(plan.coins)
+    i = 1 if plan.variant == "zero" else 0
+    T, k = coins[i]
+    coins[i] = (T, k + 1)  # P/2
+    assert worst_loss(realised_pmf(_with(plan, coins)), units) > eps * 1.05
+
+
+def _with(plan: NoisePlan, coins) -> NoisePlan:
+    return NoisePlan("laplace", tuple(coins), variant=plan.variant, wrap_bits=plan.wrap_bits)
 
 
 def _rr_var(keep):

@@ -12,25 +12,22 @@ Inside the computation (all arithmetic in the ring Z_{2^64}):
   values and their sign bits (AUC, Kendall's sign product, tie indicators: exact for every pair of
   finite values, ties included, however far apart; see :mod:`.kernels`), or ``|a − b|`` on a public
   grid of ``2^-grid_bits`` (Gini mean difference: each party rounds its own value to the grid);
-* **joint randomness**: every random word comes from ``u = u_left + u_right mod 2^64`` and every
-  random bit from ``r_left ⊕ r_right``, where each party draws its own from the OS CSPRNG; the sum
-  (XOR) is uniform if either party is honest, and unknown to both.  Each party's own contribution is
-  its share of the program input (nothing is sent).  ``Bernoulli(T / 2^64)`` from a word is
-  ``0 ≤ u < T`` (two secret comparisons);
-* **randomized response** (binary kernels): the flip coin is ``[u < T]`` for a k-bit ``u`` of joint
-  random bits, ``T = ⌈2^k/(1+e^ε)⌉`` (rounded up, so the realised ε' ≤ ε exactly; ``k`` is the least
-  precision with ε' within 10^-4 of ε, 15 bits at ε = 1; the aggregator debiases with the realised
-  value), evaluated against the public T by a tree of one-bit ANDs in boolean sharing (⌈log2 k⌉
-  rounds) and XORed into the comparison's bit: the comparison is the only arithmetic-to-boolean step.
-  Against a party colluding with the aggregator the guarantee is the same ε: the other party's bits
-  keep ``u`` uniform;
-* **discrete Laplace** (bounded kernels, noise on the kernel grid): ``Z = S·(1−B₀)·(1+G)`` with a fair
-  sign S, ``B₀ ~ Bernoulli((1−q)/(1+q))`` and ``G`` geometric(q) built from its *independent binary
-  digits* ``P(bit_j) = q^{2^j}/(1+q^{2^j})``, ``q = e^{-1/t}``.  The probabilities are rounded to
-  multiples of 2^-64 and the digits stop at the last one whose probability is ≥ 2^-44; the realised
-  distribution is accounted exactly (:func:`laplace_plan`): the scale is inflated by 10^-6 so the
-  realised per-step privacy loss stays ≤ ε/Δ, and the truncation costs δ (≈ 1e-13 per pair),
-  reported in ``Estimate.guarantee`` (ApproxDP(ε, P·δ)).
+* **joint randomness**: every random bit is ``r_left ⊕ r_right`` (and every noise-share word is a
+  party's own), where each party draws its own from the OS CSPRNG; the XOR is uniform if either party
+  is honest, and unknown to both.  Each party's own contribution is its share of the program input
+  (nothing is sent).  Every coin is ``[u < T]`` on k such bits, a tree of one-bit ANDs against the
+  public T in boolean sharing (:mod:`.bits`), all coins of a job side by side (one AND call per level);
+* **randomized response** (binary kernels): the flip coin with ``T = ⌈2^k/(1+e^ε)⌉`` (rounded up, so
+  the realised ε' ≤ ε exactly; ``k`` is the least precision whose debiased variance is within 0.5% of
+  the exact-ε variance, 11 bits at ε = 1; the aggregator debiases with the realised value), XORed
+  into the comparison's bit.  Against a party colluding with the aggregator the guarantee is the same
+  ε: the other party's bits keep ``u`` uniform;
+* **discrete Laplace** (bounded kernels, noise on the kernel grid): ``Z = S·nz·(1+G)`` (or ``G ⊕ S``,
+  centred at −½, for small ε) with ``G`` built from its independent binary digits, each a coin at
+  its own precision, a coin ``nz`` and a fair sign S; the release is ``(kernel + Z) mod 2^(J+1)``,
+  whose noise covers the whole cycle: pure ε-DP, δ = 0.  :func:`laplace_plan` accounts for the
+  realised thresholds exactly (every step ratio on the cycle within e^{±ε/Δ}; for Δ = 2 the exact
+  worst window) and picks the precisions for the fewest ANDs with the variance within 1%.
 
 Security model: semi-honest (passive) adversary corrupting one of the two parties, computational
 security (SPU Cheetah: OT and lattice-HE based 2PC with no trusted dealer); the aggregator is a third
@@ -61,12 +58,11 @@ from __future__ import annotations
 from .backend import SECURITY, SpuTwoParty, debias, noise_variance
 from .circuit import JobSpec, Output, noisy_program, require_spu, runtime_config
 from .kernels import SPECS, KernelSpec, encode, encode_sortable, kernel_spec, kernel_units
-from .noise import HALF, MECHANISMS, RING, NoisePlan, laplace_plan, make_plan, rr_plan, shares_plan
+from .noise import MECHANISMS, RING, NoisePlan, laplace_plan, make_plan, rr_plan, shares_plan
 from .party import Party, run_party
 from .session import SpuSession, default_session
 
 __all__ = [
-    "HALF",
     "MECHANISMS",
     "RING",
     "SECURITY",

@@ -17,7 +17,16 @@ from .noise import MECHANISMS
 from .session import SpuSession, default_session
 from .wire import unpack_share
 
-__all__ = ["SECURITY", "SpuTwoParty", "debias", "noise_variance", "reconstruct", "run_batches"]
+__all__ = [
+    "SECURITY",
+    "SpuTwoParty",
+    "debias",
+    "decode",
+    "from_units",
+    "noise_variance",
+    "reconstruct",
+    "run_batches",
+]
 
 SECURITY = (
     "two-party computation with SPU (SecretFlow) Cheetah between two processes over TCP: "
@@ -55,13 +64,30 @@ def noise_variance(o: Output) -> float:
     return o.plan.variance * o.spec.unit**2
 
 
-def debias(o: Output, raw: np.ndarray) -> np.ndarray:
-    """Released integers → debiased kernel values on the kernel's scale."""
+def decode(o: Output, rec: np.ndarray) -> np.ndarray:
+    """Reconstructed outputs → released integers (kernel + noise, grid units).  A Laplace release is
+    ``(kernel + noise) mod 2^B`` in the top B bits of the word: it is read into the window of 2^B
+    integers centred on the kernel range (wrong with probability ≤ 10^-6, see ``laplace_plan``)."""
+    rec = np.asarray(rec, dtype=np.int64)
+    B = o.plan.wrap_bits
+    if o.mechanism != "laplace" or not B:
+        return rec
+    lo = o.spec.units // 2 - 2 ** (B - 1)
+    return ((rec >> (64 - B)) - lo) % 2**B + lo
+
+
+def debias(o: Output, rec: np.ndarray) -> np.ndarray:
+    """Reconstructed outputs → debiased kernel values on the kernel's scale."""
+    return from_units(o, decode(o, rec))
+
+
+def from_units(o: Output, raw: np.ndarray) -> np.ndarray:
+    """Released integers (:func:`decode`) → debiased kernel values on the kernel's scale."""
     out = np.asarray(raw, dtype=np.float64)
     if o.mechanism == "rr":
         p = o.plan.keep
         return o.spec.lo + (o.spec.hi - o.spec.lo) * (out - (1 - p)) / (2 * p - 1)
-    return o.spec.lo + out * o.spec.unit
+    return o.spec.lo + (out - o.plan.offset) * o.spec.unit
 
 
 class SpuTwoParty:
@@ -134,6 +160,7 @@ class SpuTwoParty:
             "realised_pair_epsilon": self.plan.epsilon,
             "pair_delta": self.plan.delta,
             "random_words_per_pair": self.plan.n_random,
+            "random_bits_per_pair": self.plan.n_bits,
         }
 
     def _header(self, m: int) -> dict:
@@ -152,7 +179,7 @@ class SpuTwoParty:
         def make(s, e):
             return self._header(e - s), a[s:e].tobytes(), b[s:e].tobytes()
 
-        return run_batches(self.session, self.job, len(a), self.batch_size, make)[:, 0]
+        return decode(self.output, run_batches(self.session, self.job, len(a), self.batch_size, make)[:, 0])
 
     def raw_indexed(self, left_users, right_users) -> np.ndarray:
         """Like :meth:`raw`, for parties that hold their users' values themselves (runner ``--data``):
@@ -168,11 +195,11 @@ class SpuTwoParty:
             h = self._header(e - s)
             return ({**h, "indices": li[s:e].tolist()}, {**h, "indices": ri[s:e].tolist()}), None, None
 
-        return run_batches(self.session, self.job, li.size, self.batch_size, make)[:, 0]
+        return decode(self.output, run_batches(self.session, self.job, li.size, self.batch_size, make)[:, 0])
 
     def release(self, raw: np.ndarray) -> np.ndarray:
-        """Released integers → debiased kernel values on the kernel's scale."""
-        return debias(self.output, raw)
+        """Released integers (:meth:`raw`) → debiased kernel values on the kernel's scale."""
+        return from_units(self.output, raw)
 
     def compute(self, x_left, x_right, rng: RNGLike = None) -> np.ndarray:
         """Released (debiased) kernel values for each pair; ``rng`` is ignored (noise from the parties)."""

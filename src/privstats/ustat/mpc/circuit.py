@@ -26,8 +26,9 @@ import numpy as np
 
 from privstats.validation import check_choice, check_epsilon
 
-from .kernels import SPECS, KernelSpec, _Order, kernel_bool, kernel_spec, kernel_units
-from .noise import HALF, MECHANISMS, NoisePlan, make_plan
+from .bits import Circuit, Node, less_than
+from .kernels import SPECS, KernelSpec, _Order, kernel_bool, kernel_spec, kernel_terms, kernel_units
+from .noise import MECHANISMS, NoisePlan, make_plan
 
 __all__ = ["JobSpec", "Output", "noisy_program", "require_spu", "runtime_config"]
 
@@ -140,69 +141,16 @@ class JobSpec:
         ]
 
     def key(self) -> str:
-        parts = [(o.spec.name, o.spec.grid_bits, o.plan.mechanism, o.plan.thresholds) for o in self.outputs]
+        parts = [(o.spec.name, o.spec.grid_bits, o.plan.mechanism, o.plan.coins) for o in self.outputs]
         return repr(parts)
-
-
-def _bern(u, T: int, comp: bool):
-    """Bernoulli(T/2^64) (or its complement) as a boolean from a jointly uniform 64-bit word u.
-
-    ``msb(u) ⊕ msb(u − T/2)`` is 1 exactly on [−2^63, T/2 − 2^63) ∪ [0, T/2): mass T/2^64 (T even);
-    ``u − T/2`` wraps like the ring, and ``x < 0`` is SPU's sign-bit comparison, so numpy and SPU agree.
-    """
-    b = u < 0
-    if T < HALF:
-        b = b ^ ((u - (T // 2)) < 0)
-    return ~b if comp else b
 
 
 def _chain_less(bits, T: int, k: int):
     """[u < T] for the k-bit u whose bits from T's lowest set bit up are the columns of ``bits``
-    (boolean shares; u's lower bits cannot change the answer since T has zeros there).
-
-    A comparison tree against the public T: each bit gives ``lt = ¬u_i ∧ T_i`` and ``eq = ¬(u_i ⊕ T_i)``
-    (free), and a (high, low) pair of blocks combines as ``lt = lt_H ⊕ (eq_H ∧ lt_L)`` (the two terms
-    are exclusive), ``eq = eq_H ∧ eq_L``.  ANDs are skipped where public: ``lt_L`` is 0 when T has no set
-    bit in the low block, and the lowest block's eq is never used.  All ANDs of one tree level, for all
-    pairs, go in one vectorised AND: ⌈log2 n⌉ rounds for n bits, and 13 ANDs for T = 551, k = 11 (ε = 1).
-    Any circuit needs at least n − 1 ANDs (the lowest set bit's term has degree n); the sequential chain
-    meets that bound with n − 1 rounds instead of ⌈log2 n⌉.
-    """
-    low = (T & -T).bit_length() - 1
-    xp = _array_module(bits)
-    rows = bits.T  # (n, m): one contiguous row per bit of u
-    n = rows.shape[0]
-    lt = [~rows[i] if (T >> (low + i)) & 1 else None for i in range(n)]  # None: public 0
-    eq = [rows[i] if (T >> (low + i)) & 1 else ~rows[i] for i in range(n)]
-    while len(lt) > 1:
-        n, p = len(lt), len(lt) // 2
-        left, right, slots = [], [], []
-        for j in range(p):
-            lo, hi = 2 * j, 2 * j + 1
-            if lt[lo] is not None:
-                left.append(eq[hi])
-                right.append(lt[lo])
-                slots.append((j, "lt"))
-            if j > 0:
-                left.append(eq[hi])
-                right.append(eq[lo])
-                slots.append((j, "eq"))
-        prod = xp.stack(left) & xp.stack(right)  # one AND call for the level
-        new_lt = [lt[2 * j + 1] for j in range(p)]
-        new_eq = [eq[0]] + [None] * (p - 1)  # block 0's eq: unused placeholder
-        for (j, kind), row in zip(slots, prod, strict=True):
-            if kind == "lt":
-                hi_lt = new_lt[j]
-                new_lt[j] = row if hi_lt is None else hi_lt ^ row
-            else:
-                new_eq[j] = row
-        if n % 2:  # the highest block has no partner at this level: carried up
-            new_lt.append(lt[n - 1])
-            new_eq.append(eq[n - 1])
-        lt, eq = new_lt, new_eq
-    if lt[0] is None:  # pragma: no cover - T ≥ 1 has a set bit
-        raise AssertionError
-    return lt[0]
+    (boolean shares), by :func:`.bits.less_than`: one vectorised AND per tree level."""
+    c = Circuit(_array_module(bits))
+    rows = bits.T
+    return c.run([less_than(c, [c.leaf(rows[i]) for i in range(rows.shape[0])], T, k)])[0]
 
 
 def _array_module(x):
@@ -213,24 +161,69 @@ def _array_module(x):
     return jnp
 
 
-def _noise(jnp, v, vbool, u, r, plan: NoisePlan):
-    """Released integers: the kernel ``v`` (grid units; ``vbool`` its boolean form or None) plus noise."""
-    if plan.mechanism == "none":
-        return v
-    if plan.mechanism == "laplace-shares":  # u = z_left + z_right: the parties' own noise shares
-        return v + u[:, 0]
+def _coins(c: Circuit, r, plan: NoisePlan) -> tuple[list[Node], int]:
+    """The plan's coins as circuit nodes on the columns of ``r`` (and the next unused column)."""
+    rows = r.T
+    out, j = [], 0
+    for T, k in plan.coins:
+        n = k - ((T & -T).bit_length() - 1)
+        out.append(less_than(c, [c.leaf(rows[j + i]) for i in range(n)], T, k))
+        j += n
+    return out, j
+
+
+def laplace_terms(c: Circuit, r, plan: NoisePlan) -> list[tuple[int, Node | None]]:
+    """The plan's noise from the random bits ``r`` (its coins, then the sign bit): :func:`assemble`."""
+    coins, j = _coins(c, r, plan)
+    return assemble(c, coins, c.leaf(r.T[j]), plan.variant)
+
+
+def assemble(c: Circuit, coins: list[Node], sign: Node, variant: str) -> list[tuple[int, Node | None]]:
+    """The noise as Σ coef·bit over boolean nodes (one b2a for all of them), mod 2^(J+1).
+
+    ``zero`` (coins nz, g_0..g_{J−1}): Z = S·nz·(1+G) = Σ_j 2^j·(nz ∧ (g_j ⊕ S)) − 2^J·(nz ∧ S) +
+    (nz ∧ ¬S) (for S = 1 the two's complement −(1+G) = ¬G); ``half`` (coins g_0..g_{J−1}):
+    Y = G ⊕ S = Σ_j 2^j·(g_j ⊕ S) − 2^J·S.
+    """
+    if variant == "half":
+        J = len(coins)
+        return [(1 << i, c.xor(g, sign)) for i, g in enumerate(coins)] + [(-(1 << J), sign)]
+    nz, digits = coins[0], coins[1:]
+    J = len(digits)
+    neg = c.and_(nz, sign)
+    terms = [(1 << i, c.and_(nz, c.xor(g, sign))) for i, g in enumerate(digits)]
+    return [*terms, (-(1 << J), neg), (1, c.xor(nz, neg))]
+
+
+def _weighted(jnp, const: int, terms: list[tuple[int, object]]):
+    """const + Σ coef·bit, all bits converted to arithmetic shares in one call."""
+    coefs = np.array([t[0] for t in terms], dtype=np.int64)
+    ints = jnp.stack([t[1] for t in terms]).astype(jnp.int64)
+    return const + jnp.sum(ints * coefs[:, None], axis=0)
+
+
+def _noise(jnp, spec: KernelSpec, a, b, order, r, u, plan: NoisePlan):
+    """The released integers of one output: the kernel (grid units) plus its noise."""
     if plan.mechanism == "rr":
-        flip = _chain_less(r, plan.thresholds[0], plan.coin_bits)
+        vbool = kernel_bool(spec, order) if order is not None else None
+        flip = _chain_less(r, plan.coins[0][0], plan.coins[0][1])
         if vbool is not None:  # XOR in the boolean domain: free
             return (vbool ^ flip).astype(jnp.int64)
-        f = flip.astype(jnp.int64)
+        v, f = kernel_units(spec, a, b, jnp, order), flip.astype(jnp.int64)
         return v + f - 2 * v * f
-    b0 = _bern(u[:, 0], plan.thresholds[0], plan.complement[0]).astype(jnp.int64)
-    sign = 2 * _bern(u[:, 1], plan.thresholds[1], False).astype(jnp.int64) - 1
-    geo = jnp.zeros_like(v)
-    for j, (T, c) in enumerate(zip(plan.thresholds[2:], plan.complement[2:], strict=True)):
-        geo = geo + _bern(u[:, 2 + j], T, c).astype(jnp.int64) * (1 << j)
-    return v + sign * (1 - b0) * (1 + geo)
+    if plan.mechanism != "laplace":
+        v = kernel_units(spec, a, b, jnp, order)
+        return v + u[:, 0] if plan.mechanism == "laplace-shares" else v  # shares: u = z_left + z_right
+    c = Circuit(jnp)
+    noise = laplace_terms(c, r, plan)
+    const, kterms = kernel_terms(spec, order) if order is not None else (0, [])
+    coefs = [k for k, _ in kterms] + [k for k, _ in noise]
+    bits = c.run([c.leaf(x) for _, x in kterms] + [x for _, x in noise])
+    terms = [(k, x) for k, x in zip(coefs, bits, strict=True) if x is not None]
+    out = _weighted(jnp, const, terms)
+    if order is None:
+        out = out + kernel_units(spec, a, b, jnp, order)
+    return out * (1 << (64 - plan.wrap_bits))  # mod 2^(J+1), in the top bits: the shares wrap too
 
 
 def noisy_program(job: JobSpec, m: int):
@@ -247,11 +240,8 @@ def noisy_program(job: JobSpec, m: int):
         order = _Order(a, t[:, 0], b, t[:, 1], jnp) if job.spec.encoding == "sortable" else None
         outs, i, j = [], 0, 0
         for o in job.outputs:
-            vbool = kernel_bool(o.spec, order) if order is not None and o.mechanism == "rr" else None
-            v = None if vbool is not None else kernel_units(o.spec, a, b, jnp, order)
-            outs.append(
-                _noise(jnp, v, vbool, u[:, i : i + o.plan.n_random], r[:, j : j + o.plan.n_bits], o.plan)
-            )
+            ui, rj = u[:, i : i + o.plan.n_random], r[:, j : j + o.plan.n_bits]
+            outs.append(_noise(jnp, o.spec, a, b, order, rj, ui, o.plan))
             i, j = i + o.plan.n_random, j + o.plan.n_bits
         return jnp.stack(outs, axis=1)
 
