@@ -323,7 +323,7 @@ def _open_hl(spec: SecureSpec, parts, n: int | None, meta: dict, groups: int, rn
     keys = ["p_value", "unbiased", "noise_bias", "E1", "E0", "O_minus_E", "var_O_minus_E", "V_floor"]
     keys += ["unbiased_classical", "dof", "quantisation", "ci_fn"]
     return Estimate(
-        max(r["unbiased"], 0.0),
+        r["median_unbiased"],  # >= 0; the mean-unbiased r["unbiased"] (may be < 0) stays in details
         stderr=r["stderr"],
         support=(0.0, np.inf),
         guarantee=PureDP(spec.epsilon),

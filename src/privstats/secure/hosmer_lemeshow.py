@@ -36,7 +36,13 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["hl_estimand_from_class_counts", "hl_from_class_counts", "inverted_interval", "lack_of_fit_grid"]
+__all__ = [
+    "hl_estimand_from_class_counts",
+    "hl_from_class_counts",
+    "inverted_interval",
+    "lack_of_fit_grid",
+    "median_unbiased",
+]
 
 
 def lack_of_fit_grid(T: float, se: float, points: int = 40) -> np.ndarray:
@@ -46,20 +52,31 @@ def lack_of_fit_grid(T: float, se: float, points: int = 40) -> np.ndarray:
     return top * (np.arange(points + 1) / points) ** 2
 
 
+def _centred(h: np.ndarray, sims: np.ndarray) -> np.ndarray:
+    """Each candidate's draws shifted to mean h: the estimate is unbiased for the estimand, so its law
+    at h has mean h; the simulation gives the law's shape and spread (at h = 0 the cut jitter's spread
+    alone lifted the simulated mean to about 2-3 at n = 569, ε = 1, and at n = 5,000 the family's mean
+    sat about 15% below h)."""
+    return sims - sims.mean(axis=1, keepdims=True) + h[:, None]
+
+
 def inverted_interval(h: np.ndarray, sims: np.ndarray, T: float):
     """``ci_fn(level)``: the estimand values h whose simulated law of the estimate (``sims[i]``, draws
-    at h[i] with common random numbers) has T inside its central ``level`` quantiles.
+    at h[i] with common random numbers, centred on h[i]: :func:`_centred`) has T inside its central
+    ``level`` quantiles.
 
     The law of H is skewed where noise dominates and its spread grows with h, so the symmetric
     T ± z·stderr over-covers there (an estimate far above the truth also reports a larger stderr);
     inverting the family is exact where the simulated law is.  Quantiles are made monotone in h; an
-    estimate below the law at h = 0 gets [0, h[1]] (no zero-width interval).
+    estimate below the law at h = 0 gets [0, h[1]] (no zero-width interval).  ``ci_fn(0.0)[0]`` is
+    the median-unbiased estimate (:func:`median_unbiased`).
 
     >>> h = np.array([0.0, 1.0, 2.0]); sims = h[:, None] + np.linspace(-1, 1, 101)[None, :]
     >>> [round(v, 3) for v in inverted_interval(h, sims, 1.0)(0.9)]
     [0.1, 1.9]
     """
-    h, sims = np.asarray(h, dtype=np.float64), np.asarray(sims, dtype=np.float64)
+    h = np.asarray(h, dtype=np.float64)
+    sims = _centred(h, np.asarray(sims, dtype=np.float64))
 
     def ci(level: float) -> tuple[float, float]:
         a = (1.0 - float(level)) / 2.0
@@ -70,6 +87,19 @@ def inverted_interval(h: np.ndarray, sims: np.ndarray, T: float):
         return lo, max(hi, lo, float(h[1]))
 
     return ci
+
+
+def median_unbiased(ci_fn) -> float:
+    """The estimand value h ≥ 0 at which the estimate T is the median of its simulated law (0 where T
+    is below the law's median at h = 0): the released point value.  Unlike max(T, 0) it is 0 only when
+    T falls below the median of the no-lack-of-fit law (probability ≤ ½ at any true value), and it lies
+    inside every interval ``ci_fn(level)``.
+
+    >>> h = np.array([0.0, 1.0, 2.0]); sims = h[:, None] + np.linspace(-1, 1, 101)[None, :]
+    >>> round(median_unbiased(inverted_interval(h, sims, 1.5)), 3), median_unbiased(inverted_interval(h, sims, -1.0))
+    (1.5, 0.0)
+    """
+    return float(ci_fn(0.0)[0])
 
 
 def _cell_counts(prefix: np.ndarray, k: int) -> np.ndarray:
@@ -252,6 +282,7 @@ def hl_from_class_counts(
         "noise_bias": bias,
         "stderr": se,
         "ci_fn": ci_fn,
+        "median_unbiased": median_unbiased(ci_fn),
         "p_value": float((1 + np.sum(null >= pooled)) / (1 + bootstrap)),
         "group_ends": ends,
         "E1": e1,

@@ -14,7 +14,7 @@ from privstats.estimate import Estimate
 from privstats.plan import Option, UselessResultWarning, check_model
 from privstats.privacy import PureDP, discrete_laplace
 from privstats.privacy.randomness import RNGLike, as_source
-from privstats.secure.hosmer_lemeshow import inverted_interval, lack_of_fit_grid
+from privstats.secure.hosmer_lemeshow import inverted_interval, lack_of_fit_grid, median_unbiased
 from privstats.stats.distribution.ecdf import ecdf
 from privstats.stats.distribution.plumbing import _central_curve, _dlap_sim
 from privstats.stats.units import Call, choose, unit
@@ -561,7 +561,7 @@ def central_run(c: Call) -> Estimate:
     )
     n_needed = hl_n_needed(epsilon, Q, L, budget)
     return Estimate(
-        max(T, 0.0),
+        median_unbiased(ci_fn),  # >= 0; T (mean-unbiased, may be < 0) is details["unbiased"]
         stderr=stderr,
         support=(0.0, math.inf),
         guarantee=acc["total"],
