@@ -204,12 +204,20 @@ class Estimate:
 
     @property
     def clipped(self) -> bool:
-        """True when post-processing into the range changed the value (``unclipped`` differs)."""
+        """True when the unclipped value lies outside the statistic's range ``support`` (so the value
+        was moved into it); without a support, when ``unclipped`` differs from the value.
+
+        A value that differs from ``unclipped`` for another reason, e.g. Hosmer–Lemeshow's
+        median-unbiased H inside [0, ∞), is not clipped.
+        """
         details = self.details if isinstance(self.details, dict) else {}
         if "unbiased" not in details:
             return False
         try:
             raw, val = np.asarray(details["unbiased"], dtype=float), np.asarray(self.value, dtype=float)
+            if self.support is not None:
+                lo, hi = self.support
+                return bool(np.any(raw < lo) or np.any(raw > hi))
             return bool(raw.shape != val.shape or np.any(raw != val))
         except (TypeError, ValueError):
             return False
