@@ -96,8 +96,7 @@ def _child(conn: Any, task: Any, secrets: Any, url: str, key: bytes | None, opti
     from privstats.services.dap.leader import Driver
     from privstats.services.storage import Storage
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server process decides when to stop
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the group: the server stops us
     single_threaded_blas()
     ctx = build_context("leader", task, secrets, Storage(url, key=key))
     driver = Driver(ctx, **options)
@@ -109,11 +108,15 @@ def _child(conn: Any, task: Any, secrets: Any, url: str, key: bytes | None, opti
             except (EOFError, OSError):  # the server process is gone: stop now, leases recover
                 os._exit(0)
             if what == "stop":
-                driver.stop_event.set()
-                driver.wake.set()
+                stop()
                 return
             driver.wake.set()  # the driver takes a wake as a full job waiting
 
+    def stop(*_: Any) -> None:  # SIGTERM sent to this process itself: finish the job and exit
+        driver.stop_event.set()
+        driver.wake.set()
+
+    signal.signal(signal.SIGTERM, stop)
     threading.Thread(target=listen, name="dap-driver-pipe", daemon=True).start()
     driver._run()
     driver.stop()
