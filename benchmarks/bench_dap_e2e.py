@@ -32,8 +32,23 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 
 def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """CPU seconds of a process and its children alive now (the leader's driver process)."""
+    total = 0.0
+    for p in [pid, *_children(pid)]:
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        kids = [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except FileNotFoundError:
+        return []
+    return [k for c in kids for k in (c, *_children(c))]
 
 
 def _free_port() -> int:
@@ -52,6 +67,8 @@ def _start(role: str, task: Path, db: str, port: int) -> subprocess.Popen:
     if role == "leader":
         cmd += ["--job-size", os.environ.get("BENCH_DAP_JOB_SIZE", "1024")]
         # BENCH_DAP_JOB_SIZE: reports per job (1024); BENCH_DAP_JOB_WORKERS: jobs run at once (1)
+        # BENCH_DAP_DRIVER: process (the default, the driver in its own process) or thread
+        cmd += ["--driver", os.environ.get("BENCH_DAP_DRIVER", "process")]
         if os.environ.get("BENCH_DAP_JOB_WORKERS"):
             cmd += ["--job-workers", os.environ["BENCH_DAP_JOB_WORKERS"]]
     # the servers run as deployed: without this process's OPENBLAS_NUM_THREADS=1 (bench_dap sets it)

@@ -76,3 +76,39 @@ def test_kill9_either_server(tmp_path, dap_servers, backend, request):
     # every acknowledged report counted once (resent reports included), on both servers
     assert n_leader == n_helper == states.get("done", 0) == 150
     assert set(states) <= {"done"}
+
+
+def _alive(pid: int) -> bool:
+    """The process exists and is not a zombie (Linux /proc)."""
+    from pathlib import Path
+
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_kill9_of_the_leader_takes_its_driver_process(tmp_path, dap_servers):
+    """The aggregation-job driver runs in a child process of the leader: kill -9 of the leader must
+    not leave it running (it would keep driving jobs beside the restarted leader's driver)."""
+    import time
+    from pathlib import Path
+
+    if not Path("/proc/self/task").exists():
+        pytest.skip("needs Linux /proc")
+    task_path, ports = make_dap_task(tmp_path, min_batch=20, grid=63)
+    leader = dap_servers("leader", task_path, f"sqlite:///{tmp_path}/leader.db", ports["leader"])
+    pid = leader.proc.pid
+    kids: list[int] = []
+    for _ in range(300):  # the driver process starts with the server
+        kids = [int(k) for k in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+        if kids:
+            break
+        time.sleep(0.1)
+    assert kids, "the leader started no driver process"
+    leader.kill()
+    for _ in range(300):
+        if not any(_alive(k) for k in kids):
+            break
+        time.sleep(0.1)
+    assert not any(_alive(k) for k in kids), "the driver process outlived its leader"

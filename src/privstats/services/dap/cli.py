@@ -59,6 +59,13 @@ def add_parser(subparsers: Any) -> None:
         help="aggregation jobs run at once (leader; 2 overlaps "
         "the leader's preparation of one job with the helper's of another)",
     )
+    serve.add_argument(
+        "--driver",
+        default="process",
+        choices=["process", "thread"],
+        help="run the aggregation-job driver in its own process (default; it prepares jobs while "
+        "the server takes uploads) or as a thread of the server (leader)",
+    )
     up = sub.add_parser("upload", help="upload values (one report each)")
     up.add_argument("--task", required=True)
     up.add_argument("--values", required=True, help="text file, one number per line")
@@ -94,7 +101,7 @@ def _serve(args: argparse.Namespace) -> int:
 
         app = create_leader_app(
             task, secrets, storage, job_size=args.job_size, lease_seconds=args.lease_seconds,
-            workers=args.job_workers,
+            workers=args.job_workers, driver_process=args.driver == "process",
         )  # fmt: skip
     else:
         from privstats.services.dap.helper import create_helper_app

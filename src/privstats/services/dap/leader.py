@@ -94,7 +94,10 @@ class Driver:
                     log.exception("driver step failed")
                 busy = False
             if not busy:
-                self.wake.wait(self.interval)
+                # a wake means a full job's worth was stored (or a collection, or stop, came): the
+                # driver process's count of uploads is in the server process, so it is not checked
+                if self.wake.wait(self.interval):
+                    self.pending = max(self.pending, self.job_size)
                 self.wake.clear()
 
     def step(self, flush: bool = True) -> bool:
@@ -235,11 +238,22 @@ def _leader_finish(vdaf: Any, state: Any, pr: PrepareResp) -> Any:
         return None
 
 
-def create_leader_app(task, secrets, storage, *, drive: bool = True, **options: Any):
-    """The leader's FastAPI app (``drive=False``: no background driver, for tests that step it)."""
+def create_leader_app(
+    task, secrets, storage, *, drive: bool = True, driver_process: bool = False, **options: Any
+):
+    """The leader's FastAPI app (``drive=False``: no background driver, for tests that step it;
+    ``driver_process``: the driver runs in a child process, see
+    :mod:`privstats.services.dap.driver_process`, and ``app.state.driver`` is its handle)."""
     ctx = build_context("leader", task, secrets, storage)
     keys = ("job_size", "lease_seconds", "max_delay", "workers")
-    driver = Driver(ctx, **{k: v for k, v in options.items() if k in keys})
+    kwargs = {k: v for k, v in options.items() if k in keys}
+    driver: Any
+    if drive and driver_process:
+        from privstats.services.dap.driver_process import DriverProcess
+
+        driver = DriverProcess(task, secrets, storage, kwargs)
+    else:
+        driver = Driver(ctx, **kwargs)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app):
