@@ -245,5 +245,7 @@ def serve(
         or os.environ.get("PRIVSTATS_DB")
         or default_db_url(role, task.task_id, os.path.dirname(os.path.abspath(task_path)))
     )
+    if role == "leader":  # as `privstats dap serve leader`: the job driver in its own process
+        options.setdefault("driver_process", True)
     app = build_app(role, task, secrets, db, **options)
     return run_server(app, host, port, log_level=log_level)
