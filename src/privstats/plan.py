@@ -154,6 +154,8 @@ class Option:
         row = {k: getattr(self, k) for k in ROW_COLUMNS}
         if self.stderr_range is not None:
             row["stderr_range"] = list(self.stderr_range)
+        if self.best_case is not None:
+            row["best_case"] = self.best_case
         return {**row, "params": ", ".join(f"{k}={v}" for k, v in self.params.items())}
 
 
@@ -239,6 +241,11 @@ class Plan(list):
                 lo, hi = o.stderr_range
                 lines.append(
                     f"{o.model}/{o.protocol}: stderr at uniform data; over data shapes {lo:.3g} to {hi:.3g}"
+                )
+            elif o.best_case is not None:
+                lines.append(
+                    f"{o.model}/{o.protocol}: stderr at the stated data shape (bias {o.bias:.2g} included); "
+                    f"best case {o.best_case:.3g}"
                 )
         return "\n".join(lines)
 

@@ -76,6 +76,33 @@ def test_plan_quantiles_takes_levels():
     assert code == 2 and "--quantiles" in err
 
 
+def test_plan_hosmer_lemeshow_takes_the_anticipated_lack_of_fit():
+    """`--lack-of-fit H` reaches the planner: a model expected to lack fit has a larger predicted
+    stderr than a calibrated one (the stderr grows with H); other statistics and H < 0 are refused."""
+    base = ["plan", "hosmer_lemeshow", "--n", "1000", "--epsilon", "1", "--model", "central", "--json"]
+    code, out, err = _run(base)
+    assert code == 0, err
+    calibrated = json.loads(out)["options"][0]["stderr"]
+    code, out, err = _run([*base, "--lack-of-fit", "30"])
+    assert code == 0, err
+    assert json.loads(out)["options"][0]["stderr"] > 1.2 * calibrated
+    code, _, err = _run([*base, "--lack-of-fit", "-1"])
+    assert code == 2 and "--lack-of-fit" in err
+    code, _, err = _run(["plan", "auc", "--n", "100", "--epsilon", "1", "--lack-of-fit", "3"])
+    assert code == 2 and "--lack-of-fit" in err
+
+
+def test_plan_states_the_best_case_where_the_error_depends_on_the_data_shape():
+    argv = ["plan", "gini_mean_difference", "--n", "300", "--epsilon", "0.5", "--bounds", "0", "1"]
+    code, out, err = _run([*argv, "--model", "local", "--json"])
+    assert code == 0, err
+    row = json.loads(out)["options"][0]
+    assert 0 < row["best_case"] < row["stderr"]
+    code, out, err = _run([*argv, "--model", "local"])
+    assert code == 0, err
+    assert "best case" in out
+
+
 def test_collect_clips_counts_into_range_and_marks_them():
     from privstats.cli.services import collect_lines, in_range
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 
 from privstats.cli.common import CLIError, _delta, _epsilon, add_domain_size
@@ -42,6 +43,12 @@ def add_parsers(sub) -> None:
     pl.add_argument(
         "--quantiles", type=float, nargs="+", metavar="Q", help="quantiles: the levels (default 0.5)"
     )
+    pl.add_argument(
+        "--lack-of-fit",
+        type=float,
+        metavar="H",
+        help="hosmer_lemeshow: the anticipated H (its estimand; default: a calibrated model)",
+    )
     pl.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -56,6 +63,12 @@ def run(args) -> int:
         if args.statistic != "quantiles":
             raise CLIError("--quantiles: only the quantiles statistic takes levels")
         options["q"] = list(args.quantiles)
+    if args.lack_of_fit is not None:
+        if args.statistic != "hosmer_lemeshow":
+            raise CLIError("--lack-of-fit: only hosmer_lemeshow takes an anticipated H")
+        if not (math.isfinite(args.lack_of_fit) and args.lack_of_fit >= 0):
+            raise CLIError(f"--lack-of-fit: H must be a finite number >= 0, got {args.lack_of_fit}")
+        options["lack_of_fit"] = args.lack_of_fit
     if args.domain_size is not None:
         options.update(domain=args.domain_size, domain_size=args.domain_size)
     if args.positives is not None:
