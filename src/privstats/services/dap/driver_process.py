@@ -44,9 +44,11 @@ class DriverProcess:
     Same surface as the driver thread for the server's side: ``uploaded``, ``wake.set()``,
     ``start`` and ``stop``."""
 
-    def __init__(self, task: Any, secrets: Any, storage: Any, options: dict):
+    def __init__(self, driver_cls: type, task: Any, secrets: Any, storage: Any, options: dict):
+        # the driver class travels to the child by reference (spawn pickles it by its module and name),
+        # so this module does not import the leader's, which imports this one
         self.job_size = int(options.get("job_size", 1024))
-        self.args = (task, secrets, storage.url, storage.key, dict(options))
+        self.args = (driver_cls, task, secrets, storage.url, storage.key, dict(options))
         self.pending = 0
         self.wake = _Wake(self)
         self.lock = threading.Lock()
@@ -90,10 +92,11 @@ class DriverProcess:
             self.conn = None
 
 
-def _child(conn: Any, task: Any, secrets: Any, url: str, key: bytes | None, options: dict) -> None:
+def _child(
+    conn: Any, Driver: type, task: Any, secrets: Any, url: str, key: bytes | None, options: dict
+) -> None:
     """The driver process: build the leader's context on its own connections, drive until ``stop``."""
     from privstats.services.dap.common import build_context, single_threaded_blas
-    from privstats.services.dap.leader import Driver
     from privstats.services.storage import Storage
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the group: the server stops us

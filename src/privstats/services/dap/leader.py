@@ -251,7 +251,7 @@ def create_leader_app(
     if drive and driver_process:
         from privstats.services.dap.driver_process import DriverProcess
 
-        driver = DriverProcess(task, secrets, storage, kwargs)
+        driver = DriverProcess(Driver, task, secrets, storage, kwargs)
     else:
         driver = Driver(ctx, **kwargs)
 
