@@ -307,7 +307,23 @@ def _hl_renoise(E1, E0, d, acc: dict, gen, reps: int):
     )
 
 
-def _hl_cut_jitter(e1, e0, d, cuts, moved_sd: float, gen, reps: int):
+def _hl_dispersion(lack_of_fit: float, groups: int) -> float:
+    """Variance factor of the moved users' residual spread in :func:`_hl_cut_jitter` at lack of fit h.
+
+    A group's residual spread is h/Q times its binomial variance when the lack of fit is overdispersion
+    (records in identical copies, e.g. a small data set resampled, whose labels move together) and 1
+    when it is a systematic miscalibration (which the donor's share already carries); the release
+    cannot tell the two apart, so the factor is their geometric mean √max(1, h/Q): at most √(h/Q) off
+    either way, and 1 for a calibrated model.  Where it matters, H is large (n large), and there the
+    cuts' spread is comparable to the sums' noise; at small n ε the noise dominates and it is moot.
+
+    >>> _hl_dispersion(90.0, 10), _hl_dispersion(4.0, 10)
+    (3.0, 1.0)
+    """
+    return math.sqrt(max(1.0, float(lack_of_fit) / groups))
+
+
+def _hl_cut_jitter(e1, e0, d, cuts, moved_sd: float, gen, reps: int, dispersion: float = 1.0):
     """``reps`` copies of the group sums (E1, E0, d) after the private cuts move (post-processing only).
 
     The cut between groups c and c + 1 moves m ~ N(0, moved_sd²) users (rounded, at most half the
@@ -316,7 +332,8 @@ def _hl_cut_jitter(e1, e0, d, cuts, moved_sd: float, gen, reps: int):
     holds it) plus a spread of variance k (1 − k/n) t_c (1 − t_c) (a hypergeometric split): the total
     residual is conserved, so a calibrated model's H keeps its law and only the resolution of lack of
     fit between the groups varies.  Records that come in identical copies (ties of score and label)
-    move together, so there the cuts' spread is larger than this independent-records model says.
+    move together, so there the cuts' spread is larger than this independent-records model says:
+    ``dispersion`` (:func:`_hl_dispersion`) multiplies the moved residual's spread variance.
     """
     Q, rows = e1.size, np.arange(reps)
     n_g = np.maximum(np.rint(e1 + e0), 0.0)
@@ -331,7 +348,7 @@ def _hl_cut_jitter(e1, e0, d, cuts, moved_sd: float, gen, reps: int):
         k = np.minimum(np.abs(m[:, c]), n_g[donor] / 2).astype(np.int64)
         # their residual is their share of the donor's (it already holds it), give or take its spread
         share = k / np.maximum(n_g[donor], 1.0)
-        spread = np.sqrt(k * (1 - share) * t * (1 - t))
+        spread = np.sqrt(dispersion * k * (1 - share) * t * (1 - t))
         moved_r = share * d0[rows, donor] + spread * gen.standard_normal(reps)
         sign = np.where(up, 1.0, -1.0)
         for g, sg in ((c, sign), (c + 1, -sign)):
@@ -378,7 +395,8 @@ def hl_pooled_uncertainty(
         dh = d_dir * math.sqrt(max(h, 0.0) / fit_dir)
         E1j, E0j, dj = e1, e0, dh
         if cuts is not None and moved_sd > 0:
-            E1j, E0j, dj = _hl_cut_jitter(e1, e0, dh, np.asarray(cuts), moved_sd, g, bootstrap)
+            disp = _hl_dispersion(h, dh.size)
+            E1j, E0j, dj = _hl_cut_jitter(e1, e0, dh, np.asarray(cuts), moved_sd, g, bootstrap, disp)
         return _hl_renoise(E1j, E0j, dj, acc, g, bootstrap)
 
     sims = law(min(max(T, 0.0), fit), gen)
@@ -667,7 +685,8 @@ def _hl_central_rmse(
     true = _hl_pooled(e1, e0, e1 + d, e0 - d, s2, floor, debias=False)
     # the private cuts move users between groups (:func:`_hl_cut_jitter`, as the stderr does), then the noise
     _, se_f = _central_curve(n, float(acc["epsilon_quantile"]), 1 << depth)
-    e1j, e0j, dj = _hl_cut_jitter(e1, e0, d, (p[:-1] + p[1:]) / 2, n * se_f, g, 4000)
+    disp = _hl_dispersion(0.0 if lack_of_fit is None else lack_of_fit, groups)
+    e1j, e0j, dj = _hl_cut_jitter(e1, e0, d, (p[:-1] + p[1:]) / 2, n * se_f, g, 4000, disp)
     H = _hl_renoise(e1j, e0j, dj, acc, g, 4000)
     return math.sqrt(float(np.mean((H - true) ** 2)))
 
