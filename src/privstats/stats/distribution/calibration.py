@@ -323,6 +323,22 @@ def _hl_dispersion(lack_of_fit: float, groups: int) -> float:
     return math.sqrt(max(1.0, float(lack_of_fit) / groups))
 
 
+def _hl_recentre(E1j, E0j, dj, h: float, s2: float, floor: float) -> float:
+    """Scale of the jittered residuals that makes their mean lack of fit h again.
+
+    The plug-in already sits at one draw of the private cuts, and the estimand (:func:`hl_estimand`)
+    is the average over those draws: the jitter should spread H around h, not move it.  Moving users
+    with their donor's share of its residual smooths the lack of fit between neighbouring groups (on
+    breast cancer at n = 5000, ε = 0.5 the jittered mean was 58 against h = 90, while real cut draws
+    averaged 81 against 90 at the grid's cuts), which took the law's noise sd down with it.
+
+    >>> e = np.array([[10.0, 10.0]]); float(_hl_recentre(e, e, np.array([[2.0, -2.0]]), 6.4, 0.0, 1.0))
+    2.0
+    """
+    m = float(np.mean(_hl_pooled(E1j, E0j, E1j + dj, E0j - dj, s2, floor, debias=False)))
+    return math.sqrt(h / m) if h > 0 and m > 0 else 1.0
+
+
 def _hl_cut_jitter(e1, e0, d, cuts, moved_sd: float, gen, reps: int, dispersion: float = 1.0):
     """``reps`` copies of the group sums (E1, E0, d) after the private cuts move (post-processing only).
 
@@ -397,6 +413,7 @@ def hl_pooled_uncertainty(
         if cuts is not None and moved_sd > 0:
             disp = _hl_dispersion(h, dh.size)
             E1j, E0j, dj = _hl_cut_jitter(e1, e0, dh, np.asarray(cuts), moved_sd, g, bootstrap, disp)
+            dj = dj * _hl_recentre(E1j, E0j, dj, h, s2, floor)
         return _hl_renoise(E1j, E0j, dj, acc, g, bootstrap)
 
     sims = law(min(max(T, 0.0), fit), gen)
