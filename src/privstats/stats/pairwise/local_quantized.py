@@ -345,7 +345,7 @@ def _warn_gmd_bias(bias: float, sd: float, k: int) -> None:
             f"peaked or discrete data; stderr {sd:.3g}): the interval allows for {bias:.3g}, the value "
             "may be off by about its stderr; more bins (bins=) trade this bias for noise",
             UselessResultWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
 
 
