@@ -112,7 +112,10 @@ def quantiles(
     Uncertainty: ``est.ci(level)`` inverts the pointwise band of a raw private ECDF (the
     tree's own curve; for the exponential mechanisms a separate central ECDF with
     ``ci_fraction`` of ε, the point estimate getting the rest; ``ci_fraction=0``: no
-    interval).  ``stderr`` is the 95% interval's half-width / 1.96.  Values are clipped into
+    interval).  ``stderr``: for the central and secure trees the spread of Algorithm 1 re-run on the
+    released curve plus draws of the mechanism's public noise law (:func:`release_law_stderr`,
+    post-processing: ~0 deep inside a tied block, a gap's width times the chance of crossing it next to
+    one); otherwise the 95% interval's half-width / 1.96.  Values are clipped into
     ``bounds`` and ordered with q (raw values in ``details["unbiased"]``; ``postprocess="none"``).
 
     >>> import numpy as np
@@ -201,7 +204,52 @@ def tree_run(c: Call):
     cell = (c.bounds[1] - c.bounds[0]) / np.asarray(res.quantiles).size
     values = np.asarray(res.quantile(c.qs)) - cell / 2
     cost = {"messages_per_user": res.estimate.messages_per_user, "bits_per_user": res.estimate.bits_per_user}
-    return values, "ecdf-tree+algorithm1", {**res.estimate.params}, cost, (res.quantiles, res.raw, res.stderr)
+    params = {**res.estimate.params}
+    law_se = release_law_stderr(res, c.qs, cell)
+    if law_se is not None:
+        params["stderr_method"] = f"release law: {LAW_DRAWS} draws of the public noise on the released curve"
+    return values, "ecdf-tree+algorithm1", params, cost, (res.quantiles, res.raw, res.stderr, law_se)
+
+
+LAW_DRAWS = 200
+
+
+def release_law_stderr(res, qs, cell: float, draws: int = LAW_DRAWS) -> np.ndarray | None:
+    """The spread of Algorithm 1's release, simulated from what is released (post-processing only).
+
+    A parametric bootstrap: the released curve's isotonic projection stands in for the data's ECDF, the
+    tree's public noise law (the secure model: the servers' shares summed) is drawn ``draws`` times with
+    a fixed seed, and each draw goes through the same isotonic projection and Algorithm 1; the standard
+    deviation of those releases is the stderr.  Unlike the band's half-width (which counts a gap at full
+    width whenever the pointwise band reaches across it) it weighs each cell by the chance the release
+    lands there: a quantile deep inside a tied block gives ~0 (the noise almost never moves it out), one
+    whose release jumps a gap now and then gives that jump times its frequency, and isotonic pooling over
+    flat stretches (much less noise than a pointwise value) is in it.  ``None`` without a central tree's
+    noise model (the local hierarchy: its stderr stays the band's).
+    """
+    from privstats.cdf.quantiles import inverse_ecdf
+
+    nm = res.estimate.details.get("noise_model")
+    mech = None if nm is None else nm.get("mechanism")
+    if mech is None or not hasattr(mech, "noise_to_statistic"):
+        return None
+    base = getattr(mech, "mechanism", mech)  # the secure model: the central tree, shares summed
+    shares = max(1, round(getattr(mech, "variance_factor", 1.0)))
+    total = float(nm["total"])
+    n = round(total) if nm["public_total"] else None
+    t = np.asarray(res.quantiles, dtype=float)
+    k = t.size
+    F0 = smooth(np.asarray(res.raw, dtype=float), "isotonic")
+    cum = np.round(np.concatenate([F0, np.full(base.n_points - k, F0[-1])]) * total).astype(np.int64)
+    stat = base.statistic(np.maximum.accumulate(cum))
+    ref = base.estimate_counts(stat, n)[:k]
+    gen = np.random.default_rng(20261126)
+    noise = _dlap_sim(gen, float(base.scale), (draws, shares, base.n_nodes)).sum(axis=1)
+    out = np.empty((draws, np.size(qs)))
+    for r in range(draws):
+        e = (base.estimate_counts(stat + base.noise_to_statistic(noise[r]), n)[:k] - ref) / total
+        out[r] = inverse_ecdf(t, smooth(F0 + e, "isotonic"), qs)
+    return out.std(axis=0, ddof=1)
 
 
 def exponential_run(c: Call):
@@ -242,7 +290,8 @@ def exponential_run(c: Call):
 
 
 def _finish_quantiles(est: Estimate, qs, band, bounds, postprocess) -> Estimate:
-    """Clip into bounds, order with q, attach the band-inverted intervals (95%: ``stderr``)."""
+    """Clip into bounds, order with q, attach the band-inverted intervals; ``stderr`` the release law's
+    spread where the band carries one, else the 95% interval's half-width / 1.96."""
     from dataclasses import replace
 
     raw = np.asarray(est.value, dtype=float)
@@ -254,15 +303,17 @@ def _finish_quantiles(est: Estimate, qs, band, bounds, postprocess) -> Estimate:
         v[order] = np.maximum.accumulate(v[order])
         value, details["unbiased"] = v, raw
     stderr = None
+    law_se = None
     if band is not None:
-        t, F, se = band
+        t, F, se, *rest = band
+        law_se = rest[0] if rest else None
 
         def ci_fn(level, t=t, F=F, se=se, qs=qs, lo=bounds[0]):
             return _band_interval(t, F, se, qs, level, lo)
 
         details["ci_fn"] = ci_fn
         lo95, hi95 = ci_fn(0.95)
-        stderr = (hi95 - lo95) / (2 * 1.959963984540054)
+        stderr = (hi95 - lo95) / (2 * 1.959963984540054) if law_se is None else np.asarray(law_se)
         details["interval_method"] = "inverted pointwise band of a raw private ECDF"
     return replace(
         est, value=value, stderr=stderr, details=details, support=(float(bounds[0]), float(bounds[1]))
