@@ -227,8 +227,6 @@ def release_law_stderr(res, qs, cell: float, draws: int = LAW_DRAWS) -> np.ndarr
     flat stretches (much less noise than a pointwise value) is in it.  ``None`` without a central tree's
     noise model (the local hierarchy: its stderr stays the band's).
     """
-    from privstats.cdf.quantiles import inverse_ecdf
-
     nm = res.estimate.details.get("noise_model")
     mech = None if nm is None else nm.get("mechanism")
     if mech is None or not hasattr(mech, "noise_to_statistic"):
@@ -248,7 +246,8 @@ def release_law_stderr(res, qs, cell: float, draws: int = LAW_DRAWS) -> np.ndarr
     out = np.empty((draws, np.size(qs)))
     for r in range(draws):
         e = (base.estimate_counts(stat + base.noise_to_statistic(noise[r]), n)[:k] - ref) / total
-        out[r] = inverse_ecdf(t, smooth(F0 + e, "isotonic"), qs)
+        # Algorithm 1 on a monotone curve: the first threshold with F >= q (the last if none)
+        out[r] = t[np.minimum(np.searchsorted(smooth(F0 + e, "isotonic"), qs, side="left"), k - 1)]
     return out.std(axis=0, ddof=1)
 
 
