@@ -80,11 +80,11 @@ REAL_KNOWN = {
     # a band from 10% of ε, stderr 4-32x, until issue 26).  At the two corners below every cell passes; the
     # table's remaining misses are off these corners: coverage 0.993-1.000 where a tied value lies far
     # inside its block (the release is all but exact and the interval holds its cell); the stderr (the
-    # release law's spread since issue 26's second round: 1.59/1.85x -> 1.30/1.34x on central randhie)
-    # still reads 1.74x (secure randhie) and 2.55x (secure fair) at (5000, 0.5), where q sits 1-3 sd below
-    # a block's edge and the plug-in curve overstates a rare crossing; bias 1.1 sd at (1000, 1) on fair
-    # and randhie: a tied value's release is its public cell's midpoint (0.005-0.009 off in every run) and
-    # one run in 100 moving makes an sd that small (test_results_quantile_release_law.py)
+    # release law's spread since issue 26's second round: 1.59/1.85x -> 1.26/0.95x on central randhie,
+    # secure randhie 2.56x -> 1.23x at (5000, 0.5)) still reads 2.65x on secure fair at (5000, 0.5), where
+    # q sits 1-3 sd below a block's edge and the plug-in curve overstates a rare crossing; bias 1.1 sd at
+    # (1000, 1) on fair and randhie: a tied value's release is its public cell's midpoint (0.005-0.009 off
+    # in every run) and one run in 100 moving makes an sd that small (test_results_quantile_release_law.py)
     # the interval adds the quantisation bias bound (worst case over densities linear within bins) in
     # quadrature and the plan states it; at n = 300, ε = 0.5 the grid has 3 bins and b ≈ σ: coverage 1.00
     # on fair and randhie, and breast-cancer radii (peaked on bins of 8.3) are 1.19 sd off, beyond the bound

@@ -62,12 +62,14 @@ def test_release_law_is_none_without_a_central_noise_model():
 
 
 def test_release_law_matches_the_spread_at_uniform_data():
-    """On evenly spread data the law's stderr is the release's spread: RMS over 60 seeds within [0.7, 1.5]x
-    the measured sd per level (the sd's own sampling error at 60 runs is ~9%)."""
+    """On evenly spread data the law's stderr is the release's spread: RMS over 200 seeds within
+    [0.7, 1.5]x the measured sd per level (the sd's own sampling error at 200 runs is ~5%; at 60 runs,
+    ~9%, the median level read 1.32 with the plain law and 1.50 with the bias correction, 1.15 and 1.30
+    at 200)."""
     n = 2000
     x = (np.arange(n) + 0.5) / n
     V, S = [], []
-    for s in range(60):
+    for s in range(200):
         e = privstats.quantiles(x, Q, epsilon=1.0, bounds=(0, 1), rng=s)
         V.append(e.unclipped)
         S.append(e.stderr)
@@ -82,8 +84,8 @@ def test_release_law_is_post_processing():
 
     x = np.random.default_rng(4).normal(0.5, 0.1, 1000).clip(0, 1)
     res = ecdf(x, epsilon=1.0, bounds=(0, 1), grid=512, smoothing="isotonic", rng=9)
-    a = release_law_stderr(res, np.array(Q), 1 / 512)
-    b = release_law_stderr(res, np.array(Q), 1 / 512)
+    a = release_law_stderr(res, np.array(Q))
+    b = release_law_stderr(res, np.array(Q))
     assert a is not None and np.array_equal(a, b) and np.all(a > 0)
 
 

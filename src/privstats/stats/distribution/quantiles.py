@@ -205,16 +205,19 @@ def tree_run(c: Call):
     values = np.asarray(res.quantile(c.qs)) - cell / 2
     cost = {"messages_per_user": res.estimate.messages_per_user, "bits_per_user": res.estimate.bits_per_user}
     params = {**res.estimate.params}
-    law_se = release_law_stderr(res, c.qs, cell)
+    law_se = release_law_stderr(res, c.qs)
     if law_se is not None:
-        params["stderr_method"] = f"release law: {LAW_DRAWS} draws of the public noise on the released curve"
+        params["stderr_method"] = (
+            f"release law: {LAW_DRAWS} draws of the public noise on the released curve, bias-corrected"
+        )
     return values, "ecdf-tree+algorithm1", params, cost, (res.quantiles, res.raw, res.stderr, law_se)
 
 
 LAW_DRAWS = 200
+LAW_OUTER = 10  # second-level curves of the bias correction
 
 
-def release_law_stderr(res, qs, cell: float, draws: int = LAW_DRAWS) -> np.ndarray | None:
+def release_law_stderr(res, qs, draws: int = LAW_DRAWS) -> np.ndarray | None:
     """The spread of Algorithm 1's release, simulated from what is released (post-processing only).
 
     A parametric bootstrap: the released curve's isotonic projection stands in for the data's ECDF, the
@@ -224,9 +227,33 @@ def release_law_stderr(res, qs, cell: float, draws: int = LAW_DRAWS) -> np.ndarr
     width whenever the pointwise band reaches across it) it weighs each cell by the chance the release
     lands there: a quantile deep inside a tied block gives ~0 (the noise almost never moves it out), one
     whose release jumps a gap now and then gives that jump times its frequency, and isotonic pooling over
-    flat stretches (much less noise than a pointwise value) is in it.  ``None`` without a central tree's
-    noise model (the local hierarchy: its stderr stays the band's).
+    flat stretches (much less noise than a pointwise value) is in it.  The plug-in curve is itself noisy,
+    which fattens the law's tails; one step of the bootstrap's bias correction (Efron & Tibshirani,
+    ch. 10) takes most of that out.  ``None`` without a central tree's noise model (the local hierarchy:
+    its stderr stays the band's).
     """
+    E = _noise_draws(res, draws)
+    if E is None:
+        return None
+    t = np.asarray(res.quantiles, dtype=float)
+    F0 = smooth(np.asarray(res.raw, dtype=float), "isotonic")
+    v0 = _law_variance(F0, E, t, qs)
+    # the plug-in's own noise inflates the law's tails (a margin of m sd to a block's edge is crossed
+    # with probability ~Phi(-m/sqrt 2) at the released curve, Phi(-m) at the data's): one step of the
+    # bootstrap's bias correction, 2 V(F0) - mean V(F0*), with F0* = iso(F0 + noise) and a quarter of
+    # the draws; floored at V(F0) / 4 (the correction is itself noisy and can go negative)
+    if LAW_OUTER == 0:
+        return np.sqrt(v0)
+    inner = E[: max(2, draws // 4)]
+    vb = np.mean(
+        [_law_variance(smooth(F0 + E[-1 - b], "isotonic"), inner, t, qs) for b in range(LAW_OUTER)], axis=0
+    )
+    return np.sqrt(np.maximum(2 * v0 - vb, 0.25 * v0))
+
+
+def _noise_draws(res, draws: int) -> np.ndarray | None:
+    """``draws`` fixed-seed draws of the released curve's noise (F units, one row each) from the tree's
+    public noise law; ``None`` without a central tree's noise model."""
     nm = res.estimate.details.get("noise_model")
     mech = None if nm is None else nm.get("mechanism")
     if mech is None or not hasattr(mech, "noise_to_statistic"):
@@ -235,20 +262,27 @@ def release_law_stderr(res, qs, cell: float, draws: int = LAW_DRAWS) -> np.ndarr
     shares = max(1, round(getattr(mech, "variance_factor", 1.0)))
     total = float(nm["total"])
     n = round(total) if nm["public_total"] else None
-    t = np.asarray(res.quantiles, dtype=float)
-    k = t.size
-    F0 = smooth(np.asarray(res.raw, dtype=float), "isotonic")
-    cum = np.round(np.concatenate([F0, np.full(base.n_points - k, F0[-1])]) * total).astype(np.int64)
-    stat = base.statistic(np.maximum.accumulate(cum))
+    k = np.asarray(res.raw).size
+    # the consistent estimate is affine in the noisy statistic: its noise is the difference from the
+    # estimate at a noiseless statistic (any consistent one: a flat curve at n)
+    stat = base.statistic(np.full(base.n_points, n if n is not None else 0, dtype=np.int64))
     ref = base.estimate_counts(stat, n)[:k]
     gen = np.random.default_rng(20261126)
     noise = _dlap_sim(gen, float(base.scale), (draws, shares, base.n_nodes)).sum(axis=1)
-    out = np.empty((draws, np.size(qs)))
+    E = np.empty((draws, k))
     for r in range(draws):
-        e = (base.estimate_counts(stat + base.noise_to_statistic(noise[r]), n)[:k] - ref) / total
-        # Algorithm 1 on a monotone curve: the first threshold with F >= q (the last if none)
-        out[r] = t[np.minimum(np.searchsorted(smooth(F0 + e, "isotonic"), qs, side="left"), k - 1)]
-    return out.std(axis=0, ddof=1)
+        E[r] = (base.estimate_counts(stat + base.noise_to_statistic(noise[r]), n)[:k] - ref) / total
+    return E
+
+
+def _law_variance(F0: np.ndarray, E: np.ndarray, t: np.ndarray, qs) -> np.ndarray:
+    """Variance of Algorithm 1's release when the curve is ``F0`` and its noise one row of ``E``."""
+    k = t.size
+    # Algorithm 1 on a monotone curve: the first threshold with F >= q (the last if none)
+    out = np.array(
+        [t[np.minimum(np.searchsorted(smooth(F0 + e, "isotonic"), qs, side="left"), k - 1)] for e in E]
+    )
+    return out.var(axis=0, ddof=1)
 
 
 def exponential_run(c: Call):
