@@ -112,7 +112,10 @@ def quantiles(
     Uncertainty: ``est.ci(level)`` inverts the pointwise band of a raw private ECDF (the
     tree's own curve; for the exponential mechanisms a separate central ECDF with
     ``ci_fraction`` of ε, the point estimate getting the rest; ``ci_fraction=0``: no
-    interval).  ``stderr`` is the 95% interval's half-width / 1.96.  Values are clipped into
+    interval).  ``stderr``: for the central and secure trees the spread of Algorithm 1 re-run on the
+    released curve plus draws of the mechanism's public noise law (:func:`release_law_stderr`,
+    post-processing: ~0 deep inside a tied block, a gap's width times the chance of crossing it next to
+    one); otherwise the 95% interval's half-width / 1.96.  Values are clipped into
     ``bounds`` and ordered with q (raw values in ``details["unbiased"]``; ``postprocess="none"``).
 
     >>> import numpy as np
@@ -201,7 +204,85 @@ def tree_run(c: Call):
     cell = (c.bounds[1] - c.bounds[0]) / np.asarray(res.quantiles).size
     values = np.asarray(res.quantile(c.qs)) - cell / 2
     cost = {"messages_per_user": res.estimate.messages_per_user, "bits_per_user": res.estimate.bits_per_user}
-    return values, "ecdf-tree+algorithm1", {**res.estimate.params}, cost, (res.quantiles, res.raw, res.stderr)
+    params = {**res.estimate.params}
+    law_se = release_law_stderr(res, c.qs)
+    if law_se is not None:
+        params["stderr_method"] = (
+            f"release law: {LAW_DRAWS} draws of the public noise on the released curve, bias-corrected"
+        )
+    return values, "ecdf-tree+algorithm1", params, cost, (res.quantiles, res.raw, res.stderr, law_se)
+
+
+LAW_DRAWS = 200
+LAW_OUTER = 10  # second-level curves of the bias correction
+
+
+def release_law_stderr(res, qs, draws: int = LAW_DRAWS) -> np.ndarray | None:
+    """The spread of Algorithm 1's release, simulated from what is released (post-processing only).
+
+    A parametric bootstrap: the released curve's isotonic projection stands in for the data's ECDF, the
+    tree's public noise law (the secure model: the servers' shares summed) is drawn ``draws`` times with
+    a fixed seed, and each draw goes through the same isotonic projection and Algorithm 1; the standard
+    deviation of those releases is the stderr.  Unlike the band's half-width (which counts a gap at full
+    width whenever the pointwise band reaches across it) it weighs each cell by the chance the release
+    lands there: a quantile deep inside a tied block gives ~0 (the noise almost never moves it out), one
+    whose release jumps a gap now and then gives that jump times its frequency, and isotonic pooling over
+    flat stretches (much less noise than a pointwise value) is in it.  The plug-in curve is itself noisy,
+    which fattens the law's tails; one step of the bootstrap's bias correction (Efron & Tibshirani,
+    ch. 10) takes most of that out.  ``None`` without a central tree's noise model (the local hierarchy:
+    its stderr stays the band's).
+    """
+    E = _noise_draws(res, draws)
+    if E is None:
+        return None
+    t = np.asarray(res.quantiles, dtype=float)
+    F0 = smooth(np.asarray(res.raw, dtype=float), "isotonic")
+    v0 = _law_variance(F0, E, t, qs)
+    # the plug-in's own noise inflates the law's tails (a margin of m sd to a block's edge is crossed
+    # with probability ~Phi(-m/sqrt 2) at the released curve, Phi(-m) at the data's): one step of the
+    # bootstrap's bias correction, 2 V(F0) - mean V(F0*), with F0* = iso(F0 + noise) and a quarter of
+    # the draws; floored at V(F0) / 4 (the correction is itself noisy and can go negative)
+    if LAW_OUTER == 0:
+        return np.sqrt(v0)
+    inner = E[: max(2, draws // 4)]
+    vb = np.mean(
+        [_law_variance(smooth(F0 + E[-1 - b], "isotonic"), inner, t, qs) for b in range(LAW_OUTER)], axis=0
+    )
+    return np.sqrt(np.maximum(2 * v0 - vb, 0.25 * v0))
+
+
+def _noise_draws(res, draws: int) -> np.ndarray | None:
+    """``draws`` fixed-seed draws of the released curve's noise (F units, one row each) from the tree's
+    public noise law; ``None`` without a central tree's noise model."""
+    nm = res.estimate.details.get("noise_model")
+    mech = None if nm is None else nm.get("mechanism")
+    if mech is None or not hasattr(mech, "noise_to_statistic"):
+        return None
+    base = getattr(mech, "mechanism", mech)  # the secure model: the central tree, shares summed
+    shares = max(1, round(getattr(mech, "variance_factor", 1.0)))
+    total = float(nm["total"])
+    n = round(total) if nm["public_total"] else None
+    k = np.asarray(res.raw).size
+    # the consistent estimate is affine in the noisy statistic: its noise is the difference from the
+    # estimate at a noiseless statistic (any consistent one: a flat curve at n)
+    stat = base.statistic(np.full(base.n_points, n if n is not None else 0, dtype=np.int64))
+    ref = base.estimate_counts(stat, n)[:k]
+    gen = np.random.default_rng(20261126)
+    noise = _dlap_sim(gen, float(base.scale), (draws, shares, base.n_nodes)).sum(axis=1)
+    E = np.empty((draws, k))
+    for r in range(draws):
+        E[r] = (base.estimate_counts(stat + base.noise_to_statistic(noise[r]), n)[:k] - ref) / total
+    return E
+
+
+def _law_variance(F0: np.ndarray, E: np.ndarray, t: np.ndarray, qs) -> np.ndarray:
+    """Variance of Algorithm 1's release when the curve is ``F0`` and its noise one row of ``E``."""
+    k = t.size
+    # Algorithm 1 on a monotone curve: the first threshold with F >= q (the last if none)
+    out = np.array(
+        [t[np.minimum(np.searchsorted(smooth(F0 + e, "isotonic"), qs, side="left"), k - 1)] for e in E]
+    )
+    return out.var(axis=0, ddof=1)
 
 
 def exponential_run(c: Call):
@@ -242,7 +323,8 @@ def exponential_run(c: Call):
 
 
 def _finish_quantiles(est: Estimate, qs, band, bounds, postprocess) -> Estimate:
-    """Clip into bounds, order with q, attach the band-inverted intervals (95%: ``stderr``)."""
+    """Clip into bounds, order with q, attach the band-inverted intervals; ``stderr`` the release law's
+    spread where the band carries one, else the 95% interval's half-width / 1.96."""
     from dataclasses import replace
 
     raw = np.asarray(est.value, dtype=float)
@@ -254,15 +336,17 @@ def _finish_quantiles(est: Estimate, qs, band, bounds, postprocess) -> Estimate:
         v[order] = np.maximum.accumulate(v[order])
         value, details["unbiased"] = v, raw
     stderr = None
+    law_se = None
     if band is not None:
-        t, F, se = band
+        t, F, se, *rest = band
+        law_se = rest[0] if rest else None
 
         def ci_fn(level, t=t, F=F, se=se, qs=qs, lo=bounds[0]):
             return _band_interval(t, F, se, qs, level, lo)
 
         details["ci_fn"] = ci_fn
         lo95, hi95 = ci_fn(0.95)
-        stderr = (hi95 - lo95) / (2 * 1.959963984540054)
+        stderr = (hi95 - lo95) / (2 * 1.959963984540054) if law_se is None else np.asarray(law_se)
         details["interval_method"] = "inverted pointwise band of a raw private ECDF"
     return replace(
         est, value=value, stderr=stderr, details=details, support=(float(bounds[0]), float(bounds[1]))

@@ -1,0 +1,114 @@
+"""The tree quantiles' stderr from the release's simulated law (issue 26, deliverable 3).
+
+The stderr used to be the band-inverted 95% interval's half-width / 1.96.  Where the pointwise band
+reaches across a gap (a flat stretch of the ECDF next to a tied block) the interval rightly spans it, but
+the release crosses it only now and then, and isotonic pooling over the flat stretch makes that rarer
+than the pointwise band says: the half-width read 1.6-2.6x the spread on randhie, and a quantile deep
+inside a tied block (the release never moves) still reported a cell's width.  The stderr is now the
+spread of Algorithm 1 re-run on the released curve plus draws of the mechanism's public noise law
+(post-processing of the release only); the interval is unchanged.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import privstats
+from privstats.stats.distribution.quantiles import release_law_stderr
+
+AGES = np.array([17.5, 22.0, 27.0, 32.0, 37.0, 42.0])
+# F at the blocks' upper ends: 0.35, 0.65, 0.88: each of q = 0.25, 0.5, 0.75 is >= 0.10 inside its
+# block, over 10 sd of the curve at n = 5000, ε = 0.5 (about 0.008 central, 0.011 secure)
+AGE_P = np.array([0.02, 0.33, 0.30, 0.23, 0.07, 0.05])
+Q = [0.25, 0.5, 0.75]
+
+
+@pytest.mark.parametrize("model", ["central", "secure"])
+def test_stderr_is_about_zero_deep_inside_tied_blocks(model):
+    """The release of a quantile 10 sd inside a tied block never moves (checked: 15 seeds give one value),
+    so its spread is 0 but for the rounding to the public cell (0.0244 wide here), which is fixed for
+    fixed data.  The band's half-width reported cell / 3.92 = 0.0062 in every run; the law reports
+    (far) under a tenth of a cell: were the release to move one cell with probability p its sd would be
+    cell·√p, and p < 10⁻⁵ at 10 sd of the tree's (Laplace-tailed) noise."""
+    x = np.random.default_rng(26).choice(AGES, 5000, p=AGE_P)
+    cell = 25.0 / 1024
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ests = [
+            privstats.quantiles(x, Q, epsilon=0.5, bounds=(17.0, 42.0), model=model, rng=s) for s in range(15)
+        ]
+    V = np.array([e.unclipped for e in ests])
+    S = np.array([e.stderr for e in ests])
+    assert ests[0].params["grid_points"] == 1024 and "release law" in ests[0].params["stderr_method"]
+    assert np.all(np.ptp(V, axis=0) == 0), V  # the release never moves
+    assert S.max() < cell / 10, S
+    lo, hi = (np.array(v) for v in zip(*(e.ci() for e in ests), strict=True))
+    xs = np.sort(x)
+    exact = np.array([xs[int(np.ceil(q * x.size)) - 1] for q in Q])
+    assert np.all((lo <= exact) & (exact <= hi))  # the interval (the band's, unchanged) holds the value
+
+
+def test_release_law_is_none_without_a_central_noise_model():
+    """The local hierarchy keeps the band's stderr (its noise law is the clients', not a tree's)."""
+    x = np.random.default_rng(1).uniform(0, 1, 2000)
+    est = privstats.quantiles(x, Q, epsilon=2.0, bounds=(0, 1), model="local", rng=3)
+    assert "stderr_method" not in est.params
+    lo, hi = est.ci()
+    assert np.allclose(est.stderr, (np.asarray(hi) - np.asarray(lo)) / (2 * 1.959963984540054))
+
+
+def test_release_law_matches_the_spread_at_uniform_data():
+    """On evenly spread data the law's stderr is the release's spread: RMS over 200 seeds within
+    [0.7, 1.5]x the measured sd per level (the sd's own sampling error at 200 runs is ~5%; at 60 runs,
+    ~9%, the median level read 1.32 with the plain law and 1.50 with the bias correction, 1.15 and 1.30
+    at 200)."""
+    n = 2000
+    x = (np.arange(n) + 0.5) / n
+    V, S = [], []
+    for s in range(200):
+        e = privstats.quantiles(x, Q, epsilon=1.0, bounds=(0, 1), rng=s)
+        V.append(e.unclipped)
+        S.append(e.stderr)
+    ratio = np.sqrt(np.mean(np.array(S) ** 2, axis=0)) / np.array(V).std(axis=0, ddof=1)
+    assert np.all((ratio >= 0.7) & (ratio <= 1.5)), ratio
+
+
+def test_release_law_is_post_processing():
+    """The same release gives the same stderr: the law depends on the released curve and public
+    parameters only (a fixed simulation seed, not the caller's generator)."""
+    from privstats.stats.distribution.ecdf import ecdf
+
+    x = np.random.default_rng(4).normal(0.5, 0.1, 1000).clip(0, 1)
+    res = ecdf(x, epsilon=1.0, bounds=(0, 1), grid=512, smoothing="isotonic", rng=9)
+    a = release_law_stderr(res, np.array(Q))
+    b = release_law_stderr(res, np.array(Q))
+    assert a is not None and np.array_equal(a, b) and np.all(a > 0)
+
+
+def _coverage_real():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "experiments" / "coverage_real.py"
+    if not path.is_file():
+        pytest.skip("not a source checkout")
+    pytest.importorskip("statsmodels")
+    spec = importlib.util.spec_from_file_location("coverage_real_law", path)
+    R = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(R)
+    return R
+
+
+@pytest.mark.parametrize("n, eps", [(300, 2.0), (5000, 0.5)])
+def test_randhie_stderr_ratio_in_band(n, eps):
+    """The two central cells of the real-data table whose stderr was out of band, re-run as the table runs
+    them (100 seeds): randhie's lpi, q = 0.25 sits 2-7 points above a block of zeros with a sparse
+    stretch between; the band's half-width read 1.59x and 1.85x the spread.  The bar is the issue's
+    [0.7, 1.5] (the measured sd's sampling error at 100 runs is ~10%)."""
+    R = _coverage_real()
+    r = R.run_cell({"data": "randhie", "n": n, "eps": eps, "stat": "quantiles", "model": "central"}, 100)
+    assert 0.7 <= r["stderr_ratio"] <= 1.5, r["stderr_ratio"]
+    assert r["coverage"] >= 0.93 - 2 * np.sqrt(0.95 * 0.05 / 100)
