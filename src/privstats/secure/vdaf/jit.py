@@ -251,10 +251,27 @@ def _in_range(x: Any) -> bool:
 
 @njit(cache=True)
 def _dot(a: Any, b: Any, acc: Any) -> Any:
-    """sum_i a[i] * b[i] mod p over the rows of two (m, 2) arrays (acc: scratch of 8 words)."""
-    acc[:] = ZERO
+    """sum_i a[i] * b[i] mod p over the rows of two (m, 2) arrays (acc: scratch of 8 words).
+
+    The eight columns are local sums (not stores), so the loop vectorizes as reductions.
+    """
+    c0 = c1 = c2 = c3 = c4 = c5 = c6 = c7 = ZERO
     for i in range(a.shape[0]):
-        _acc(acc, a[i, 0], a[i, 1], b[i, 0], b[i, 1])
+        x0, x1, x2, x3 = a[i, 0] & M32, a[i, 0] >> S32, a[i, 1] & M32, a[i, 1] >> S32
+        y0, y1, y2, y3 = b[i, 0] & M32, b[i, 0] >> S32, b[i, 1] & M32, b[i, 1] >> S32
+        p00, p01, p02, p03 = x0 * y0, x0 * y1, x0 * y2, x0 * y3
+        p10, p11, p12, p13 = x1 * y0, x1 * y1, x1 * y2, x1 * y3
+        p20, p21, p22, p23 = x2 * y0, x2 * y1, x2 * y2, x2 * y3
+        p30, p31, p32, p33 = x3 * y0, x3 * y1, x3 * y2, x3 * y3
+        c0 += p00 & M32
+        c1 += (p00 >> S32) + (p01 & M32) + (p10 & M32)
+        c2 += (p01 >> S32) + (p10 >> S32) + (p02 & M32) + (p11 & M32) + (p20 & M32)
+        c3 += (p02 >> S32) + (p11 >> S32) + (p20 >> S32) + (p03 & M32) + (p12 & M32) + (p21 & M32) + (p30 & M32)
+        c4 += (p03 >> S32) + (p12 >> S32) + (p21 >> S32) + (p30 >> S32) + (p13 & M32) + (p22 & M32) + (p31 & M32)
+        c5 += (p13 >> S32) + (p22 >> S32) + (p31 >> S32) + (p23 & M32) + (p32 & M32)
+        c6 += (p23 >> S32) + (p32 >> S32) + (p33 & M32)
+        c7 += p33 >> S32
+    acc[0], acc[1], acc[2], acc[3], acc[4], acc[5], acc[6], acc[7] = c0, c1, c2, c3, c4, c5, c6, c7
     return _settle(acc)
 
 
