@@ -181,12 +181,18 @@ def test_compiled_and_numpy_paths_agree(vdaf: Prio3, monkeypatch: pytest.MonkeyP
 def test_kernel_flags_degenerate_query_points_and_out_of_range_randomness() -> None:
     vdaf = Prio3Histogram(16, 4)
     c = batch._consts(vdaf)
-    n = 3
+    n = 5
     meas = np.zeros((n, vdaf.flp.MEAS_LEN, 2), dtype=np.uint64)
     proof = np.zeros((n, vdaf.flp.PROOF_LEN, 2), dtype=np.uint64)
-    rnd = _words([5, 7, 3, 5, 7, 1, 5, P, 3]).reshape(n, 3, 2)  # t = 3 fine, t = 1 degenerate, u >= p
+    root = Field128.root(8)  # 4 gadget calls: P = 8
+    # t = 3 and t = 4 fine, t = 1 and t = another 8th root of unity degenerate, u >= p
+    rnd = _words([5, 7, 3, 5, 7, 1, 5, 7, root**3 % P, 5, P, 3, 5, 7, 4]).reshape(n, 3, 2)
     ver = np.empty((n, vdaf.flp.VERIFIER_LEN, 2), dtype=np.uint64)
     status = np.empty(n, dtype=np.uint8)
-    args = (c.jit["idft32"], c.jit["s_weights"], c.jit["shares_inv"], c.chunk, True, True, ver, status)
+    args = (c.jit["zeta_pows"], c.jit["s_weights"], c.jit["inverses"], c.chunk, True, True, ver, status)
     jit.prep_kernel(meas, proof, rnd, *args)
-    assert status.tolist() == [0, 2, 1]
+    assert status.tolist() == [0, 2, 2, 1, 0]
+    # the flagged reports do not disturb the others (one inversion serves the whole batch)
+    alone = np.empty_like(ver[:1])
+    jit.prep_kernel(meas[4:], proof[4:], rnd[4:], *args[:-2], alone, status[:1])
+    assert status[0] == 0 and np.array_equal(alone[0], ver[4])

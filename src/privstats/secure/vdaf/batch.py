@@ -88,9 +88,9 @@ def _consts(vdaf: Prio3) -> _Consts:
         limbs.from_ints([shares_inv]),
     )
     consts.jit = {
-        "idft32": _limbs32(_words(idft).reshape(size, calls + 1, 2)),
+        "zeta_pows": _words([pow(zeta, k, p) for k in range(calls + 1)]),
         "s_weights": _words(s_weights),
-        "shares_inv": _words([shares_inv])[0],
+        "inverses": _words([shares_inv, size_inv]),
         "prefix": {u: bytes([len(d)]) + d for u, d in vdaf._dst.items()},
     }
     vdaf._batch_consts = consts
@@ -100,13 +100,6 @@ def _consts(vdaf: Prio3) -> _Consts:
 def _words(values: list[int]) -> np.ndarray:
     """(len, 2) uint64 (lo, hi) words of Field128 ints."""
     return np.array([(x & (2**64 - 1), x >> 64) for x in values], dtype=np.uint64).reshape(-1, 2)
-
-
-def _limbs32(words: np.ndarray) -> np.ndarray:
-    """(K, 4, J) 32-bit limbs (in uint64) of a (K, J, 2) word array."""
-    return np.ascontiguousarray(
-        words.view("<u4").reshape(*words.shape[:2], 4).transpose(0, 2, 1).astype(np.uint64)
-    )
 
 
 _JIT: Any = None
@@ -242,9 +235,9 @@ def _prep_jit(
         np.frombuffer(meas_raw, dtype="<u8").reshape(n, n_meas, 2),
         np.frombuffer(b"".join(proofs), dtype="<u8").reshape(n, n_proof, 2),
         np.frombuffer(b"".join(rands), dtype="<u8").reshape(n, 3, 2),
-        c.jit["idft32"],
+        c.jit["zeta_pows"],
         c.jit["s_weights"],
-        c.jit["shares_inv"],
+        c.jit["inverses"],
         c.chunk,
         hist,
         agg_id == 0,

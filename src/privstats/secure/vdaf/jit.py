@@ -25,7 +25,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
 
 __all__ = ["combine_kernel", "mul_vec", "prep_kernel"]
 
@@ -55,13 +57,19 @@ def _add2(a0: Any, a1: Any, b0: Any, b1: Any) -> Any:
     return s0, a1 + b1 + U(s0 < a0)
 
 
-@njit(cache=True)
-def _mul64(x: Any, y: Any) -> Any:
-    """Full 128-bit product of two 64-bit words, as (lo, hi)."""
-    x0, x1, y0, y1 = x & M32, x >> S32, y & M32, y >> S32
-    p00, p01, p10, p11 = x0 * y0, x0 * y1, x1 * y0, x1 * y1
-    mid = (p00 >> S32) + (p01 & M32) + (p10 & M32)
-    return (p00 & M32) | (mid << S32), p11 + (p01 >> S32) + (p10 >> S32) + (mid >> S32)
+@intrinsic
+def _mul64(typingctx: Any, x: Any, y: Any) -> Any:
+    """Full 128-bit product of two 64-bit words, as (lo, hi): one 64x64 -> 128-bit multiply (LLVM i128)."""
+    sig = types.UniTuple(types.uint64, 2)(types.uint64, types.uint64)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        i64, i128 = ir.IntType(64), ir.IntType(128)
+        prod = builder.mul(builder.zext(args[0], i128), builder.zext(args[1], i128))
+        lo = builder.trunc(prod, i64)
+        hi = builder.trunc(builder.lshr(prod, ir.Constant(i128, 64)), i64)
+        return context.make_tuple(builder, signature.return_type, (lo, hi))
+
+    return sig, codegen
 
 
 @njit(cache=True)
@@ -287,10 +295,13 @@ def _dot(a: Any, b: Any, acc: Any) -> Any:
 
 @njit(cache=True)
 def _powers(x0: Any, x1: Any, out: Any) -> None:
-    """out[i] = x^i."""
+    """out[i] = x^i (two interleaved chains with step x^2: independent multiplies overlap)."""
     out[0, 0], out[0, 1] = ONE, ZERO
-    for i in range(1, out.shape[0]):
-        out[i, 0], out[i, 1] = _mul(out[i - 1, 0], out[i - 1, 1], x0, x1)
+    if out.shape[0] > 1:
+        out[1, 0], out[1, 1] = x0, x1
+        sq0, sq1 = _mul(x0, x1, x0, x1)
+        for i in range(2, out.shape[0]):
+            out[i, 0], out[i, 1] = _mul(out[i - 2, 0], out[i - 2, 1], sq0, sq1)
 
 
 @njit(cache=True)
@@ -307,11 +318,9 @@ def _wire_products(meas: Any, weights: Any, chunk: int, m32: Any, acc: Any, prod
 
 
 @njit(cache=True)
-def _weights(tp: Any, r0: Any, r1: Any, idft32: Any, scratch: Any, lag: Any, rp: Any, weights: Any) -> None:
-    """Lagrange values lag[k] = L_k(t) (k <= calls), weights[k - 1] = (L_k r^(chunk (k-1)), L_k) and
-    rp[i] = r^i (i <= chunk)."""
-    size, calls, chunk = idft32.shape[0], weights.shape[0], rp.shape[0] - 1
-    _matvec(tp[:size], idft32, scratch, lag)
+def _weights(lag: Any, r0: Any, r1: Any, rp: Any, weights: Any) -> None:
+    """weights[k - 1] = (L_k r^(chunk (k-1)), L_k) for k = 1..calls and rp[i] = r^i (i <= chunk)."""
+    calls, chunk = weights.shape[0], rp.shape[0] - 1
     _powers(r0, r1, rp)
     step0, step1 = ONE, ZERO
     for k in range(calls):
@@ -321,13 +330,63 @@ def _weights(tp: Any, r0: Any, r1: Any, idft32: Any, scratch: Any, lag: Any, rp:
 
 
 @njit(cache=True)
+def _inverse(x0: Any, x1: Any) -> Any:
+    """x^(p - 2) = 1/x (x != 0); p - 2 = (2^64 - 29) 2^64 + (2^64 - 1)."""
+    r0, r1 = ONE, ZERO
+    for word in (P_HI - ONE, ONES):
+        for b in range(63, -1, -1):
+            r0, r1 = _mul(r0, r1, r0, r1)
+            if (word >> U(b)) & ONE:
+                r0, r1 = _mul(r0, r1, x0, x1)
+    return r0, r1
+
+
+@njit(cache=True)
+def _lagrange(tp: Any, status: Any, zeta_pows: Any, size_inv: Any, den: Any, pre: Any, lag: Any) -> None:
+    """lag[n, k] = L_k(t_n) = (t^P - 1) / (P (t zeta^k - 1)) for every report n with status 0.
+
+    tp[n] holds t^0..t^P. One field inversion serves all reports and all k (Montgomery's trick);
+    t zeta^k - 1 is nonzero because t is not a P-th root of unity (status 2 otherwise).
+    """
+    n_rep, kk, size = tp.shape[0], zeta_pows.shape[0], tp.shape[1] - 1
+    cum = np.empty((n_rep, 2), dtype=np.uint64)  # product of the earlier reports' D_n
+    dprod = np.empty((n_rep, 2), dtype=np.uint64)  # D_n = prod_k (t zeta^k - 1)
+    c0, c1 = ONE, ZERO
+    for n in range(n_rep):
+        cum[n, 0], cum[n, 1] = c0, c1
+        if status[n]:
+            continue
+        a0, a1 = ONE, ZERO
+        for k in range(kk):
+            d0, d1 = _mul(tp[n, 1, 0], tp[n, 1, 1], zeta_pows[k, 0], zeta_pows[k, 1])
+            d0, d1 = _sub(d0, d1, ONE, ZERO)
+            den[n, k, 0], den[n, k, 1] = d0, d1
+            pre[n, k, 0], pre[n, k, 1] = a0, a1
+            a0, a1 = _mul(a0, a1, d0, d1)
+        dprod[n, 0], dprod[n, 1] = a0, a1
+        c0, c1 = _mul(c0, c1, a0, a1)
+    inv0, inv1 = _inverse(c0, c1)
+    for n in range(n_rep - 1, -1, -1):
+        if status[n]:
+            continue
+        i0, i1 = _mul(inv0, inv1, cum[n, 0], cum[n, 1])  # 1 / D_n
+        inv0, inv1 = _mul(inv0, inv1, dprod[n, 0], dprod[n, 1])
+        s0, s1 = _sub(tp[n, size, 0], tp[n, size, 1], ONE, ZERO)
+        s0, s1 = _mul(s0, s1, size_inv[0], size_inv[1])
+        for k in range(kk - 1, -1, -1):
+            e0, e1 = _mul(i0, i1, pre[n, k, 0], pre[n, k, 1])  # 1 / (t zeta^k - 1)
+            i0, i1 = _mul(i0, i1, den[n, k, 0], den[n, k, 1])
+            lag[n, k, 0], lag[n, k, 1] = _mul(s0, s1, e0, e1)
+
+
+@njit(cache=True)
 def prep_kernel(
     meas: Any,
     proof: Any,
     rnd: Any,
-    idft32: Any,
+    zeta_pows: Any,
     s_weights: Any,
-    shares_inv: Any,
+    inverses: Any,
     chunk: int,
     histogram: bool,
     check_range: bool,
@@ -337,34 +396,39 @@ def prep_kernel(
     """Verifier shares of n reports of a ParallelSum(Mul) circuit (SumVec, Histogram), one proof.
 
     meas (n, MEAS_LEN, 2), proof (n, PROOF_LEN, 2), rnd (n, 3, 2) = (r, u, t) per report (u unused
-    without ``histogram``); idft32 (P, 4, calls + 1): the 32-bit limbs of the inverse DFT matrix,
-    L_k(t) = sum_i t^i idft[i, k]; s_weights
-    (2P - 1, 2). Writes ver (n, 2 chunk + 2, 2) and status (n,): 0 done, 1 an element >= p (input
-    or randomness: the caller redoes that report by the draft's algorithm), 2 t^P == 1.
+    without ``histogram``); zeta_pows (calls + 1, 2): zeta^k for zeta = 1 / alpha, alpha the P-th
+    root of unity; s_weights (2P - 1, 2); inverses (2, 2): 1/SHARES and 1/P. Writes ver
+    (n, 2 chunk + 2, 2) and status (n,): 0 done, 1 an element >= p (input or randomness: the caller
+    redoes that report by the draft's algorithm), 2 t^P == 1.
     """
-    size, calls = idft32.shape[0], idft32.shape[2] - 1
+    n_rep, calls, size = meas.shape[0], zeta_pows.shape[0] - 1, (s_weights.shape[0] + 1) // 2
+    shares_inv = inverses[0]
     m32 = np.empty((calls, 4, chunk), dtype=np.uint64)
     acc_w = np.empty((8, chunk), dtype=np.uint64)
-    acc_l = np.empty((8, calls + 1), dtype=np.uint64)
     acc = np.empty(8, dtype=np.uint64)
     prods = np.empty((2, chunk, 2), dtype=np.uint64)
-    tp = np.empty((size + 1, 2), dtype=np.uint64)
-    lag = np.empty((calls + 1, 2), dtype=np.uint64)
+    tp = np.empty((n_rep, size + 1, 2), dtype=np.uint64)
+    den = np.empty((n_rep, calls + 1, 2), dtype=np.uint64)
+    pre = np.empty((n_rep, calls + 1, 2), dtype=np.uint64)
+    lag = np.empty((n_rep, calls + 1, 2), dtype=np.uint64)
     rp = np.empty((chunk + 1, 2), dtype=np.uint64)
     weights = np.empty((calls, 2, 2), dtype=np.uint64)
-    for n in range(meas.shape[0]):
+    for n in range(n_rep):
+        status[n] = 0
         if not _in_range(rnd[n]) or (check_range and not (_in_range(meas[n]) and _in_range(proof[n]))):
             status[n] = 1
             continue
-        _powers(rnd[n, 2, 0], rnd[n, 2, 1], tp)
-        if tp[size, 0] == ONE and tp[size, 1] == ZERO:
+        _powers(rnd[n, 2, 0], rnd[n, 2, 1], tp[n])
+        if tp[n, size, 0] == ONE and tp[n, size, 1] == ZERO:
             status[n] = 2
+    _lagrange(tp, status, zeta_pows, inverses[1], den, pre, lag)
+    for n in range(n_rep):
+        if status[n]:
             continue
-        status[n] = 0
-        _weights(tp, rnd[n, 0, 0], rnd[n, 0, 1], idft32, acc_l, lag, rp, weights)
+        _weights(lag[n], rnd[n, 0, 0], rnd[n, 0, 1], rp, weights)
         _wire_products(meas[n], weights, chunk, m32, acc_w, prods)
         _verifier(
-            n, meas[n], proof[n], rnd[n], lag, rp, prods, tp, s_weights, shares_inv, histogram, acc, ver
+            n, meas[n], proof[n], rnd[n], lag[n], rp, prods, tp[n], s_weights, shares_inv, histogram, acc, ver
         )
 
 
