@@ -15,6 +15,10 @@ constant inverse-DFT matrix, for all reports at once. The circuit output is v = 
 histogram). Other circuits
 (Count, Sum) fall back to the per-report algorithm.
 
+Two implementations give the same bytes: compiled kernels (:mod:`.jit`, when numba is installed,
+as with the ``serve`` extra; all per-report arithmetic in machine code, about 15 us a report for
+Prio3Histogram(1024, 32)) and numpy limb arithmetic (``PRIVSTATS_VDAF_JIT=0`` or without numba).
+
 Example:
     >>> import os
     >>> from privstats.secure.vdaf import Prio3Histogram

@@ -6,10 +6,12 @@ Kernels are compiled with ``cache=True`` (the first import on a machine compiles
 load the cache) and are called once per chunk of reports, so all per-report work runs in machine code.
 
 Elements are pairs of little-endian 64-bit words ``(lo, hi)`` in ``[0, p)``, i.e. the VDAF encoding
-viewed as ``<u8``, with p = 2^128 - 28 * 2^64 + 1. Products are 16 32x32-bit partial products; a
-reduction folds 2^128 = 28 * 2^64 - 1, 2^192 = 783 * 2^64 - 28 and 2^256 = 21896 * 2^64 - 783
-(mod p). Sums of many products (dot products) accumulate their partial products unreduced in
-eight 32-bit columns and are reduced once.
+viewed as ``<u8``, with p = 2^128 - 28 * 2^64 + 1. A product is four 64x64 -> 128-bit multiplies
+(an LLVM ``i128`` intrinsic); a reduction folds 2^128 = 28 * 2^64 - 1, 2^192 = 783 * 2^64 - 28 and
+2^256 = 21896 * 2^64 - 783 (mod p). Sums of many products (dot products, the wire values'
+matrix-vector products) accumulate 32x32-bit partial products unreduced in eight 32-bit columns,
+vectorized, and are reduced once. The Lagrange values of all reports in a call share one field
+inversion (Montgomery's trick).
 
 Example:
     >>> import numpy as np
@@ -57,8 +59,7 @@ def _add2(a0: Any, a1: Any, b0: Any, b1: Any) -> Any:
     return s0, a1 + b1 + U(s0 < a0)
 
 
-@intrinsic
-def _mul64(typingctx: Any, x: Any, y: Any) -> Any:
+def _mul64_typing(typingctx: Any, x: Any, y: Any) -> Any:
     """Full 128-bit product of two 64-bit words, as (lo, hi): one 64x64 -> 128-bit multiply (LLVM i128)."""
     sig = types.UniTuple(types.uint64, 2)(types.uint64, types.uint64)
 
@@ -70,6 +71,9 @@ def _mul64(typingctx: Any, x: Any, y: Any) -> Any:
         return context.make_tuple(builder, signature.return_type, (lo, hi))
 
     return sig, codegen
+
+
+_mul64: Any = intrinsic(_mul64_typing)
 
 
 @njit(cache=True)
