@@ -196,3 +196,37 @@ def test_kernel_flags_degenerate_query_points_and_out_of_range_randomness() -> N
     alone = np.empty_like(ver[:1])
     jit.prep_kernel(meas[4:], proof[4:], rnd[4:], *args[:-2], alone, status[:1])
     assert status[0] == 0 and np.array_equal(alone[0], ver[4])
+
+
+def _norm(results: list[Any]) -> list[Any]:
+    """Comparable form of per-report results: ("error",) for a VdafError."""
+    out = []
+    for r in results:
+        if isinstance(r, VdafError):
+            out.append(("error",))
+        elif isinstance(r, tuple):
+            out.append((r[1], r[0][1], bytes(r[0][0])))
+        else:
+            out.append(r)
+    return out
+
+
+def test_a_failing_kernel_falls_back_to_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """numba is optional: a kernel that cannot compile or run here switches to the numpy path."""
+    vdaf = Prio3Histogram(16, 4)
+    reports = _reports(vdaf, np.random.default_rng(5), 16)
+    monkeypatch.setenv("PRIVSTATS_VDAF_JIT", "0")
+    want = _prepare(vdaf, reports)
+
+    def boom(*_args: Any) -> None:
+        raise RuntimeError("no kernel here")
+
+    for name in ("prep_kernel", "combine_kernel"):
+        with monkeypatch.context() as m:
+            m.setenv("PRIVSTATS_VDAF_JIT", "1")
+            m.setattr(batch, "_JIT", jit)
+            m.setattr(jit, name, boom)
+            got = _prepare(vdaf, reports)
+            assert batch._JIT is False
+        assert [_norm(p) for p in got[0]] == [_norm(p) for p in want[0]]
+        assert got[1][0] == want[1][0] and _norm(got[1][1]) == _norm(want[1][1])

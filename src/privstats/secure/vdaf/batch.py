@@ -34,6 +34,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -107,6 +108,14 @@ def _words(values: list[int]) -> np.ndarray:
 
 
 _JIT: Any = None
+log = logging.getLogger("privstats.vdaf")
+
+
+def _jit_failed(exc: Exception) -> None:
+    """A kernel that does not compile or run on this machine: the numpy path from now on."""
+    global _JIT
+    _JIT = False
+    log.warning("compiled VDAF kernels failed (%r); using the numpy path", exc)
 
 
 def jit_enabled() -> bool:
@@ -173,18 +182,21 @@ def prep_init_batch(
             for n, ps, ins in zip(nonces, public_shares, input_shares, strict=True)
         ]
     if jit_enabled():
-        return [
-            res
-            for start in range(0, len(nonces), 256)
-            for res in _prep_jit(
-                vdaf,
-                verify_key,
-                agg_id,
-                nonces[start : start + 256],
-                public_shares[start : start + 256],
-                input_shares[start : start + 256],
-            )
-        ]
+        try:
+            return [
+                res
+                for start in range(0, len(nonces), 256)
+                for res in _prep_jit(
+                    vdaf,
+                    verify_key,
+                    agg_id,
+                    nonces[start : start + 256],
+                    public_shares[start : start + 256],
+                    input_shares[start : start + 256],
+                )
+            ]
+        except Exception as exc:  # an optional accelerator must not take the server down
+            _jit_failed(exc)
     results: list[Any] = [None] * len(nonces)
     todo = []
     for i, (nonce, ps, ins) in enumerate(zip(nonces, public_shares, input_shares, strict=True)):
@@ -480,7 +492,11 @@ def prep_shares_to_prep_batch(vdaf: Prio3, agg_param: None, prep_shares: list[li
         return results
     raw = b"".join(s[: n_ver * 16] for i in ok_idx for s in prep_shares[i])
     if jit:
-        return _combine_jit(vdaf, raw, prep_shares, ok_idx, results)
+        try:
+            return _combine_jit(vdaf, raw, prep_shares, ok_idx, results)
+        except Exception as exc:  # as in prep_init_batch
+            _jit_failed(exc)
+            return prep_shares_to_prep_batch(vdaf, agg_param, prep_shares)
     ver = np.frombuffer(raw, dtype="<u2").reshape(len(ok_idx), vdaf.SHARES, n_ver, limbs.NLIMB)
     total = limbs.reduce_cols(ver.sum(axis=1, dtype=np.int64))  # (n, n_ver, 8)
     x = total[:, 1 : 1 + 2 * c.chunk].reshape(len(ok_idx), c.chunk, 2, limbs.NLIMB)
