@@ -45,14 +45,6 @@ K28, K783, K21896 = U(28), U(783), U(21896)
 
 
 @njit(cache=True)
-def _mul_small(x: Any, c: Any) -> Any:
-    """x * c as (lo, hi) for x < 2^64, c < 2^31."""
-    lo32 = (x & M32) * c
-    hi32 = (x >> S32) * c + (lo32 >> S32)
-    return (lo32 & M32) | (hi32 << S32), hi32 >> S32
-
-
-@njit(cache=True)
 def _add2(a0: Any, a1: Any, b0: Any, b1: Any) -> Any:
     """(a0 + a1 2^64) + (b0 + b1 2^64) mod 2^128."""
     s0 = a0 + b0
@@ -89,14 +81,14 @@ def _canon(r0: Any, r1: Any) -> Any:
 def _reduce5(w0: Any, w1: Any, w2: Any, w3: Any, w4: Any) -> Any:
     """w0 + w1 2^64 + w2 2^128 + w3 2^192 + w4 2^256 mod p, for w4 < 2^32."""
     # x = w0 - N + 2^64 B with N = w2 + 28 w3 + 783 w4 (< 2^75) and B = w1 + 28 w2 + 783 w3 + 21896 w4.
-    n0, n1 = _mul_small(w3, K28)
-    a0, a1 = _mul_small(w4, K783)
+    n0, n1 = _mul64(w3, K28)
+    a0, a1 = _mul64(w4, K783)
     n0, n1 = _add2(n0, n1, a0, a1)
     n0, n1 = _add2(n0, n1, w2, ZERO)
-    b0, b1 = _mul_small(w2, K28)
-    a0, a1 = _mul_small(w3, K783)
+    b0, b1 = _mul64(w2, K28)
+    a0, a1 = _mul64(w3, K783)
     b0, b1 = _add2(b0, b1, a0, a1)
-    a0, a1 = _mul_small(w4, K21896)
+    a0, a1 = _mul64(w4, K21896)
     b0, b1 = _add2(b0, b1, a0, a1)
     b0, b1 = _add2(b0, b1, w1, ZERO)
     # y = w0 + 2^64 B + p - N >= 0 (N < p), as three words with y2 < 2^22.
