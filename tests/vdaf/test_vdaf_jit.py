@@ -122,6 +122,8 @@ def _reports(vdaf: Prio3, rng: np.random.Generator, n: int) -> list[tuple[bytes,
             enc[int(rng.integers(0, vdaf.SHARES))] += b"\0"
         elif kind == 6:
             enc_public = enc_public[:-1]
+        elif i == 8:  # honest, as bytearrays (the per-report path takes any bytes-like share)
+            enc = [bytearray(e) for e in enc]
         out.append((nonce, enc_public, enc))
     return out
 

@@ -16,7 +16,7 @@ histogram). Other circuits
 (Count, Sum) fall back to the per-report algorithm.
 
 Two implementations give the same bytes: compiled kernels (:mod:`.jit`, when numba is installed,
-as with the ``serve`` extra; all per-report arithmetic in machine code, about 15 us a report for
+as with the ``serve`` extra; all per-report arithmetic in machine code, about 13 us a report for
 Prio3Histogram(1024, 32)) and numpy limb arithmetic (``PRIVSTATS_VDAF_JIT=0`` or without numba).
 
 Example:
@@ -111,7 +111,11 @@ _JIT: Any = None
 log = logging.getLogger("privstats.vdaf")
 
 
-def _jit_failed(exc: Exception) -> None:
+class _KernelFailed(Exception):
+    """A compiled kernel raised (did not compile or run here); the cause is chained."""
+
+
+def _jit_failed(exc: BaseException | None) -> None:
     """A kernel that does not compile or run on this machine: the numpy path from now on."""
     global _JIT
     _JIT = False
@@ -195,8 +199,8 @@ def prep_init_batch(
                     input_shares[start : start + 256],
                 )
             ]
-        except Exception as exc:  # an optional accelerator must not take the server down
-            _jit_failed(exc)
+        except _KernelFailed as exc:  # an optional accelerator must not take the server down
+            _jit_failed(exc.__cause__)
     results: list[Any] = [None] * len(nonces)
     todo = []
     for i, (nonce, ps, ins) in enumerate(zip(nonces, public_shares, input_shares, strict=True)):
@@ -224,8 +228,8 @@ def _prep_jit(
     results: list[Any] = [None] * len(nonces)
     rows, metas, proofs, rands = [], [], [], []
     for i, (nonce, ps, ins) in enumerate(zip(nonces, publics, inputs, strict=True)):
-        if not (isinstance(nonce, bytes) and len(nonce) == vdaf.NONCE_SIZE) or (
-            len(ps) != SEED_SIZE * shares or len(ins) != want
+        if not (isinstance(nonce, bytes) and isinstance(ps, bytes) and isinstance(ins, bytes)) or (
+            len(nonce) != vdaf.NONCE_SIZE or len(ps) != SEED_SIZE * shares or len(ins) != want
         ):
             results[i] = _single(vdaf, key, agg_id, nonce, ps, ins)
             continue
@@ -247,19 +251,22 @@ def _prep_jit(
     n, n_ver = len(rows), vdaf.flp.VERIFIER_LEN
     meas_raw = b"".join(metas)
     ver, status = np.empty((n, n_ver, 2), dtype=np.uint64), np.empty(n, dtype=np.uint8)
-    _JIT.prep_kernel(
-        np.frombuffer(meas_raw, dtype="<u8").reshape(n, n_meas, 2),
-        np.frombuffer(b"".join(proofs), dtype="<u8").reshape(n, n_proof, 2),
-        np.frombuffer(b"".join(rands), dtype="<u8").reshape(n, 3, 2),
-        c.jit["zeta_pows"],
-        c.jit["s_weights"],
-        c.jit["inverses"],
-        c.chunk,
-        hist,
-        agg_id == 0,
-        ver,
-        status,
-    )
+    try:
+        _JIT.prep_kernel(
+            np.frombuffer(meas_raw, dtype="<u8").reshape(n, n_meas, 2),
+            np.frombuffer(b"".join(proofs), dtype="<u8").reshape(n, n_proof, 2),
+            np.frombuffer(b"".join(rands), dtype="<u8").reshape(n, 3, 2),
+            c.jit["zeta_pows"],
+            c.jit["s_weights"],
+            c.jit["inverses"],
+            c.chunk,
+            hist,
+            agg_id == 0,
+            ver,
+            status,
+        )
+    except Exception as exc:
+        raise _KernelFailed from exc
     if not hist:
         metas = _truncate(vdaf, np.frombuffer(meas_raw, dtype="<u2").reshape(n, n_meas, limbs.NLIMB), metas)
     ver_raw, stride = ver.tobytes(), n_ver * 16
@@ -494,8 +501,8 @@ def prep_shares_to_prep_batch(vdaf: Prio3, agg_param: None, prep_shares: list[li
     if jit:
         try:
             return _combine_jit(vdaf, raw, prep_shares, ok_idx, results)
-        except Exception as exc:  # as in prep_init_batch
-            _jit_failed(exc)
+        except _KernelFailed as exc:  # as in prep_init_batch
+            _jit_failed(exc.__cause__)
             return prep_shares_to_prep_batch(vdaf, agg_param, prep_shares)
     ver = np.frombuffer(raw, dtype="<u2").reshape(len(ok_idx), vdaf.SHARES, n_ver, limbs.NLIMB)
     total = limbs.reduce_cols(ver.sum(axis=1, dtype=np.int64))  # (n, n_ver, 8)
@@ -516,7 +523,10 @@ def _combine_jit(
     """The decision of :func:`prep_shares_to_prep_batch` on the compiled kernel."""
     n_ver, n = vdaf.flp.VERIFIER_LEN, len(ok_idx)
     status = np.empty(n, dtype=np.uint8)
-    _JIT.combine_kernel(np.frombuffer(raw, dtype="<u8").reshape(n, vdaf.SHARES, n_ver, 2), status)
+    try:
+        _JIT.combine_kernel(np.frombuffer(raw, dtype="<u8").reshape(n, vdaf.SHARES, n_ver, 2), status)
+    except Exception as exc:
+        raise _KernelFailed from exc
     prefix = _consts(vdaf).jit["prefix"][6] + bytes(SEED_SIZE)
     for row, i in enumerate(ok_idx):
         if status[row] == 1:
