@@ -97,6 +97,7 @@ def _reports(vdaf: Prio3, rng: np.random.Generator, n: int) -> list[tuple[bytes,
         kind = i % 8
         if kind == 1:  # not one-hot / bits out of {0, 1}
             enc = [int(x) for x in rng.integers(0, 3, size=vdaf.flp.MEAS_LEN)]
+            enc[int(rng.integers(0, len(enc)))] = 2  # never 0/1 valued
             public, shares = _shard_raw(vdaf, enc, nonce, _bytes(rng, vdaf.RAND_SIZE))
         elif vdaf.ID == 3:
             public, shares = vdaf.shard(
@@ -156,7 +157,15 @@ def _same(a: Any, b: Any) -> bool:
 
 @pytest.mark.parametrize(
     "vdaf",
-    [Prio3Histogram(64, 8), Prio3Histogram(33, 5), Prio3Histogram(7, 3, shares=3), Prio3SumVec(3, 5, 4)],
+    [
+        Prio3Histogram(64, 8),
+        Prio3Histogram(33, 5),
+        Prio3Histogram(7, 3, shares=3),
+        Prio3Histogram(1, 1),
+        Prio3Histogram(5, 9),
+        Prio3SumVec(3, 5, 4),
+        Prio3SumVec(1, 1, 1),
+    ],
 )
 def test_compiled_and_numpy_paths_agree(vdaf: Prio3, monkeypatch: pytest.MonkeyPatch) -> None:
     reports = _reports(vdaf, np.random.default_rng(vdaf.flp.MEAS_LEN), 48)
