@@ -9,8 +9,10 @@ and ``... helper`` on 127.0.0.1 (SQLite files in a temporary folder, or two data
 PostgreSQL URL prefix); ``--reports`` reports sharded and sealed by privstats' client (CPU time per
 report), uploaded over ``--connections`` keep-alive connections (one ``PUT`` per report, as DAP
 clients do), aggregated by the leader's driver and the helper, collected.  Each server's CPU seconds
-per report come from /proc; their maximum bounds the pair's throughput when each has its own core,
-their mean when both share this machine's two cores (work split evenly).
+per report come from /proc, counted once both servers are idle after their start (the leader's driver
+process imports and loads the compiled kernels after /healthz answers); their maximum bounds the
+pair's throughput when each has its own core, their mean when both share this machine's two cores
+(work split evenly).
 End to end = first upload to collection done, wall clock; it splits into the uploads and the tail
 (aggregating what was not aggregated while the uploads ran, then the collection); the share
 aggregated by the end of the uploads and the load generator's own CPU are printed too.  Every row
@@ -49,6 +51,20 @@ def _children(pid: int) -> list[int]:
     except FileNotFoundError:
         return []
     return [k for c in kids for k in (c, *_children(c))]
+
+
+def _wait_idle(pids: list[int], timeout: float = 120.0) -> None:
+    """Wait until the servers' process trees are idle (each under 20 ms of CPU in 0.5 s): their
+    start-up (the leader's driver process imports and warms up the VDAF kernels after /healthz
+    answers) must not be counted as work per report."""
+    end = time.perf_counter() + timeout
+    before = [_cpu_seconds(p) for p in pids]
+    while time.perf_counter() < end:
+        time.sleep(0.5)
+        now = [_cpu_seconds(p) for p in pids]
+        if all(b - a < 0.02 for a, b in zip(before, now, strict=True)):
+            return
+        before = now
 
 
 def _free_port() -> int:
@@ -152,6 +168,7 @@ def run(n: int, conns: int, db: str) -> dict[str, float]:
         t0 = time.process_time()
         bodies = [client.report(c, now).encode() for c in client.spec.cells(x)[:, 0].tolist()]
         t_client = (time.process_time() - t0) / n
+        _wait_idle([p.pid for p in procs.values()])
         cpu0 = {r: _cpu_seconds(p.pid) for r, p in procs.items()}
         start, gen0 = time.perf_counter(), time.process_time()
         asyncio.run(_upload_all(ports["leader"], f"/tasks/{client.dap.task_id_b64}/reports", bodies, conns))

@@ -13,9 +13,11 @@ pytest.importorskip("fastapi")
 from inproc import collect, drain, make_pair
 
 from privstats.services.dap.codec import (
+    COLLECT_REQ,
     HPKE_CONFIG_LIST,
     REPORT,
     Collection,
+    CollectionReq,
     HpkeCiphertext,
     Interval,
     Report,
@@ -164,6 +166,60 @@ def test_refused_collection_leaves_its_interval_open(pair):
     # now it is consumed: the same interval again is refused
     status, doc = collect(pair, Interval(t, tp))
     assert status == 400 and doc["type"].endswith("batchQueriedTooManyTimes"), doc
+
+
+@pytest.mark.parametrize("db", ["sqlite", "postgresql"])
+def test_refused_collections_of_an_interval_are_capped(tmp_path, request, db):
+    """Each refusal below the minimum batch tells the analyst one bit (not enough reports yet); after
+    ``max_refused_collections`` of them the interval is refused outright, whatever its count, across
+    deletions of the refused jobs and a restart of the leader; other intervals are unaffected."""
+    from privstats.services.dap.task import b64
+
+    pg = request.getfixturevalue("postgres_server")[1] if db == "postgresql" else None
+    pair = make_pair(tmp_path, pg=pg, max_refused_collections=2)
+    try:
+        tp = pair.lctx.dap.time_precision
+        t = int(time.time()) // tp * tp
+        client = _client(pair)
+        client.upload(np.full(2, 0.5), timestamp=t)  # the minimum batch is 5
+        jobs = [os.urandom(16), os.urandom(16)]
+        for job in jobs:
+            status, doc = collect(pair, Interval(t, tp), job_id=job)
+            assert status == 400 and doc["type"].endswith("invalidBatchSize"), doc
+        auth = {"Authorization": f"Bearer {pair.secrets['analyst'].token('collect')}"}
+        url = f"/tasks/{pair.lctx.dap.task_id_b64}/collection_jobs/{b64(jobs[0])}"
+        assert pair.leader.delete(url, headers=auth).status_code == 204  # deleting does not reset the count
+        client.upload(np.full(4, 0.5), timestamp=t)  # now 6 >= 5: the answer must not depend on it
+        status, doc = collect(pair, Interval(t, tp))
+        assert status == 400 and doc["type"].endswith("batchQueriedTooManyTimes"), doc
+        assert "refused below the minimum batch 2 times" in doc["detail"]
+        client.upload(np.full(5, 0.5), timestamp=t - tp)
+        status, _ = collect(pair, Interval(t - tp, tp))
+        assert status == 200
+        if db == "sqlite":  # the count is durable: a restarted leader on the same file refuses too
+            from fastapi.testclient import TestClient
+
+            from privstats.services.dap.leader import create_leader_app
+            from privstats.services.storage import Storage
+
+            app = create_leader_app(
+                pair.task, pair.secrets["leader"], Storage(f"sqlite:///{tmp_path}/leader.db"), drive=False
+            )
+            r = TestClient(app).put(
+                f"/tasks/{pair.lctx.dap.task_id_b64}/collection_jobs/{b64(os.urandom(16))}",
+                content=CollectionReq(Interval(t, tp)).encode(),
+                headers={**auth, "Content-Type": COLLECT_REQ},
+            )
+            _problem(r, 400, "batchQueriedTooManyTimes")
+    finally:
+        pair.close()
+
+
+def test_refusal_cap_is_validated():
+    from privstats.services.dap.task import new_dap_task
+
+    with pytest.raises(ValueError, match="max_refused_collections"):
+        new_dap_task("ecdf", bounds=(0, 1), grid=15, epsilon=1.0, min_batch=5, max_refused_collections=-1)
 
 
 def test_malformed_ids_and_auth(pair):

@@ -75,3 +75,33 @@ def test_prio3_vector(name: str) -> None:
     assert [vdaf.encode_agg_share(a).hex() for a in agg_shares] == d["agg_shares"]
     decoded_agg = [vdaf.decode_agg_share(bytes.fromhex(h)) for h in d["agg_shares"]]
     assert vdaf.unshard(None, decoded_agg, len(d["prep"])) == d["agg_result"]
+
+
+@pytest.mark.parametrize("jit", ["1", "0"])
+@pytest.mark.parametrize("name", PRIO3_FILES)
+def test_prio3_vector_through_the_batch_paths(name: str, jit: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The aggregators' batch preparation (compiled kernels with numba, numpy limbs without) gives the
+    vectors' prep shares, prep messages and aggregate shares."""
+    from privstats.secure.vdaf import batch
+
+    if jit == "1":
+        pytest.importorskip("numba")
+    monkeypatch.setenv("PRIVSTATS_VDAF_JIT", jit)
+    assert batch.jit_enabled() is (jit == "1")
+    d = _load(name)
+    vdaf, reps = _make(name, d), d["prep"]
+    key = bytes.fromhex(d["verify_key"])
+    nonces = [bytes.fromhex(r["nonce"]) for r in reps]
+    publics = [bytes.fromhex(r["public_share"]) for r in reps]
+    preps = [
+        vdaf.prep_init_batch(
+            key, j, None, nonces, publics, [bytes.fromhex(r["input_shares"][j]) for r in reps]
+        )
+        for j in range(vdaf.SHARES)
+    ]
+    for i, rep in enumerate(reps):
+        assert [preps[j][i][1].hex() for j in range(vdaf.SHARES)] == rep["prep_shares"][0]
+    msgs = vdaf.prep_shares_to_prep_batch(None, [[p[i][1] for p in preps] for i in range(len(reps))])
+    assert [vdaf.encode_prep_msg(m).hex() for m in msgs] == [r["prep_messages"][0] for r in reps]
+    outs = [[vdaf.prep_next(p[i][0], msgs[i]) for i in range(len(reps))] for p in preps]
+    assert [vdaf.encode_agg_share(vdaf.aggregate(None, o)).hex() for o in outs] == d["agg_shares"]

@@ -5,9 +5,10 @@ XofTurboShake128 (pycryptodome, imported lazily) and two aggregators by default.
 shares are ``list[int]`` of field elements mod ``vdaf.field.MODULUS`` (Field64: 2^64 - 2^32 + 1 for
 Count, Field128: 2^128 - 7 * 2^66 + 1 for the others), so a noise share can be added mod p.
 Throughput: ``Prio3.shard_encoded`` (closed-form histogram proof), ``Prio3.prep_init_batch`` and
-``Prio3.prep_shares_to_prep_batch`` (numpy limb arithmetic for SumVec and Histogram) give the same
-bytes as the per-report methods; the per-report ``prep_init`` of a 1024-bucket histogram costs a few
-milliseconds, the batch path a few hundred microseconds (benchmarks/bench_dap.py). The ping-pong
+``Prio3.prep_shares_to_prep_batch`` (compiled numba kernels for SumVec and Histogram, numpy limb
+arithmetic without numba) give the same bytes as the per-report methods; the per-report
+``prep_init`` of a 1024-bucket histogram costs a few milliseconds, the batch path some tens of
+microseconds with numba, a few hundred without (benchmarks/bench_dap.py). The ping-pong
 messages of DAP's aggregation jobs (two aggregators, one round) are in :mod:`.pingpong`.
 
 Example:

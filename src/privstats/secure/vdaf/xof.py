@@ -15,7 +15,7 @@ from typing import Any
 
 from privstats.secure.vdaf.field import Field
 
-__all__ = ["SEED_SIZE", "VERSION", "XofTurboShake128", "format_dst"]
+__all__ = ["SEED_SIZE", "VERSION", "XofTurboShake128", "format_dst", "squeeze"]
 
 SEED_SIZE = 16
 VERSION = 8
@@ -72,6 +72,22 @@ def _oneshot_or_none() -> Any:
         return oneshot
     except Exception:  # pragma: no cover - depends on the installed pycryptodome
         return None
+
+
+def squeeze(message: bytes, length: int) -> bytes:
+    """TurboSHAKE128(message, D=1) truncated to ``length`` bytes, i.e. the first ``length`` bytes of
+    ``XofTurboShake128(seed, dst, binder)`` for ``message = len(dst) || dst || seed || binder``
+    (for callers that build many messages of one shape; no checks on the seed's length).
+
+    Example:
+        >>> dst = format_dst(0, 3, 1)
+        >>> squeeze(bytes([len(dst)]) + dst + bytes(16), 8) == XofTurboShake128(bytes(16), dst, b"").next(8)
+        True
+    """
+    _turboshake()
+    if _ONESHOT is not None:
+        return _ONESHOT(message, length)
+    return bytes(_TURBOSHAKE.new(domain=1, data=message).read(length))
 
 
 class XofTurboShake128:

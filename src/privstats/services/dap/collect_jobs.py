@@ -6,8 +6,12 @@ on uploads into it are refused and the job never waits on reports that keep arri
 only for reports already accepted to finish aggregating.  The same request again is idempotent; an
 interval collected before (by another job) is ``batchQueriedTooManyTimes``, one overlapping another
 collected interval ``batchOverlap``; start and duration must be multiples of ``time_precision``
-(``batchInvalid``).  ``POST`` polls (202 while running, 200 with the ``Collection``, or the job's
-problem document), ``DELETE`` abandons it (204).
+(``batchInvalid``).  An interval whose collections were refused below the minimum batch
+``max_refused_collections`` times (the task's ``dap`` object, default 3; counted from the
+``collections`` table, so across restarts and deletions) is ``batchQueriedTooManyTimes`` too: each
+refusal tells the analyst whether the batch has reached the minimum yet, a bit the cap bounds.
+``POST`` polls (202 while running, 200 with the ``Collection``, or the job's problem document),
+``DELETE`` abandons it (204).
 
 Completing a job (:func:`advance_collection`): once no report of the interval is pending, one
 transaction checks the minimum batch size, spends the leader's privacy budget, draws the leader's
@@ -76,6 +80,13 @@ def create_collection(ctx: RoleContext, job_id: bytes, req: CollectionReq) -> No
         same, other = store.overlaps_collected(conn, iv.start, iv.duration)
         if same:
             raise DapProblem(400, "batchQueriedTooManyTimes", "this batch interval has been collected")
+        cap = ctx.dap.max_refused_collections
+        if store.refused_collections(conn, iv.start, iv.duration) >= cap:
+            raise DapProblem(
+                400,
+                "batchQueriedTooManyTimes",
+                f"collections of this batch interval were refused below the minimum batch {cap} times",
+            )
         if other:
             raise DapProblem(400, "batchOverlap", "the interval overlaps a collected batch")
         store.mark_collected(conn, iv.start, iv.duration)

@@ -176,17 +176,12 @@ def single_threaded_blas() -> int:
 
 
 def _warm_up(ctx: RoleContext) -> None:
-    """Parse the HPKE key and build the VDAF's cached tables at start, not on the first reports."""
-    from privstats.secure.vdaf.batch import prep_init_batch
+    """Parse the HPKE key, build the VDAF's cached tables and load (or, on a machine's first start,
+    compile) the batch kernels at start, not on the first reports."""
+    from privstats.secure.vdaf.batch import warm_up
 
     assert ctx.private_key_obj is not None
-    vdaf, agg_id = ctx.vdaf, 0 if ctx.role == "leader" else 1
-    nonce = bytes(vdaf.NONCE_SIZE)
-    try:
-        public, shares = vdaf.shard_encoded(0, nonce, bytes(vdaf.RAND_SIZE))
-    except Exception:  # a measurement 0 that this VDAF does not take: skip the warm-up
-        return
-    prep_init_batch(vdaf, bytes(vdaf.VERIFY_KEY_SIZE), agg_id, None, [nonce], [public], [shares[agg_id]])
+    warm_up(ctx.vdaf)
 
 
 def _serving(lifespan: Any = None) -> Any:

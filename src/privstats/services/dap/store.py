@@ -646,6 +646,19 @@ class DapStore:
         else:
             conn.execute(stmt)
 
+    def refused_collections(self, conn: Connection, start: int, duration: int) -> int:
+        """Collection jobs of exactly this interval refused below the minimum batch (deleted ones too)."""
+        c = collections.c
+        q = select(func.count()).where(
+            and_(
+                c.task_id == self.task_id,
+                c.start == start,
+                c.duration == duration,
+                c.error == "invalidBatchSize",
+            )
+        )
+        return int(conn.execute(q).scalar() or 0)
+
     def open_collections(self) -> list[bytes]:
         c = collections.c
         with self.st.read() as conn:

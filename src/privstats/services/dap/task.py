@@ -8,7 +8,7 @@ DAP-09 client and the two aggregators need.
      "time_precision": 3600,
      "leader": "http://127.0.0.1:8473/", "helper": "http://127.0.0.1:8474/",
      "hpke_configs": {"leader": "<HpkeConfig>", "helper": "...", "collector": "..."},
-     "tolerable_clock_skew": 60, "report_expiry_age": 604800}
+     "tolerable_clock_skew": 60, "report_expiry_age": 604800, "max_refused_collections": 3}
 
 The first five keys are exactly what ``new Task({...})`` of ``@divviup/dap`` takes (as ``id``,
 ``type``/``length``/``chunkLength``, ``timePrecisionSeconds``, ``leader``, ``helper``).  The HPKE
@@ -16,6 +16,9 @@ configs are encoded ``HpkeConfig`` structures (base64url); the collector's priva
 analyst's secrets file, each aggregator's in its own.  The leader and helper share the VDAF verify
 key (``tokens["verify"]``), the leader presents the ``forward`` token to the helper, the analyst the
 ``collect`` token to the leader; uploads are unauthenticated, as DAP clients send no token.
+``max_refused_collections`` caps the collections of one batch interval that the leader refuses below
+the minimum batch (each refusal tells the analyst one bit: fewer than ``min_batch`` reports so far);
+past the cap that interval is ``batchQueriedTooManyTimes``.
 
 The client's measurement is the index of its cell in the task's :class:`SecureSpec` grid
 (Prio3Histogram, one-hot over ``n_parts * n_cells`` cells).
@@ -72,6 +75,7 @@ def new_dap_task(
     chunk_length: int | None = None,
     method: str = "auto",
     neighbours: str = "replace",
+    max_refused_collections: int = 3,
 ) -> tuple[Task, dict[str, RoleSecrets]]:
     """A fresh DAP task and every party's secrets (keys and tokens from the OS CSPRNG).
 
@@ -83,6 +87,7 @@ def new_dap_task(
 
     if not isinstance(time_precision, int) or isinstance(time_precision, bool) or time_precision < 1:
         raise ValueError(f"time_precision must be a positive integer (seconds), got {time_precision!r}")
+    _refusal_cap(max_refused_collections, "max_refused_collections")
     spec = SecureSpec(
         statistic, epsilon=epsilon, bounds=tuple(bounds), grid=grid, method=method, neighbours=neighbours
     )
@@ -115,8 +120,15 @@ def new_dap_task(
         "hpke_configs": {r: b64(c.encode()) for r, c in configs.items()},
         "tolerable_clock_skew": 60,
         "report_expiry_age": 7 * 24 * 3600,
+        "max_refused_collections": max_refused_collections,
     }
     return replace(task, protocol=PROTOCOL, params=spec.to_dict(), dap=dap), secrets
+
+
+def _refusal_cap(value: Any, where: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"{where} must be an integer >= 0, got {value!r}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -132,6 +144,7 @@ class DapTask:
     hpke_configs: dict
     tolerable_clock_skew: int
     report_expiry_age: int
+    max_refused_collections: int = 3  # refusals below the minimum batch per interval, then refused
 
     @classmethod
     def from_task(cls, task: Task) -> DapTask:
@@ -171,6 +184,7 @@ class DapTask:
             configs,
             int(d.get("tolerable_clock_skew", 60)),
             int(d.get("report_expiry_age", 7 * 24 * 3600)),
+            _refusal_cap(d.get("max_refused_collections", 3), "task.dap.max_refused_collections"),
         )
 
     @property
