@@ -9,9 +9,11 @@ Cheetah's lazy setup):
 * ``raw a<b``     — SPU's plain secret comparison of two int64 (one comparison, not exact for floats);
 * ``exact >``     — the kernel with no noise (exact for all finite floats: one comparison + a one-bit AND);
 * ``noisy RR``    — AUC's ``greater`` kernel with randomized response drawn inside the 2PC (the exact
-  comparison, and the coin as a tree of one-bit ANDs on joint random bits: no second comparison);
-* ``Laplace``     — ``greater_half`` (two comparisons) with the discrete Laplace drawn inside the 2PC
-  (its coins are trees of one-bit ANDs on joint random bits, wrapped release: 62 ANDs at ε = 1);
+  comparison, and the coin as a tree of ANDs on joint random bits, bit-sliced 64 pairs per word with
+  the comparison's top-bit fix in its first level: no second comparison, no conversion);
+* ``Laplace``     — ``greater_half`` (one comparison and one equality test) with the discrete Laplace
+  drawn inside the 2PC (its coins are trees of ANDs on joint random bits, bit-sliced; kernel + noise
+  mod 2^(J+1) by a boolean adder, released as a boolean-shared word: 72 ANDs in 8 levels per pair at ε = 1);
 * ``Laplace shares`` — ``greater_half`` with each party adding its own discrete Laplace share (free).
 
 Run in the mpc virtualenv (see .ci/mpc)::

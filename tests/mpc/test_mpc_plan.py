@@ -144,3 +144,69 @@ def test_kernel_reference_values():
     assert _spec("absdiff", 4).reference(a, b).tolist() == [6, 0, 11]  # |round(16a) − round(16b)|
     ab = np.stack([a, a], 1)
     assert _spec("sign_product").reference(ab, np.stack([b, 1 - b], 1)).tolist() == [2, 1, 2]
+
+
+def test_add_small_is_binary_addition_on_every_input():
+    """The adder of the Laplace release: bits of (X + low + 2·high) mod 2^B on every input, B = 2..7;
+    an adder that drops the carry out of bit 0 is caught by the same check."""
+    from privstats.ustat.mpc.bits import add_small
+
+    for B in range(2, 8):
+        vals = np.array(list(itertools.product([False, True], repeat=B + 2)))
+        c = Circuit(np)
+        xs = [c.leaf(vals[:, j]) for j in range(B)]
+        lo, hi = c.leaf(vals[:, B]), c.leaf(vals[:, B + 1])
+        got = sum(v.astype(np.int64) << j for j, v in enumerate(c.run(add_small(c, xs, lo, hi))))
+        x = sum(vals[:, j].astype(np.int64) << j for j in range(B))
+        want = (x + vals[:, B] + 2 * vals[:, B + 1]) % 2**B
+        assert np.array_equal(got, want)
+        got_low = sum(v.astype(np.int64) << j for j, v in enumerate(c.run(add_small(c, xs, lo, None))))
+        assert np.array_equal(got_low, (x + vals[:, B]) % 2**B)
+        c2 = Circuit(np)  # control: no carry out of bit 0
+        xs2 = [c2.leaf(vals[:, j]) for j in range(B)]
+        bad = add_small(
+            c2, [c2.xor(xs2[0], c2.leaf(vals[:, B])), *xs2[1:]], c2.leaf(vals[:, B] & False), None
+        )
+        got_bad = sum(v.astype(np.int64) << j for j, v in enumerate(c2.run(bad)))
+        assert not np.array_equal(got_bad, (x + vals[:, B]) % 2**B)
+
+
+@pytest.mark.parametrize("eps,units", [(1.0, 2), (0.5, 2), (0.1, 2), (1.0, 1), (2.0, 1)])
+def test_released_bits_are_kernel_plus_the_assembled_noise(eps, units):
+    """The SPU path releases the bits of (K + Z) mod 2^(J+1) from a boolean adder: on every coin outcome
+    and every kernel value K (in binary low + 2·high, as the packed kernels give it) they equal the
+    kernel plus the noise of ``assemble`` (whose exact law the privacy tests above check), so the
+    released law is exactly the accounted one shifted by K."""
+    from privstats.ustat.mpc.circuit import released_bits
+
+    plan = laplace_plan(eps, units)
+    n = len(plan.coins) + 1
+    out = np.array(list(itertools.product([False, True], repeat=n)))
+    kernels = [(0, None), (1, None)] if units == 1 else [(0, 0), (1, 0), (0, 1)]
+    B = plan.wrap_bits
+    for low, high in kernels:
+        c = Circuit(np)
+        coins, sign = [c.leaf(out[:, i]) for i in range(n - 1)], c.leaf(out[:, -1])
+        terms = assemble(c, coins, sign, plan.variant)
+        lo = c.leaf(np.full(len(out), bool(low)))
+        hi = None if high is None else c.leaf(np.full(len(out), bool(high)))
+        bits = released_bits(c, (lo, hi), terms, plan.variant)
+        vals = c.run(bits + [t for _, t in terms])
+        got = sum(v.astype(np.int64) << j for j, v in enumerate(vals[:B]))
+        z = sum(k * v.astype(np.int64) for (k, _), v in zip(terms, vals[B:], strict=True) if v is not None)
+        assert len(bits) == B
+        assert np.array_equal(got, (low + 2 * (high or 0) + z) % 2**B)
+
+
+def test_pack_unpack_round_trip():
+    """64 pairs per word, pair p in bit p % 64 of word p // 64, for sizes off the word boundary."""
+    from privstats.ustat.mpc.packed import pack, unpack, words
+
+    g = np.random.default_rng(3)
+    for m in (1, 63, 64, 65, 200, 1000):
+        x = g.integers(0, 2, m).astype(bool)
+        w = pack(np, x, m)
+        assert w.shape == (words(m),)
+        assert np.array_equal(unpack(np, w[None, :], m)[0], x.astype(np.int64))
+        p = np.arange(m)
+        assert np.array_equal((w[p // 64] >> (p % 64)) & 1, x)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["Circuit", "Node", "coin_bits", "coin_cost", "less_than"]
+__all__ = ["Circuit", "Node", "add_small", "coin_bits", "coin_cost", "less_than"]
 
 
 class Node:
@@ -140,3 +140,32 @@ def coin_cost(T: int, k: int) -> tuple[int, int]:
     c = Circuit(None)
     out = less_than(c, [c.leaf(None) for _ in range(coin_bits(T, k))], T, k)
     return len(Circuit.gates([out])), out.level
+
+
+def add_small(c: Circuit, xs: list[Node], low: Node, high: Node | None) -> list[Node]:
+    """The bits of ``(X + low + 2·high) mod 2^B`` for ``X = Σ_j 2^j·xs[j]`` (B = len(xs) ≥ 2).
+
+    A ripple adder whose carry into bit j ≥ 3 is ``c_2 ∧ xs[2] ∧ … ∧ xs[j−1]`` (the products of the
+    xs are ready before c_2, so the carries of all high bits take one level after c_2): B + 1 ANDs
+    for B ≤ 3, 2B − 3 beyond.  Every output bit XORs in an AND output (a fresh sharing) from bit 1 up.
+
+    >>> import numpy as np
+    >>> c = Circuit(np)
+    >>> v = [c.leaf(np.array([b])) for b in (True, True, False, False, True)]  # X = 3, low = high = 1
+    >>> [int(x[0]) for x in c.run(add_small(c, v[:4], v[4], v[4]))]  # 3 + 1 + 2 = 6
+    [0, 1, 1, 0]
+    """
+    out = [c.xor(xs[0], low)]
+    c1 = c.and_(xs[0], low)
+    if high is None:
+        out.append(c.xor(xs[1], c1))
+        carry = c.and_(xs[1], c1)
+    else:
+        out.append(c.xor(c.xor(xs[1], high), c1))
+        carry = c.xor(c.and_(c.xor(xs[1], c1), c.xor(high, c1)), c1)  # majority(xs[1], high, c1)
+    prefix: Node | None = None  # xs[2] ∧ … ∧ xs[j−1]
+    for j in range(2, len(xs)):
+        cj = carry if prefix is None else c.and_(carry, prefix)
+        out.append(c.xor(xs[j], cj))
+        prefix = xs[j] if prefix is None else c.and_(prefix, xs[j])
+    return out  # type: ignore[return-value]  # xs are never public

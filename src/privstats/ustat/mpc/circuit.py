@@ -12,6 +12,12 @@ arbitrary private shares, as two-party protocols do for their parties' inputs.  
 includes a secure operation's fresh output sharing (the comparison, an AND, a boolean-to-arithmetic
 conversion or a product), so each party's output share is uniform apart from the released sum.
 
+Noisy outputs (``rr``, ``laplace``) run bit-sliced (:mod:`.packed`: 64 pairs per word): the coins,
+the comparisons' top-bit fixes and the kernel-plus-noise adder are ANDs of words, and the release is
+a boolean-shared word (the aggregator XORs the two shares): randomized response ``kernel ⊕ flip``,
+Laplace the J + 1 bits of ``(kernel + noise) mod 2^(J+1)`` in the top bits, with no
+boolean-to-arithmetic conversion.
+
 >>> job = JobSpec.from_header({"outputs": [{"kernel": "greater", "mechanism": "rr", "pair_epsilon": 1.0}]})
 >>> job.columns, job.width, job.n_random, job.n_bits
 (1, 2, 1, 11)
@@ -26,9 +32,10 @@ import numpy as np
 
 from privstats.validation import check_choice, check_epsilon
 
-from .bits import Circuit, Node, less_than
-from .kernels import SPECS, KernelSpec, _Order, kernel_bool, kernel_spec, kernel_terms, kernel_units
+from .bits import Circuit, Node, add_small, less_than
+from .kernels import SPECS, KernelSpec, _Order, kernel_spec, kernel_units
 from .noise import MECHANISMS, NoisePlan, make_plan
+from .packed import PackedOrder, kernel_nodes, order_needs, unpack, words
 
 __all__ = ["JobSpec", "Output", "noisy_program", "require_spu", "runtime_config"]
 
@@ -132,12 +139,13 @@ class JobSpec:
         return max(1, sum(o.plan.n_bits for o in self.outputs))
 
     def input_shapes(self, m: int) -> list[tuple[tuple[int, ...], type]]:
-        """(shape, dtype) of the program inputs ``w`` (int64), ``t`` (bool), ``u`` (int64), ``r`` (bool)."""
+        """(shape, dtype) of the program inputs ``w`` (int64), ``t`` (bool), ``u`` (int64), ``r`` (int64
+        words of random bits, 64 pairs per word)."""
         return [
             ((m, 2, self.columns), np.int64),
             ((m, 2, self.columns), np.bool_),
             ((m, self.n_random), np.int64),
-            ((m, self.n_bits), np.bool_),
+            ((self.n_bits, words(m)), np.int64),
         ]
 
     def key(self) -> str:
@@ -161,9 +169,8 @@ def _array_module(x):
     return jnp
 
 
-def _coins(c: Circuit, r, plan: NoisePlan) -> tuple[list[Node], int]:
-    """The plan's coins as circuit nodes on the columns of ``r`` (and the next unused column)."""
-    rows = r.T
+def _coins(c: Circuit, rows, plan: NoisePlan) -> tuple[list[Node], int]:
+    """The plan's coins as circuit nodes on the random rows ``rows`` (and the next unused row)."""
     out, j = [], 0
     for T, k in plan.coins:
         n = k - ((T & -T).bit_length() - 1)
@@ -172,10 +179,10 @@ def _coins(c: Circuit, r, plan: NoisePlan) -> tuple[list[Node], int]:
     return out, j
 
 
-def laplace_terms(c: Circuit, r, plan: NoisePlan) -> list[tuple[int, Node | None]]:
-    """The plan's noise from the random bits ``r`` (its coins, then the sign bit): :func:`assemble`."""
-    coins, j = _coins(c, r, plan)
-    return assemble(c, coins, c.leaf(r.T[j]), plan.variant)
+def laplace_terms(c: Circuit, rows, plan: NoisePlan) -> list[tuple[int, Node | None]]:
+    """The plan's noise from the random rows (its coins, then the sign bit): :func:`assemble`."""
+    coins, j = _coins(c, rows, plan)
+    return assemble(c, coins, c.leaf(rows[j]), plan.variant)
 
 
 def assemble(c: Circuit, coins: list[Node], sign: Node, variant: str) -> list[tuple[int, Node | None]]:
@@ -195,55 +202,93 @@ def assemble(c: Circuit, coins: list[Node], sign: Node, variant: str) -> list[tu
     return [*terms, (-(1 << J), neg), (1, c.xor(nz, neg))]
 
 
-def _weighted(jnp, const: int, terms: list[tuple[int, object]]):
-    """const + Σ coef·bit, all bits converted to arithmetic shares in one call."""
-    coefs = np.array([t[0] for t in terms], dtype=np.int64)
-    ints = jnp.stack([t[1] for t in terms]).astype(jnp.int64)
-    return const + jnp.sum(ints * coefs[:, None], axis=0)
+def _plain_output(jnp, spec: KernelSpec, a, b, order, u, plan: NoisePlan):
+    """``none`` / ``laplace-shares``: the kernel (pair by pair), plus the parties' noise shares."""
+    v = kernel_units(spec, a, b, jnp, order)
+    return v + u[:, 0] if plan.mechanism == "laplace-shares" else v  # shares: u = z_left + z_right
 
 
-def _noise(jnp, spec: KernelSpec, a, b, order, r, u, plan: NoisePlan):
-    """The released integers of one output: the kernel (grid units) plus its noise."""
-    if plan.mechanism == "rr":
-        vbool = kernel_bool(spec, order) if order is not None else None
-        flip = _chain_less(r, plan.coins[0][0], plan.coins[0][1])
-        if vbool is not None:  # XOR in the boolean domain: free
-            return (vbool ^ flip).astype(jnp.int64)
-        v, f = kernel_units(spec, a, b, jnp, order), flip.astype(jnp.int64)
-        return v + f - 2 * v * f
-    if plan.mechanism != "laplace":
-        v = kernel_units(spec, a, b, jnp, order)
-        return v + u[:, 0] if plan.mechanism == "laplace-shares" else v  # shares: u = z_left + z_right
-    c = Circuit(jnp)
-    noise = laplace_terms(c, r, plan)
-    const, kterms = kernel_terms(spec, order) if order is not None else (0, [])
-    coefs = [k for k, _ in kterms] + [k for k, _ in noise]
-    bits = c.run([c.leaf(x) for _, x in kterms] + [x for _, x in noise])
-    terms = [(k, x) for k, x in zip(coefs, bits, strict=True) if x is not None]
-    out = _weighted(jnp, const, terms)
-    if order is None:
-        out = out + kernel_units(spec, a, b, jnp, order)
-    return out * (1 << (64 - plan.wrap_bits))  # mod 2^(J+1), in the top bits: the shares wrap too
+def released_bits(
+    c: Circuit, kernel: tuple[Node, Node | None], noise: list[tuple[int, Node | None]], variant: str
+):
+    """The bits of ``(K + noise) mod 2^(J+1)`` (lowest first) for the kernel in binary ``K = low + 2·high``
+    and the noise terms of :func:`assemble` (their weights ±2^0..±2^J are its binary digits mod
+    2^(J+1); the zero variant's last term adds 1 more): a small adder (:func:`.bits.add_small`), so
+    the release needs no boolean-to-arithmetic conversion."""
+    low, high = kernel
+    if variant == "zero":  # K + c0 = l + 2h with one AND (c0 and the low bit: their carry)
+        c0 = noise[-1][1]
+        carry = c.and_(low, c0)
+        low, high = c.xor(low, c0), (carry if high is None else c.xor(high, carry))  # type: ignore[assignment]
+        noise = noise[:-1]
+    return add_small(c, [x for _, x in noise], low, high)  # type: ignore[misc]  # never public
+
+
+def _packed_output(jnp, c: Circuit, o: Output, porder, a, b, rows, m: int):
+    """An ``rr`` / ``laplace`` output on packed words: (its circuit nodes, finish(values) → released)."""
+    spec, plan = o.spec, o.plan
+    if plan.mechanism == "rr":  # the kernel bit XOR the flip coin: the release is boolean
+        flip = less_than(c, [c.leaf(rows[i]) for i in range(plan.n_bits)], *plan.coins[0])
+        return [c.xor(kernel_nodes(spec, porder)[0], flip)], lambda vals: unpack(jnp, vals[0][None, :], m)[0]
+    noise = laplace_terms(c, rows, plan)
+    shift = 64 - plan.wrap_bits
+    if porder is not None:  # (K + Z) mod 2^(J+1) in binary, in the top bits of a boolean word
+        bits = released_bits(c, kernel_nodes(spec, porder), noise, plan.variant)
+
+        def finish(vals):
+            rows = unpack(jnp, jnp.stack(vals), m)
+            out = rows[0] << shift
+            for i in range(1, len(vals)):
+                out = out ^ (rows[i] << (shift + i))
+            return out
+
+        return bits, finish
+
+    def finish_grid(vals):  # grid kernels are arithmetic: the noise bits converted in one call
+        keep = [(k, v) for (k, _), v in zip(noise, vals, strict=True) if v is not None]
+        coefs = np.array([k for k, _ in keep], dtype=np.int64)[:, None]
+        z = jnp.sum(unpack(jnp, jnp.stack([v for _, v in keep]), m) * coefs, axis=0)
+        return (z + kernel_units(spec, a, b, jnp)) << shift  # mod 2^(J+1), in the top bits: shares wrap
+
+    return [x for _, x in noise], finish_grid
 
 
 def noisy_program(job: JobSpec, m: int):
     """f(w, t, u, r) → (m, kernels) released integers, compiled to SPU.
 
     ``w``: (m, 2, columns) int64 low 63-bit words (sortable) or grid values; ``t``: (m, 2, columns) top
-    bits (bool); ``u``: (m, n_random) random words / noise shares; ``r``: (m, n_bits) random bits.  Each
-    party's share of each input is its own contribution (see the module docstring).
+    bits (bool); ``u``: (m, n_random) random words / noise shares; ``r``: (n_bits, words(m)) random
+    bits, 64 pairs per int64 word (:mod:`.packed`).  Each party's share of each input is its own
+    contribution (see the module docstring).  The ``rr`` / ``laplace`` outputs of a job share one
+    bit-sliced circuit (their coins and the comparisons' fixes, one AND call per level).
     """
     import jax.numpy as jnp  # type: ignore[import-not-found, unused-ignore]
 
+    packed = [o for o in job.outputs if o.plan.mechanism in ("rr", "laplace")]
+    sortable = job.spec.encoding == "sortable"
+    needs = sorted({n for o in packed for n in order_needs(o.spec)}) if sortable else []
+
     def program(w, t, u, r):
         a, b = w[:, 0], w[:, 1]
-        order = _Order(a, t[:, 0], b, t[:, 1], jnp) if job.spec.encoding == "sortable" else None
-        outs, i, j = [], 0, 0
+        c = Circuit(jnp)
+        porder = PackedOrder(c, jnp, w, t, m, needs) if needs else None
+        order = None
+        if sortable and len(packed) < len(job.outputs):
+            order = _Order(a, t[:, 0], b, t[:, 1], jnp)
+        outs: list = []
+        nodes: list = []
+        i, j = 0, 0
         for o in job.outputs:
-            ui, rj = u[:, i : i + o.plan.n_random], r[:, j : j + o.plan.n_bits]
-            outs.append(_noise(jnp, o.spec, a, b, order, rj, ui, o.plan))
+            if o.plan.mechanism in ("rr", "laplace"):
+                ns, finish = _packed_output(jnp, c, o, porder, a, b, r[j : j + o.plan.n_bits], m)
+                outs.append((len(nodes), len(ns), finish))
+                nodes += ns
+            else:
+                outs.append(_plain_output(jnp, o.spec, a, b, order, u[:, i : i + o.plan.n_random], o.plan))
             i, j = i + o.plan.n_random, j + o.plan.n_bits
-        return jnp.stack(outs, axis=1)
+        vals = c.run(nodes) if nodes else []
+        res = [x if not isinstance(x, tuple) else x[2](vals[x[0] : x[0] + x[1]]) for x in outs]
+        return jnp.stack(res, axis=1)
 
     return program
 

@@ -34,7 +34,6 @@ __all__ = [
     "encode_sortable",
     "kernel_bool",
     "kernel_spec",
-    "kernel_terms",
     "kernel_units",
     "reference_units",
 ]
@@ -183,23 +182,6 @@ def kernel_bool(spec: KernelSpec, order: _Order):
         lt, gt = order.both(0)
         return ~(lt ^ gt)
     return None
-
-
-def kernel_terms(spec: KernelSpec, order: _Order) -> tuple[int, list[tuple[int, object]]]:
-    """A sortable kernel in grid units as ``const + Σ coef·bit`` over comparison bits (booleans), so a
-    noisy release converts all its bits to arithmetic shares in one call."""
-    kb = kernel_bool(spec, order)
-    if kb is not None:
-        return 0, [(1, kb)]
-    if spec.name == "greater_half":
-        lt, gt = order.both(0)
-        return 1, [(1, gt), (-1, lt)]
-    if spec.name == "sign_product":
-        (lt0, gt0), (lt1, gt1) = order.both(0), order.both(1)
-        both = (lt0 ^ gt0) & (lt1 ^ gt1)  # no tie
-        agree = both & ~(lt0 ^ lt1)  # no tie, same sign
-        return 1, [(2, agree), (-1, both)]
-    raise ValueError(spec.name)  # pragma: no cover
 
 
 def kernel_units(spec: KernelSpec, a, b, xp, order: _Order | None = None):

@@ -26,7 +26,8 @@ from privstats.validation import check_choice
 
 from .circuit import JobSpec, noisy_program, require_spu, runtime_config
 from .kernels import encode
-from .wire import BOOL, INT64, addr, own_share, pack_share, recv_msg, send_msg
+from .packed import words
+from .wire import BOOL, INT64, WORDS, addr, own_share, pack_share, recv_msg, send_msg
 
 __all__ = ["Party", "run_party"]
 
@@ -42,17 +43,17 @@ def _rows_of(header: dict, m: int) -> np.ndarray:
 
 def _own_randomness(job: JobSpec, m: int) -> tuple[np.ndarray, np.ndarray]:
     """This party's contributions to the joint randomness: (m, n_random) int64 words from the OS CSPRNG
-    (or its own exact discrete Laplace noise for ``laplace-shares`` outputs) and (m, n_bits) random
-    bits (randomized-response coins: the XOR of both parties' bits is uniform if either is honest)."""
+    (or its own exact discrete Laplace noise for ``laplace-shares`` outputs) and (n_bits, words(m))
+    int64 words of random bits, 64 pairs per word (the coins: the XOR of both parties' bits is uniform
+    if either is honest)."""
     u = np.frombuffer(os.urandom(8 * m * job.n_random), dtype=np.int64).reshape(m, job.n_random).copy()
     r = 0
     for o in job.outputs:
         if o.plan.scale is not None:
             u[:, r] = discrete_laplace(o.plan.scale, size=m)  # rng=None: OS CSPRNG, exact sampler
         r += o.plan.n_random
-    nb = m * job.n_bits
-    bits = np.unpackbits(np.frombuffer(os.urandom((nb + 7) // 8), dtype=np.uint8), count=nb)
-    return u, bits.reshape(m, job.n_bits).astype(np.bool_)
+    nw = job.n_bits * words(m)
+    return u, np.frombuffer(os.urandom(8 * nw), dtype=np.int64).reshape(job.n_bits, words(m)).copy()
 
 
 class Party:
@@ -161,7 +162,7 @@ class Party:
         x = np.where(own[..., None], x, 0)  # the other party's entries: contribution 0
         t = x[..., 1] != 0 if job.width == 2 else np.zeros((m, 2, job.columns), dtype=bool)
         u, bits = _own_randomness(job, m)
-        inputs = ((x[..., 0], INT64), (t, BOOL), (u, INT64), (bits, BOOL))
+        inputs = ((x[..., 0], INT64), (t, BOOL), (u, INT64), (bits, WORDS))
         return ("run", (header, inputs, self._program(job, m)))
 
     def run_job(self, header: dict, inputs, exe) -> list[bytes]:

@@ -83,17 +83,21 @@ def _field(num: int, payload: bytes) -> bytes:  # protobuf length-delimited fiel
 
 
 BOOL, INT64 = 1, 8  # SPU's DataType codes (DT_I1, DT_I64)
+WORDS = 64  # int64 words in 64-bit boolean sharing (DT_I64): 64 pairs' random bits per word
+_STORAGE = {INT64: b"cheetah.AShr<FM64>", BOOL: b"cheetah.BShr<FM64,1>", WORDS: b"cheetah.BShr<FM64,64>"}
 
 
-def own_share(libspu, arr, dtype: int):
+def own_share(libspu, arr, kind: int):
     """This party's share of a secret FM64 input whose value is the sum (``INT64``: arithmetic sharing)
-    or XOR (``BOOL``: one-bit boolean sharing) of both parties' contributions: the share *is* this
-    party's contribution, so nothing is sent.  SPU's ValueMetaProto / ValueChunkProto written directly
-    (data type, secret visibility, shape, storage type; one chunk of little-endian 64-bit words)."""
+    or XOR (``BOOL``: one-bit boolean sharing; ``WORDS``: 64-bit boolean sharing of int64 words) of
+    both parties' contributions: the share *is* this party's contribution, so nothing is sent.  SPU's
+    ValueMetaProto / ValueChunkProto written directly (data type, secret visibility, shape, storage
+    type; one chunk of little-endian 64-bit words)."""
     import numpy as np
 
     a = np.ascontiguousarray(arr).astype(np.uint64)
-    storage = b"cheetah.AShr<FM64>" if dtype == INT64 else b"cheetah.BShr<FM64,1>"
+    storage = _STORAGE[kind]
+    dtype = BOOL if kind == BOOL else INT64
     shape = _field(1, b"".join(_varint(d) for d in a.shape))
     meta = _varint(1 << 3) + _varint(dtype) + _varint(3 << 3) + _varint(1) + _field(4, shape)
     content = a.tobytes()
