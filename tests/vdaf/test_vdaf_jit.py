@@ -11,6 +11,8 @@ import pytest
 from privstats.secure.vdaf import Prio3, Prio3Histogram, Prio3SumVec, VdafError, batch
 from privstats.secure.vdaf.field import Field128
 
+from .test_vdaf_prio3 import _bytes, _shard_raw
+
 numba = pytest.importorskip("numba")
 jit = pytest.importorskip("privstats.secure.vdaf.jit")
 
@@ -73,19 +75,6 @@ def test_field128_arithmetic_matches_python_ints() -> None:
     for vec in ([P - 1] * 200, EDGE * 10, rand[:127]):
         want = sum(x * x for x in vec) % P
         assert _ints(np.array(_dot_settle(_words(vec), _words(vec)), dtype=np.uint64)) == [want]
-
-
-def _bytes(rng: np.random.Generator, n: int) -> bytes:
-    return rng.integers(0, 256, size=n, dtype=np.uint8).tobytes()
-
-
-def _shard_raw(vdaf: Prio3, encoded: list[int], nonce: bytes, rand: bytes) -> tuple[Any, list[Any]]:
-    original = vdaf.valid.encode
-    vdaf.valid.encode = lambda _m: list(encoded)  # type: ignore[method-assign]
-    try:
-        return vdaf.shard(None, nonce, rand)
-    finally:
-        vdaf.valid.encode = original  # type: ignore[method-assign]
 
 
 def _reports(vdaf: Prio3, rng: np.random.Generator, n: int) -> list[tuple[bytes, bytes, list[bytes]]]:
