@@ -172,7 +172,8 @@ def test_refused_collection_leaves_its_interval_open(pair):
 def test_refused_collections_of_an_interval_are_capped(tmp_path, request, db):
     """Each refusal below the minimum batch tells the analyst one bit (not enough reports yet); after
     ``max_refused_collections`` of them the interval is refused outright, whatever its count, across
-    deletions of the refused jobs and a restart of the leader; other intervals are unaffected."""
+    deletions of the refused jobs and a restart of the leader, and so is any interval overlapping it (a
+    wider one asks about the same reports); disjoint intervals are unaffected."""
     from privstats.services.dap.task import b64
 
     pg = request.getfixturevalue("postgres_server")[1] if db == "postgresql" else None
@@ -193,6 +194,9 @@ def test_refused_collections_of_an_interval_are_capped(tmp_path, request, db):
         status, doc = collect(pair, Interval(t, tp))
         assert status == 400 and doc["type"].endswith("batchQueriedTooManyTimes"), doc
         assert "refused below the minimum batch 2 times" in doc["detail"]
+        for wider in (Interval(t, 2 * tp), Interval(t - tp, 3 * tp)):  # the same reports, asked again
+            status, doc = collect(pair, wider)
+            assert status == 400 and doc["type"].endswith("batchQueriedTooManyTimes"), doc
         client.upload(np.full(5, 0.5), timestamp=t - tp)
         status, _ = collect(pair, Interval(t - tp, tp))
         assert status == 200

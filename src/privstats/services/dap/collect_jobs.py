@@ -6,10 +6,11 @@ on uploads into it are refused and the job never waits on reports that keep arri
 only for reports already accepted to finish aggregating.  The same request again is idempotent; an
 interval collected before (by another job) is ``batchQueriedTooManyTimes``, one overlapping another
 collected interval ``batchOverlap``; start and duration must be multiples of ``time_precision``
-(``batchInvalid``).  An interval whose collections were refused below the minimum batch
+(``batchInvalid``).  An interval overlapping collections refused below the minimum batch
 ``max_refused_collections`` times (the task's ``dap`` object, default 3; counted from the
 ``collections`` table, so across restarts and deletions) is ``batchQueriedTooManyTimes`` too: each
-refusal tells the analyst whether the batch has reached the minimum yet, a bit the cap bounds.
+refusal tells the analyst whether the batch has reached the minimum yet, a bit the cap bounds; counting
+overlaps keeps a wider or shifted interval from asking about the same reports again.
 ``POST`` polls (202 while running, 200 with the ``Collection``, or the job's problem document),
 ``DELETE`` abandons it (204).
 
@@ -85,7 +86,7 @@ def create_collection(ctx: RoleContext, job_id: bytes, req: CollectionReq) -> No
             raise DapProblem(
                 400,
                 "batchQueriedTooManyTimes",
-                f"collections of this batch interval were refused below the minimum batch {cap} times",
+                f"collections overlapping this batch interval were refused below the minimum batch {cap} times",
             )
         if other:
             raise DapProblem(400, "batchOverlap", "the interval overlaps a collected batch")

@@ -647,13 +647,14 @@ class DapStore:
             conn.execute(stmt)
 
     def refused_collections(self, conn: Connection, start: int, duration: int) -> int:
-        """Collection jobs of exactly this interval refused below the minimum batch (deleted ones too)."""
+        """Collection jobs refused below the minimum batch (deleted ones too) whose interval overlaps
+        ``[start, start + duration)``: a wider or shifted interval asks about the same reports."""
         c = collections.c
         q = select(func.count()).where(
             and_(
                 c.task_id == self.task_id,
-                c.start == start,
-                c.duration == duration,
+                c.start < start + duration,
+                start < c.start + c.duration,
                 c.error == "invalidBatchSize",
             )
         )

@@ -16,9 +16,9 @@ configs are encoded ``HpkeConfig`` structures (base64url); the collector's priva
 analyst's secrets file, each aggregator's in its own.  The leader and helper share the VDAF verify
 key (``tokens["verify"]``), the leader presents the ``forward`` token to the helper, the analyst the
 ``collect`` token to the leader; uploads are unauthenticated, as DAP clients send no token.
-``max_refused_collections`` caps the collections of one batch interval that the leader refuses below
-the minimum batch (each refusal tells the analyst one bit: fewer than ``min_batch`` reports so far);
-past the cap that interval is ``batchQueriedTooManyTimes``.
+``max_refused_collections`` caps the collections that the leader refuses below the minimum batch over
+overlapping batch intervals (each refusal tells the analyst one bit: fewer than ``min_batch`` reports
+so far); past the cap any interval overlapping them is ``batchQueriedTooManyTimes``.
 
 The client's measurement is the index of its cell in the task's :class:`SecureSpec` grid
 (Prio3Histogram, one-hot over ``n_parts * n_cells`` cells).
