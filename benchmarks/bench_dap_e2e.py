@@ -33,10 +33,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 
-def _cpu_seconds(pid: int) -> float:
-    """CPU seconds of a process and its children alive now (the leader's driver process)."""
+def _cpu_seconds(pid: int, children: bool = True) -> float:
+    """CPU seconds of a process and (``children``) its children alive now (the leader's driver process)."""
     total = 0.0
-    for p in [pid, *_children(pid)]:
+    for p in [pid, *(_children(pid) if children else [])]:
         try:
             fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
         except FileNotFoundError:
@@ -170,6 +170,7 @@ def run(n: int, conns: int, db: str) -> dict[str, float]:
         t_client = (time.process_time() - t0) / n
         _wait_idle([p.pid for p in procs.values()])
         cpu0 = {r: _cpu_seconds(p.pid) for r, p in procs.items()}
+        server0 = _cpu_seconds(procs["leader"].pid, children=False)
         start, gen0 = time.perf_counter(), time.process_time()
         asyncio.run(_upload_all(ports["leader"], f"/tasks/{client.dap.task_id_b64}/reports", bodies, conns))
         uploaded, t_gen = time.perf_counter(), (time.process_time() - gen0) / n
@@ -177,6 +178,7 @@ def run(n: int, conns: int, db: str) -> dict[str, float]:
         collect(path, timeout=3600)
         done = time.perf_counter()
         cpu = {r: (_cpu_seconds(p.pid) - cpu0[r]) / n for r, p in procs.items()}
+        server = (_cpu_seconds(procs["leader"].pid, children=False) - server0) / n
     finally:
         for p in procs.values():
             p.terminate()
@@ -186,6 +188,7 @@ def run(n: int, conns: int, db: str) -> dict[str, float]:
         "load generator": t_gen,
         "client": t_client,
         "leader": cpu["leader"],
+        "leader server": server,
         "helper": cpu["helper"],
         "uploads": (uploaded - start) / n,
         "e2e": (done - start) / n,
@@ -203,6 +206,8 @@ def table(vdaf: dict[str, float], e2e: dict[str, float]) -> list[tuple[str, floa
             vdaf["helper prep_init"] + vdaf["prep_shares_to_prep"] + vdaf["aggregate"],
         ),
         ("leader process CPU (all work)", e2e["leader"]),
+        ("  of which uploads (server process)", e2e["leader server"]),
+        ("  of which jobs (driver process)", e2e["leader"] - e2e["leader server"]),
         ("helper process CPU (all work)", e2e["helper"]),
         ("server pair CPU bound (core each)", max(e2e["leader"], e2e["helper"])),
         ("server pair CPU bound (2 cores shared)", (e2e["leader"] + e2e["helper"]) / 2),

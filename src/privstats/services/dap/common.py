@@ -175,6 +175,22 @@ def single_threaded_blas() -> int:
     return sum(info["user_api"] == "blas" for info in threadpool_info())
 
 
+def freeze_startup_heap() -> None:
+    """Move every object alive after start-up (numba, SQLAlchemy, FastAPI, the VDAF's tables) out of
+    the cyclic garbage collector's reach (:func:`gc.freeze`).
+
+    The servers allocate many short-lived containers per report, so the collector runs often, and
+    each full collection walked the whole start-up heap again: about a third of the aggregators' CPU
+    while serving (py-spy: ~40% of the leader's and the helper's busy samples in gc_collect_main;
+    with the freeze, leader CPU ~560 -> ~450-510 us/report, helper ~280 -> ~225 in bench_dap_e2e).
+    Frozen objects are never collected; they live for the process's life anyway.
+    """
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
 def _warm_up(ctx: RoleContext) -> None:
     """Parse the HPKE key, build the VDAF's cached tables and load (or, on a machine's first start,
     compile) the batch kernels at start, not on the first reports."""
@@ -192,6 +208,7 @@ def _serving(lifespan: Any = None) -> Any:
     @contextlib.asynccontextmanager
     async def serving(app: Any) -> Any:
         single_threaded_blas()
+        freeze_startup_heap()
         if lifespan is None:
             yield
         else:

@@ -96,13 +96,14 @@ def _child(
     conn: Any, Driver: type, task: Any, secrets: Any, url: str, key: bytes | None, options: dict
 ) -> None:
     """The driver process: build the leader's context on its own connections, drive until ``stop``."""
-    from privstats.services.dap.common import build_context, single_threaded_blas
+    from privstats.services.dap.common import build_context, freeze_startup_heap, single_threaded_blas
     from privstats.services.storage import Storage
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the group: the server stops us
     single_threaded_blas()
     ctx = build_context("leader", task, secrets, Storage(url, key=key))
     driver = Driver(ctx, **options)
+    freeze_startup_heap()
 
     def listen() -> None:
         while True:
