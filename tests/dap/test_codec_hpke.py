@@ -118,6 +118,19 @@ def test_hpke_interoperates_with_cryptography():
     assert open_(sk, cfg, c.HpkeCiphertext(1, theirs[:32], theirs[32:]), b"j", b"") == b"theirs"
 
 
+def test_hpke_fast_key_schedule_matches_rfc9180_steps():
+    """The per-message path (five HMACs, labels prebuilt) gives the key and nonce of RFC 9180's
+    steps written out (LabeledExtract / LabeledExpand of the shared secret, then the key schedule)."""
+    from privstats.services.dap import hpke
+
+    rng = __import__("random").Random(9)
+    for n in range(20):
+        dh, enc, pk = (rng.randbytes(32) for _ in range(3))
+        info = rng.randbytes(n)
+        want = hpke._key_schedule(hpke._shared_secret(dh, enc, pk), info)
+        assert hpke._aead_key_nonce(dh, enc, pk, info) == want
+
+
 def test_unsupported_suite_is_refused():
     _, cfg = generate_config(1)
     with pytest.raises(ValueError, match="config"):

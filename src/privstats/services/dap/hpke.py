@@ -22,6 +22,10 @@ import hmac
 import struct
 from typing import Any
 
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
 from privstats.services.dap.codec import HpkeCiphertext, HpkeConfig
 
 __all__ = ["AEAD_AES128GCM", "KDF_SHA256", "KEM_X25519", "HPKEOpenError", "generate_config", "open_", "seal"]
@@ -29,6 +33,7 @@ __all__ = ["AEAD_AES128GCM", "KDF_SHA256", "KEM_X25519", "HPKEOpenError", "gener
 KEM_X25519, KDF_SHA256, AEAD_AES128GCM = 0x0020, 0x0001, 0x0001
 _KEM_SUITE = b"KEM" + struct.pack(">H", KEM_X25519)
 _HPKE_SUITE = b"HPKE" + struct.pack(">HHH", KEM_X25519, KDF_SHA256, AEAD_AES128GCM)
+_SUITE_IDS = (KEM_X25519, KDF_SHA256, AEAD_AES128GCM)
 
 
 class HPKEOpenError(ValueError):
@@ -77,6 +82,30 @@ def _key_schedule(shared_secret: bytes, info: bytes) -> tuple[bytes, bytes]:
     return key, nonce
 
 
+_EAE_PRK = b"HPKE-v1" + _KEM_SUITE + b"eae_prk"
+_SHARED = struct.pack(">H", 32) + b"HPKE-v1" + _KEM_SUITE + b"shared_secret"
+_SECRET = b"HPKE-v1" + _HPKE_SUITE + b"secret"
+
+
+@functools.lru_cache(maxsize=64)
+def _expand_infos(info: bytes) -> tuple[bytes, bytes]:
+    """The (single-block) HKDF-Expand inputs of the AEAD key and base nonce for ``info``."""
+    context = _context(info)
+    key = struct.pack(">H", 16) + b"HPKE-v1" + _HPKE_SUITE + b"key" + context + b"\x01"
+    nonce = struct.pack(">H", 12) + b"HPKE-v1" + _HPKE_SUITE + b"base_nonce" + context + b"\x01"
+    return key, nonce
+
+
+def _aead_key_nonce(dh: bytes, enc: bytes, pk_r: bytes, info: bytes) -> tuple[bytes, bytes]:
+    """:func:`_shared_secret` then :func:`_key_schedule` in five HMACs, the labels prebuilt (every
+    expansion here is one SHA-256 block): the per-message path of :func:`open_` and :func:`seal`."""
+    prk = hmac.digest(b"", _EAE_PRK + dh, "sha256")
+    shared = hmac.digest(prk, _SHARED + enc + pk_r + b"\x01", "sha256")
+    secret = hmac.digest(shared, _SECRET, "sha256")
+    key_info, nonce_info = _expand_infos(info)
+    return hmac.digest(secret, key_info, "sha256")[:16], hmac.digest(secret, nonce_info, "sha256")[:12]
+
+
 def _check_suite(config: HpkeConfig) -> None:
     if (config.kem_id, config.kdf_id, config.aead_id) != (KEM_X25519, KDF_SHA256, AEAD_AES128GCM):
         raise ValueError(
@@ -97,15 +126,13 @@ def generate_config(config_id: int) -> tuple[bytes, HpkeConfig]:
 
 def seal(config: HpkeConfig, info: bytes, aad: bytes, plaintext: bytes) -> HpkeCiphertext:
     """SealBase to ``config``'s public key (fresh ephemeral key from the OS CSPRNG)."""
-    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
     from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
     _check_suite(config)
     esk = X25519PrivateKey.generate()
     enc = esk.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
     dh = esk.exchange(X25519PublicKey.from_public_bytes(config.public_key))
-    key, nonce = _key_schedule(_shared_secret(dh, enc, config.public_key), info)
+    key, nonce = _aead_key_nonce(dh, enc, config.public_key, bytes(info))
     return HpkeCiphertext(config.id, enc, AESGCM(key).encrypt(nonce, bytes(plaintext), bytes(aad)))
 
 
@@ -114,11 +141,8 @@ def open_(private_key: Any, config: HpkeConfig, ct: HpkeCiphertext, info: bytes,
 
     ``private_key``: raw 32 bytes or an ``X25519PrivateKey`` (parse once, open many).
     """
-    from cryptography.exceptions import InvalidTag
-    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
-    _check_suite(config)
+    if (config.kem_id, config.kdf_id, config.aead_id) != _SUITE_IDS:
+        _check_suite(config)
     try:
         sk = (
             X25519PrivateKey.from_private_bytes(private_key)
@@ -126,7 +150,7 @@ def open_(private_key: Any, config: HpkeConfig, ct: HpkeCiphertext, info: bytes,
             else private_key
         )
         dh = sk.exchange(X25519PublicKey.from_public_bytes(ct.enc))
-        key, nonce = _key_schedule(_shared_secret(dh, ct.enc, config.public_key), info)
+        key, nonce = _aead_key_nonce(dh, ct.enc, config.public_key, bytes(info))
         return AESGCM(key).decrypt(nonce, ct.payload, bytes(aad))
     except (InvalidTag, ValueError) as exc:
         raise HPKEOpenError(f"ciphertext does not open: {type(exc).__name__}") from None
