@@ -55,8 +55,8 @@ def add_parser(subparsers: Any) -> None:
     serve.add_argument(
         "--job-workers",
         type=int,
-        default=1,
-        help="aggregation jobs run at once (leader; 2 overlaps "
+        default=2,
+        help="aggregation jobs run at once (leader; 2, the default, overlaps "
         "the leader's preparation of one job with the helper's of another)",
     )
     serve.add_argument(

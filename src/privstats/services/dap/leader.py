@@ -123,26 +123,40 @@ class Driver:
 
     def _run_jobs(self) -> bool:
         """Run every job whose lease is free, ``workers`` at a time: the leader prepares one job
-        while the helper answers another.  Re-raises the first failure once all have ended."""
+        while the helper answers another.  While jobs run, a full job's worth of new uploads (a
+        wake) becomes the next job at once, so the pipeline stays full while uploads arrive.
+        Re-raises the first failure once all have ended."""
         running: list[Future] = []
         ran = False
         try:
             while not self.stop_event.is_set():
-                job = self.ctx.store.acquire_job(self.lease)
-                if job is None:
-                    break
-                running.append(self.pool.submit(self.run_job, job))
-                ran = True
-                if len(running) >= self.workers:
-                    done, _ = wait(running, return_when=FIRST_COMPLETED)
-                    running = [f for f in running if f not in done]
-                    for f in done:
-                        f.result()
+                for f in [f for f in running if f.done()]:
+                    running.remove(f)
+                    f.result()
+                if len(running) < self.workers:
+                    job = self.ctx.store.acquire_job(self.lease)
+                    if job is not None:
+                        running.append(self.pool.submit(self.run_job, job))
+                        ran = True
+                        continue
+                    if running and self._more_jobs():
+                        continue
+                    if not running:
+                        break
+                wait(running, timeout=0.05, return_when=FIRST_COMPLETED)
         finally:
             wait(running)
         for f in running:
             f.result()
         return ran
+
+    def _more_jobs(self) -> bool:
+        """Jobs from the reports stored while jobs ran, if a full job's worth was signalled."""
+        if not (self.wake.is_set() or self.pending >= self.job_size):
+            return False
+        self.wake.clear()
+        self.pending = 0
+        return self.ctx.store.create_jobs(self.job_size, min_size=self.job_size) > 0
 
     def helper_headers(self, content_type: str) -> dict:
         return {"Authorization": f"Bearer {self.ctx.secrets.token('forward')}", "Content-Type": content_type}
