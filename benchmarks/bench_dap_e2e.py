@@ -10,12 +10,16 @@ PostgreSQL URL prefix); ``--reports`` reports sharded and sealed by privstats' c
 report), uploaded over ``--connections`` keep-alive connections (one ``PUT`` per report, as DAP
 clients do), aggregated by the leader's driver and the helper, collected.  Each server's CPU seconds
 per report come from /proc, counted once both servers are idle after their start (the leader's driver
-process imports and loads the compiled kernels after /healthz answers); their maximum bounds the
-pair's throughput when each has its own core, their mean when both share this machine's two cores
-(work split evenly).
+process imports and loads the compiled kernels after /healthz answers); the leader's splits into its
+server process (the uploads, the collector's routes) and its driver process (aggregation jobs,
+collections).  Their maximum bounds the pair's throughput when each has its own core, their mean
+when both share this machine's two cores (work split evenly).  The servers run with the CLI's
+defaults (two jobs in flight; BENCH_DAP_JOB_SIZE / _WORKERS / _DRIVER override).
 End to end = first upload to collection done, wall clock; it splits into the uploads and the tail
 (aggregating what was not aggregated while the uploads ran, then the collection); the share
-aggregated by the end of the uploads and the load generator's own CPU are printed too.  Every row
+aggregated by the end of the uploads and the load generator's own CPU are printed too.  The
+collector's post-processing is imported and run once before the timed window (its first call costs
+~1-2 s of SciPy imports, which earlier runs counted in the tail).  Every row
 is printed as µs/report, reports/s and × floor.  The machine's load moves the wall-clock rows; CPU
 rows and ratios are steadier.
 """
