@@ -1,10 +1,11 @@
-"""Local AUC and local ROC (issue 26): the grid's quantisation-bias scale 1/(3k²) enters the 95% interval
-in quadrature, ±z√(σ² + b²) (covers for any |bias| ≤ b), not added to ±zσ.
+"""Local AUC (issue 26): the grid's quantisation-bias scale 1/(3k²) enters the 95% interval in quadrature,
+±z√(σ² + b²) (covers for any |bias| ≤ b), not added to ±zσ.
 
 The local AUC's automatic grid carries the linear correction, unbiased for linear class densities, so b
 (the uncorrected worst case over them) is a bias the data may have, not one it has; added to ±zσ the
-interval covered 0.99-1.00 in 9 of 12 real cells at n ≥ 1,000 where the realised bias was 0.1-0.3σ.
-The local ROC's AUC (a 4-16 cell grid) likewise covered 1.00 in 4 of 8 cells.  Scores: logistic
+interval covered 0.9925-0.9975 in 6 of 20 real cells (400 seeds) where the realised bias was 0.1-0.3σ.
+The local ROC's grid is not corrected (its realised bias 0.3-0.7σ): it keeps b added to ±zσ (coverage
+0.90-0.99 over 100 seeds; quadrature read 0.88-0.98).  Scores: logistic
 regression on two breast-cancer features (fixed ``random_state``), n = 569, exact AUC 0.780.
 """
 
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
 
 import privstats
@@ -73,22 +73,3 @@ def test_local_auc_on_a_given_grid_keeps_the_linear_bias_rule():
     assert "bias_rule" not in est.details
     b = _auc_linear_family_bias(4)
     assert _half_width(est) == pytest.approx(Z * est.stderr + b, rel=1e-9)
-
-
-def test_local_roc_auc_interval_adds_the_grid_bias_in_quadrature():
-    y, s, _ = _scores()
-    checked = 0
-    for r in range(3):
-        *_, est = privstats.roc_curve(y, s, epsilon=1.0, model="local", rng=260 + r)
-        k = int(np.size(est.details["positives"].probabilities))
-        b = _auc_linear_family_bias(k)
-        assert est.details["bias_rule"] == "quadrature"
-        lo, hi = est.ci(0.95)
-        h = Z * math.sqrt(est.stderr**2 + b * b)
-        if est.value - h > 0 and est.value + h < 1:  # the support (0, 1) does not cut it
-            assert (hi - lo) / 2 == pytest.approx(h, rel=1e-9)
-            checked += 1
-    assert checked >= 1
-    # central keeps its (negligible, 1,024-cell) bias added to the half-width
-    *_, cen = privstats.roc_curve(y, s, epsilon=1.0, model="central", rng=1)
-    assert "bias_rule" not in cen.details

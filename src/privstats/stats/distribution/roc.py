@@ -162,10 +162,6 @@ def _release(c: Call, pos, neg):
             # the grid's discretisation bias (worst case over linear class densities), as the local AUC:
             # without it the local curve's AUC covered 0.89-0.91 over 80 seeds on real scores (issue 26)
             "bias_bound": _auc_linear_family_bias(int(np.size(pos.probabilities))),
-            # local (a coarse grid, 4-16 cells): that worst case is a bias the data may have, so in
-            # quadrature, ±z√(σ² + b²), which covers for any |bias| ≤ b; added to ±zσ it covered 1.00 in
-            # 4 of 8 real cells (the realised bias 0.1-0.7 sd, issue 26)
-            **({"bias_rule": "quadrature"} if model == "local" else {}),
             **({} if smoothing == "isotonic" else {"unbiased": auc_raw}),
             "stderr_method": (
                 f"spread of the isotonic AUC over {ROC_DRAWS} Gaussian re-noisings of the smoothed curves "
