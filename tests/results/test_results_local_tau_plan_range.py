@@ -41,9 +41,12 @@ def test_local_tau_plan_range_holds_the_rmse_on_a_peaked_variable():
     rmse = float(np.sqrt(np.mean((vals - exact) ** 2)))
     # the RMSE estimate's relative SE is about 1/√(2·runs) ≈ 0.09 (less with the bias); 4 of them each side
     rel = 4 / math.sqrt(2 * runs)
-    best = privstats.plan("kendall_tau", n=5000, epsilon=0.5, model="local", warn=False).best
+    plan = privstats.plan("kendall_tau", n=5000, epsilon=0.5, model="local", warn=False)
+    best = plan.best
     assert best.stderr_range is not None
     lo, hi = best.stderr_range
     assert lo <= best.stderr <= hi
     assert lo <= rmse * (1 - rel) and rmse * (1 + rel) <= hi, (lo, rmse, hi)
     assert "over data shapes" in best.note
+    # the table says the number is at the option's stated shape (non-tie fractions ½), not at uniform data
+    assert "stderr at the stated data shape" in plan.table()
