@@ -239,9 +239,9 @@ class Plan(list):
         for o in self:
             if o.stderr_range is not None:
                 lo, hi = o.stderr_range
-                lines.append(
-                    f"{o.model}/{o.protocol}: stderr at uniform data; over data shapes {lo:.3g} to {hi:.3g}"
-                )
+                # with a best case too (local Kendall's tau) the number is at the option's stated shape
+                at = "uniform data" if o.best_case is None else "the stated data shape (see the note)"
+                lines.append(f"{o.model}/{o.protocol}: stderr at {at}; over data shapes {lo:.3g} to {hi:.3g}")
             elif o.best_case is not None:
                 lines.append(
                     f"{o.model}/{o.protocol}: stderr at the stated data shape (bias {o.bias:.2g} included); "
