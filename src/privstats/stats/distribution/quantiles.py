@@ -192,8 +192,9 @@ def tree_run(c: Call):
     k = tree_grid(c.model, c.n, c.epsilon, c.grid)
     bounds, rng, shift = c.bounds, c.rng, None
     if c.model in ("central", "secure") and k >= 2:
-        rng = as_source(c.rng)
-        bounds, shift = dithered_bounds(c.bounds, k, float(rng.random()))
+        src = as_source(c.rng)  # rng=None: the OS CSPRNG, and the ECDF draws its own from it
+        rng = None if c.rng is None else src
+        bounds, shift = dithered_bounds(c.bounds, k, float(src.random()))
     res = ecdf(
         c.xs,
         epsilon=c.epsilon,
