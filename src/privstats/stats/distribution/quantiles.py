@@ -107,9 +107,8 @@ def quantiles(
     and ``"local"`` use the tree method over secure aggregation or local hierarchies.
 
     ``grid``: the tree's cells of the bounds (its release is a cell's midpoint); by default a power of
-    two near nε/2 when n is public (central, secure: :func:`tree_grid`), else 4096.  The central and
-    secure grids are shifted by a public uniform fraction of a cell per release (:func:`dithered_bounds`,
-    ``params["grid_shift"]``), so the rounding of a tied value is unbiased noise, not a fixed offset.
+    two near nε/2 when n is public (central, secure: :func:`tree_grid`), else 4096; central and secure
+    grids are dithered (:func:`dithered_bounds`): a tied value's rounding is noise, not a fixed offset.
 
     Uncertainty: ``est.ci(level)`` inverts the pointwise band of a raw private ECDF (the
     tree's own curve; for the exponential mechanisms a separate central ECDF with
