@@ -80,9 +80,10 @@ REAL_KNOWN = {
     # inside its block (the release is all but exact and the interval holds its cell); the stderr (the
     # release law's spread since issue 26's second round: 1.59/1.85x -> 1.26/0.95x on central randhie,
     # secure randhie 2.56x -> 1.23x at (5000, 0.5)) still reads 2.65x on secure fair at (5000, 0.5), where
-    # q sits 1-3 sd below a block's edge and the plug-in curve overstates a rare crossing; bias 1.1 sd at
-    # (1000, 1) on fair and randhie: a tied value's release is its public cell's midpoint (0.005-0.009 off
-    # in every run) and one run in 100 moving makes an sd that small (test_results_quantile_release_law.py)
+    # q sits 1-3 sd below a block's edge and the plug-in curve overstates a rare crossing; the bias of
+    # 1.1 sd at (1000, 1) on fair and randhie (a tied value's release was its public cell's midpoint,
+    # 0.005-0.009 off in every run) is gone: the central and secure grids are dithered, so the rounding
+    # is unbiased noise of sd cell/sqrt(12) (test_results_quantile_dither.py)
     # the local Gini mean difference and coefficient are checked here: the interval adds the quantisation
     # bias bound (worst case over densities linear within bins) in quadrature, and the release warns
     # (UselessResultWarning) where 1.3x that bound reaches the noise sd: the two cells beyond the bound

@@ -107,7 +107,8 @@ def quantiles(
     and ``"local"`` use the tree method over secure aggregation or local hierarchies.
 
     ``grid``: the tree's cells of the bounds (its release is a cell's midpoint); by default a power of
-    two near nε/2 when n is public (central, secure: :func:`tree_grid`), else 4096.
+    two near nε/2 when n is public (central, secure: :func:`tree_grid`), else 4096; central and secure
+    grids are dithered (:func:`dithered_bounds`): a tied value's rounding is noise, not a fixed offset.
 
     Uncertainty: ``est.ci(level)`` inverts the pointwise band of a raw private ECDF (the
     tree's own curve; for the exponential mechanisms a separate central ECDF with
@@ -115,7 +116,7 @@ def quantiles(
     interval).  ``stderr``: for the central and secure trees the spread of Algorithm 1 re-run on the
     released curve plus draws of the mechanism's public noise law (:func:`release_law_stderr`,
     post-processing: ~0 deep inside a tied block, a gap's width times the chance of crossing it next to
-    one); otherwise the 95% interval's half-width / 1.96.  Values are clipped into
+    one; plus the dithered rounding, cell²/12); otherwise the 95% interval's half-width / 1.96.  Values are clipped into
     ``bounds`` and ordered with q (raw values in ``details["unbiased"]``; ``postprocess="none"``).
 
     >>> import numpy as np
@@ -187,21 +188,27 @@ def shuffle_run(c: Call):
 
 def tree_run(c: Call):
     """Algorithm 1 on the model's isotonic private ECDF; its raw curve's band gives the intervals."""
+    k = tree_grid(c.model, c.n, c.epsilon, c.grid)
+    bounds, rng, shift = c.bounds, c.rng, None
+    if c.model in ("central", "secure") and k >= 2:
+        src = as_source(c.rng)  # rng=None: the OS CSPRNG, and the ECDF draws its own from it
+        rng = None if c.rng is None else src
+        bounds, shift = dithered_bounds(c.bounds, k, float(src.random()))
     res = ecdf(
         c.xs,
         epsilon=c.epsilon,
-        bounds=c.bounds,
-        grid=tree_grid(c.model, c.n, c.epsilon, c.grid),
+        bounds=bounds,
+        grid=k,
         smoothing="isotonic",
         neighbours=c.neighbours,
         model=c.model,
-        rng=c.rng,
+        rng=rng,
         **c.kwargs,
     )
     # Algorithm 1 names the cell (t_{j-1}, t_j] the sample quantile lies in by its upper edge t_j; its
     # midpoint (a public grid point too) halves the rounding and centres it: on continuous data the
     # quantile sits anywhere in the cell, on tied data the tied value does
-    cell = (c.bounds[1] - c.bounds[0]) / np.asarray(res.quantiles).size
+    cell = (bounds[1] - bounds[0]) / np.asarray(res.quantiles).size
     values = np.asarray(res.quantile(c.qs)) - cell / 2
     cost = {"messages_per_user": res.estimate.messages_per_user, "bits_per_user": res.estimate.bits_per_user}
     params = {**res.estimate.params}
@@ -210,7 +217,29 @@ def tree_run(c: Call):
         params["stderr_method"] = (
             f"release law: {LAW_DRAWS} draws of the public noise on the released curve, bias-corrected"
         )
+    if shift is not None:
+        params["grid_shift"] = shift
+        # the rounding to the cell's midpoint is uniform over the cell under the random shift
+        law_se = None if law_se is None else np.sqrt(law_se**2 + cell**2 / 12.0)
     return values, "ecdf-tree+algorithm1", params, cost, (res.quantiles, res.raw, res.stderr, law_se)
+
+
+def dithered_bounds(bounds, k: int, u: float) -> tuple[tuple[float, float], float]:
+    """The tree's grid of ``k`` cells shifted by a uniform fraction ``u`` of a cell (dithered rounding).
+
+    Algorithm 1 releases a cell's midpoint.  On a fixed grid a tied value (an age, a block of zeros)
+    sits at a fixed place in its cell, so its release is off by the same amount in every run: a bias of
+    up to half a cell that no stderr covers, and the release hardly moves (1.1 sd in issue 26's table).
+    With the grid shifted by a public uniform draw the tied value's place in its cell is uniform, so the
+    rounding is unbiased noise of variance cell²/12 (dithered quantisation).  The cells are
+    (hi - lo)/(k - 1) wide so that k of them still cover the bounds at any shift; the shift is drawn
+    from the caller's generator and is data-independent (published as ``params["grid_shift"]``).
+    Returns the grid's bounds (containing ``bounds``) and the shift in value units.
+    """
+    lo, hi = bounds
+    h = (hi - lo) / (k - 1)
+    start = lo - u * h
+    return (start, start + k * h), u * h
 
 
 LAW_DRAWS = 200
@@ -341,8 +370,9 @@ def _finish_quantiles(est: Estimate, qs, band, bounds, postprocess) -> Estimate:
         t, F, se, *rest = band
         law_se = rest[0] if rest else None
 
-        def ci_fn(level, t=t, F=F, se=se, qs=qs, lo=bounds[0]):
-            return _band_interval(t, F, se, qs, level, lo)
+        def ci_fn(level, t=t, F=F, se=se, qs=qs, lo=bounds[0], hi=bounds[1]):
+            a, b = _band_interval(t, F, se, qs, level, lo)
+            return a, np.minimum(b, hi)  # a dithered grid's last cell reaches past hi
 
         details["ci_fn"] = ci_fn
         lo95, hi95 = ci_fn(0.95)
@@ -392,8 +422,10 @@ def _tree_quantile_rmse(model: str, n: int, epsilon: float, grid: int, qs: tuple
             F = mech.estimate_counts(stat + mech.noise_to_statistic(noise[r]), n)[:grid]
         errs[r] = inverse_ecdf(t, smooth(F / n, "isotonic"), q) - truth
     # Algorithm 1 returns a cell's upper edge: the sample quantile sits uniformly inside that cell
-    # the release is a cell's midpoint: the sample quantile sits uniformly inside that cell
-    return float(np.sqrt(np.mean(errs**2) + 1.0 / (12.0 * grid**2)))
+    # the release is a cell's midpoint: the sample quantile sits uniformly inside that cell; the central
+    # and secure grids are dithered (:func:`dithered_bounds`): k cells of width/(k - 1)
+    scale = grid / (grid - 1.0) if model in ("central", "secure") and grid >= 2 else 1.0
+    return scale * float(np.sqrt(np.mean(errs**2) + 1.0 / (12.0 * grid**2)))
 
 
 def tree_grid(model: str, n: int | None, epsilon: float, grid: int | None) -> int:
