@@ -27,29 +27,41 @@ AGE_P = np.array([0.02, 0.33, 0.30, 0.23, 0.07, 0.05])
 Q = [0.25, 0.5, 0.75]
 
 
-@pytest.mark.parametrize("model", ["central", "secure"])
-def test_stderr_is_the_rounding_alone_deep_inside_tied_blocks(model):
-    """The release of a quantile 10 sd inside a tied block never leaves the tied value's cell (p < 10⁻⁵
-    at 10 sd of the tree's Laplace-tailed noise), so its spread is the rounding to the cell's midpoint
-    alone: on the dithered grid (a public uniform shift per release) that is uniform over the cell,
-    sd cell/√12 (cell = 25/1023 here).  The law's part beyond the rounding is (far) under a tenth of a
-    cell; the band's half-width reported cell / 3.92 in every run."""
+def _deep_block_releases(model: str):
     x = np.random.default_rng(26).choice(AGES, 5000, p=AGE_P)
-    cell = 25.0 / 1023
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ests = [
             privstats.quantiles(x, Q, epsilon=0.5, bounds=(17.0, 42.0), model=model, rng=s) for s in range(15)
         ]
-    V = np.array([e.unclipped for e in ests])
-    S = np.array([e.stderr for e in ests])
     assert ests[0].params["grid_points"] == 1024 and "release law" in ests[0].params["stderr_method"]
     xs = np.sort(x)
     exact = np.array([xs[int(np.ceil(q * x.size)) - 1] for q in Q])
+    lo, hi = (np.array(v) for v in zip(*(e.ci() for e in ests), strict=True))
+    assert np.all((lo <= exact) & (exact <= hi))  # the interval (the band's) holds the value
+    return np.array([e.unclipped for e in ests]), np.array([e.stderr for e in ests]), exact
+
+
+def test_central_stderr_is_the_rounding_alone_deep_inside_tied_blocks():
+    """The release of a quantile 10 sd inside a tied block never leaves the tied value's cell (p < 10⁻⁵
+    at 10 sd of the tree's Laplace-tailed noise), so its spread is the rounding to the cell's midpoint
+    alone: on the central tree's dithered grid (a public uniform shift per release) that is uniform over
+    the cell, sd cell/√12 (cell = 25/1023 here).  The law's part beyond the rounding is (far) under a
+    tenth of a cell."""
+    V, S, exact = _deep_block_releases("central")
+    cell = 25.0 / 1023
     assert np.all(np.abs(V - exact) <= cell / 2 + 1e-9), V - exact  # never leaves the value's cell
     assert np.all(np.abs(S**2 - cell**2 / 12) < (cell / 10) ** 2), S
-    lo, hi = (np.array(v) for v in zip(*(e.ci() for e in ests), strict=True))
-    assert np.all((lo <= exact) & (exact <= hi))  # the interval (the band's, unchanged) holds the value
+
+
+def test_secure_stderr_is_about_zero_deep_inside_tied_blocks():
+    """The secure tree's grid is the task's fixed public one (the served DAP path's cells), so the
+    release of a quantile 10 sd inside a tied block never moves (15 seeds give one value) and its
+    spread is 0: the law reports (far) under a tenth of a cell (0.0244 wide here); were the release
+    to move one cell with probability p its sd would be cell·√p, and p < 10⁻⁵ at 10 sd."""
+    V, S, _ = _deep_block_releases("secure")
+    assert np.all(np.ptp(V, axis=0) == 0), V  # the release never moves
+    assert S.max() < 25.0 / 1024 / 10, S
 
 
 def test_release_law_is_none_without_a_central_noise_model():

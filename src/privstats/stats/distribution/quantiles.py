@@ -107,8 +107,9 @@ def quantiles(
     and ``"local"`` use the tree method over secure aggregation or local hierarchies.
 
     ``grid``: the tree's cells of the bounds (its release is a cell's midpoint); by default a power of
-    two near nε/2 when n is public (central, secure: :func:`tree_grid`), else 4096; central and secure
-    grids are dithered (:func:`dithered_bounds`): a tied value's rounding is noise, not a fixed offset.
+    two near nε/2 when n is public (central, secure: :func:`tree_grid`), else 4096; the central grid is
+    dithered (:func:`dithered_bounds`): a tied value's rounding is noise, not a fixed offset.  The
+    secure grid is the task's public one (a served DAP task fixes its cells), so it is not.
 
     Uncertainty: ``est.ci(level)`` inverts the pointwise band of a raw private ECDF (the
     tree's own curve; for the exponential mechanisms a separate central ECDF with
@@ -190,7 +191,8 @@ def tree_run(c: Call):
     """Algorithm 1 on the model's isotonic private ECDF; its raw curve's band gives the intervals."""
     k = tree_grid(c.model, c.n, c.epsilon, c.grid)
     bounds, rng, shift = c.bounds, c.rng, None
-    if c.model in ("central", "secure") and k >= 2:
+    # central only: secure must equal the served DAP path in law, whose histogram cells the task fixes
+    if c.model == "central" and k >= 2:
         src = as_source(c.rng)  # rng=None: the OS CSPRNG, and the ECDF draws its own from it
         rng = None if c.rng is None else src
         bounds, shift = dithered_bounds(c.bounds, k, float(src.random()))
@@ -423,8 +425,8 @@ def _tree_quantile_rmse(model: str, n: int, epsilon: float, grid: int, qs: tuple
         errs[r] = inverse_ecdf(t, smooth(F / n, "isotonic"), q) - truth
     # Algorithm 1 returns a cell's upper edge: the sample quantile sits uniformly inside that cell
     # the release is a cell's midpoint: the sample quantile sits uniformly inside that cell; the central
-    # and secure grids are dithered (:func:`dithered_bounds`): k cells of width/(k - 1)
-    scale = grid / (grid - 1.0) if model in ("central", "secure") and grid >= 2 else 1.0
+    # grid is dithered (:func:`dithered_bounds`): k cells of width/(k - 1)
+    scale = grid / (grid - 1.0) if model == "central" and grid >= 2 else 1.0
     return scale * float(np.sqrt(np.mean(errs**2) + 1.0 / (12.0 * grid**2)))
 
 
