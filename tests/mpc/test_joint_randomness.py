@@ -19,8 +19,7 @@ from privstats.ustat.mpc.kernels import encode
 from privstats.ustat.mpc.party import INPUTS, _own_randomness
 from privstats.ustat.mpc.wire import BOOL, INT64, WORDS, own_share
 
-from .test_mpc_plan import centred, realised_pmf
-from .test_spu_backend import _gof_pvalue
+from .test_mpc_plan import centred, gof_pvalue, realised_pmf
 
 M = 20_000
 
@@ -83,8 +82,8 @@ def test_laplace_noise_law_with_one_partys_words_zero(pairs):
     lo, hi = int(-4 * sd) - 1, int(4 * sd) + 1
     for zero in ((True, False), (False, True)):
         noise = _run(job, a, b, zero) - ref
-        assert _gof_pvalue(noise, z, pmf, lo, hi) > 1e-6
-        assert _gof_pvalue(noise, zw, pw, lo, hi) < 1e-6
+        assert gof_pvalue(noise, z, pmf, lo, hi) > 1e-6
+        assert gof_pvalue(noise, zw, pw, lo, hi) < 1e-6
     fixed = (_run(job, a, b, (True, True)) - ref + 2 ** (plan.wrap_bits - 1)) % 2**plan.wrap_bits
     assert np.unique(fixed).size == 1  # every coin reads all-zero bits: one value on the cycle
 

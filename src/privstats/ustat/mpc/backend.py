@@ -9,11 +9,12 @@ from __future__ import annotations
 import numpy as np
 
 from privstats.privacy.randomness import RNGLike
+from privstats.ustat.pairs import NoiseLaw, SimulatedTwoParty
 from privstats.validation import check_choice, check_epsilon, check_positive_int
 
 from .circuit import JobSpec, Output, require_spu, rr_variance, runtime_config
 from .kernels import SPECS
-from .noise import MECHANISMS
+from .noise import MECHANISMS, decode_low
 from .session import SpuSession, default_session
 from .wire import unpack_share
 
@@ -23,9 +24,11 @@ __all__ = [
     "debias",
     "decode",
     "from_units",
+    "noise_law",
     "noise_variance",
     "reconstruct",
     "run_batches",
+    "simulated_two_party",
 ]
 
 SECURITY = (
@@ -64,6 +67,40 @@ def noise_variance(o: Output) -> float:
     return o.plan.variance * o.spec.unit**2
 
 
+def noise_law(o: Output) -> NoiseLaw:
+    """The exact law of this output's released noise (realised thresholds), for the simulated backend."""
+    plan = o.plan
+    if o.mechanism == "rr":
+        return NoiseLaw(unit=o.spec.hi - o.spec.lo, variance=0.0, keep=plan.keep)
+    if o.mechanism != "laplace":
+        raise ValueError(f"no simulated law for mechanism {o.mechanism!r}")
+    low = decode_low(o.spec.units, plan.wrap_bits)
+    return NoiseLaw(o.spec.unit, plan.variance, cycle_pmf=plan.cycle_pmf(), low=low, offset=plan.offset)
+
+
+def simulated_two_party(
+    kernel: str, *, pair_epsilon: float, mechanism: str = "laplace", grid_bits: int = 10
+) -> SimulatedTwoParty:
+    """The simulated backend equal in distribution to :class:`SpuTwoParty` (numpy only, no SPU): the
+    same kernel on the same grid, noise drawn from the SPU path's exact realised law (the rounded
+    coins' pmf, the same wrap and decoding; randomized response at the realised keep probability),
+    and the same reported variance.
+
+    >>> sim = simulated_two_party("greater_half", pair_epsilon=1.0)
+    >>> from privstats.ustat.mpc import laplace_plan
+    >>> sim.noise_variance == laplace_plan(1.0, 2).variance * 0.5**2  # grid ½: the same variance
+    True
+    """
+    check_choice(kernel, "kernel", SPECS)
+    o = JobSpec.build([(kernel, mechanism, check_epsilon(pair_epsilon))], grid_bits).outputs[0]
+    spec = o.spec
+
+    def f(a, b):
+        return spec.lo + spec.unit * spec.reference(np.asarray(a), np.asarray(b))
+
+    return SimulatedTwoParty(f, (spec.lo, spec.hi), o.pair_epsilon, mechanism, law=noise_law(o))
+
+
 def decode(o: Output, rec: np.ndarray) -> np.ndarray:
     """Reconstructed outputs → released integers (kernel + noise, grid units).  A Laplace release is
     ``(kernel + noise) mod 2^B`` in the top B bits of the word: it is read into the window of 2^B
@@ -72,7 +109,7 @@ def decode(o: Output, rec: np.ndarray) -> np.ndarray:
     B = o.plan.wrap_bits
     if o.mechanism != "laplace" or not B:
         return rec
-    lo = o.spec.units // 2 - 2 ** (B - 1)
+    lo = decode_low(o.spec.units, B)
     return ((rec >> (64 - B)) - lo) % 2**B + lo
 
 
