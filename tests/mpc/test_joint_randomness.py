@@ -16,8 +16,8 @@ pytest.importorskip("spu")
 from privstats.ustat.mpc.backend import decode
 from privstats.ustat.mpc.circuit import JobSpec, noisy_program, runtime_config
 from privstats.ustat.mpc.kernels import encode
-from privstats.ustat.mpc.party import INPUTS, _own_randomness
-from privstats.ustat.mpc.wire import BOOL, INT64, WORDS, own_share
+from privstats.ustat.mpc.party import INPUTS, _own_randomness, program_inputs
+from privstats.ustat.mpc.wire import own_share
 
 from .test_mpc_plan import centred, gof_pvalue, realised_pmf
 
@@ -34,7 +34,7 @@ def _run(job: JobSpec, a: np.ndarray, b: np.ndarray, zero: tuple[bool, bool]) ->
     jax.config.update("jax_enable_x64", True)
     m = len(a)
     args = [np.zeros(s, d) for s, d in job.input_shapes(m)]
-    vis = [libspu.Visibility.VIS_SECRET] * 4
+    vis = [libspu.Visibility.VIS_SECRET] * len(INPUTS)
     exe, _ = fe.compile(fe.Kind.JAX, noisy_program(job, m), args, {}, INPUTS, vis, lambda o: ["out"])
     desc = libspu.link.Desc()
     for r in range(2):
@@ -48,9 +48,7 @@ def _run(job: JobSpec, a: np.ndarray, b: np.ndarray, zero: tuple[bool, bool]) ->
         u, r = _own_randomness(job, m)
         if zero[rank]:
             r[:] = 0
-        for name, v, kind in zip(
-            INPUTS, [x[..., 0], x[..., 1] != 0, u, r], [INT64, BOOL, INT64, WORDS], strict=True
-        ):
+        for name, (v, kind) in zip(INPUTS, program_inputs(job, x, u, r), strict=True):
             rt.set_var(name, own_share(libspu, v, kind))
         rt.run(exe)
         shares[rank] = rt.get_var("out")
