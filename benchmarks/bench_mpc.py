@@ -21,9 +21,10 @@ The configurations:
 * ``noisy RR``    — AUC's ``greater`` kernel with randomized response drawn inside the 2PC (the exact
   comparison, and the coin as a tree of ANDs on joint random bits, bit-sliced 64 pairs per word with
   the comparison's top-bit fix in its first level: no second comparison, no conversion);
-* ``Laplace``     — ``greater_half`` (one comparison and one equality test) with the discrete Laplace
-  drawn inside the 2PC (its coins are trees of ANDs on joint random bits, bit-sliced; kernel + noise
-  mod 2^(J+1) by a boolean adder, released as a boolean-shared word: 72 ANDs in 8 levels per pair at ε = 1);
+* ``Laplace``     — ``greater_half`` (one comparison; ``[a = b]`` from a bit-sliced AND tree on the
+  full words, no equality test) with the discrete Laplace drawn inside the 2PC (its coins are trees
+  of ANDs on joint random bits, bit-sliced; kernel + noise mod 2^(J+1) by a boolean adder, released
+  as a boolean-shared word: 124 ANDs in 9 levels per pair at ε = 1);
 * ``Laplace shares`` — ``greater_half`` with each party adding its own discrete Laplace share (free).
 
 Run in the mpc virtualenv (see .ci/mpc)::
