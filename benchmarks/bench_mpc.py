@@ -54,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sizes", default="1e4,1e5", help="pairs per run, comma separated")
     p.add_argument("--repeat", type=int, default=3, help="timed repeats (median) up to 10^5 pairs")
     p.add_argument("--batch", type=int, default=50_000, help="pairs per SPU job")
+    p.add_argument("--verbose", action="store_true", help="print every repeat's rates")
     p.add_argument("--laplace-max", type=float, default=1e5, help="largest size for the Laplace path")
     args = p.parse_args(argv)
 
@@ -93,6 +94,9 @@ def main(argv: list[str] | None = None) -> int:
                 for name in backends:
                     runs[name].append(m / spent[name])
             rates = {name: float(np.median(r)) for name, r in runs.items()}
+            if args.verbose:
+                for name, r in runs.items():
+                    print(f"    {name:>16}: " + ", ".join(f"{x:,.0f}/s" for x in r))
             raw = rates["raw a<b"]
             cells = [
                 f"{rates[name]:>10,.0f}/s ({rates[name] / raw:.2f}x)" if name in rates else f"{'-':>20}"
