@@ -249,7 +249,7 @@ def test_simulated_backend_draws_the_realised_law(eps):
     fit at p > 10^-6 on 10^5 draws), its reported variance the plan's; the same test rejects the draws
     of the plan at 1.5ε, and the ideal discrete Laplace's pmf at the same ε is rejected as the law of the
     realised path at ε = 1 (the shapes differ)."""
-    from privstats.ustat.mpc import simulated_two_party
+    from privstats.ustat.pairs import simulated_two_party
 
     plan = laplace_plan(eps, 2)
     sim = simulated_two_party("greater_half", pair_epsilon=eps)

@@ -24,8 +24,8 @@ from privstats.ustat.mpc import (
     default_session,
     encode,
     laplace_plan,
-    simulated_two_party,
 )
+from privstats.ustat.pairs import simulated_two_party
 
 from .test_mpc_plan import centred, gof_pvalue, realised_pmf
 

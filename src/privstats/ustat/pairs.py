@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -42,6 +41,8 @@ from privstats.privacy.randomness import GeneratorSource, RNGLike, as_source
 from privstats.privacy.samplers import discrete_laplace
 from privstats.validation import check_choice, check_epsilon, check_positive_int
 
+from .noise_law import NoiseLaw
+
 __all__ = [
     "MECHANISMS",
     "NoiseLaw",
@@ -49,6 +50,7 @@ __all__ = [
     "SimulatedTwoParty",
     "TwoPartyBackend",
     "combination_variance",
+    "simulated_two_party",
 ]
 
 MECHANISMS = ("laplace", "rr")
@@ -64,31 +66,12 @@ class TwoPartyBackend(Protocol):
     def noise_variance(self) -> float: ...
 
 
-@dataclass(frozen=True)
-class NoiseLaw:
-    """The exact noise law of a real pair backend, so that a simulation is equal in distribution to it.
-
-    ``unit``: the kernel grid (the kernel enters as the integer ``v = (f − lo)/unit``); ``variance``: the
-    law's noise variance in grid units² (what the real backend reports); ``keep``: randomized
-    response's realised keep probability; ``cycle_pmf``: P(noise ≡ z mod 2^B), z = 0..2^B − 1, of a
-    release ``(v + noise) mod 2^B`` read into the window of 2^B integers from ``low``; ``offset``:
-    E[noise], removed by the aggregator.
-    """
-
-    unit: float
-    variance: float
-    keep: float | None = None
-    cycle_pmf: np.ndarray | None = None
-    low: int = 0
-    offset: float = 0.0
-
-
 class SimulatedTwoParty:
     """Ideal-functionality simulation of the pair computation (the output is exactly f + noise).
 
     ``law``: draw from a real backend's exact realised law instead of the ideal mechanism (e.g.
-    :func:`privstats.ustat.mpc.simulated_two_party`: the SPU path's rounded coins), so that the
-    simulation is equal in distribution to that backend's releases.
+    :func:`simulated_two_party`: the SPU path's rounded coins), so that the simulation is equal in
+    distribution to that backend's releases.
     """
 
     def __init__(
@@ -291,12 +274,37 @@ def _named_backend(name: str, kernel, pair_epsilon: float, mechanism: str) -> Tw
         return None
     if not isinstance(kernel, str):
         raise ValueError("backend='spu' needs the kernel as a name from privstats.ustat.mpc.SPECS")
-    from privstats.ustat.mpc import SpuTwoParty, simulated_two_party
+    from privstats.ustat.mpc import SpuTwoParty
 
     if name == "simulated":  # a named SPU kernel, simulated: the SPU path's exact realised law
         return simulated_two_party(kernel, pair_epsilon=pair_epsilon, mechanism=mechanism)
 
     return SpuTwoParty(kernel, pair_epsilon=pair_epsilon, mechanism=mechanism)
+
+
+def simulated_two_party(
+    kernel: str, *, pair_epsilon: float, mechanism: str = "laplace", grid_bits: int = 10
+) -> SimulatedTwoParty:
+    """The simulated backend equal in distribution to the SPU backend (``privstats.ustat.mpc``; numpy
+    only, no SPU): the same named kernel on the same grid, noise drawn from the SPU path's exact
+    realised law (the rounded coins' pmf, the same wrap and decoding; randomized response at the
+    realised keep probability), and the same reported variance.
+
+    >>> sim = simulated_two_party("greater_half", pair_epsilon=1.0)
+    >>> from privstats.ustat.mpc import laplace_plan
+    >>> sim.noise_variance == laplace_plan(1.0, 2).variance * 0.5**2  # grid ½: the same variance
+    True
+    """
+    from privstats.ustat.mpc import SPECS, JobSpec, noise_law
+
+    check_choice(kernel, "kernel", SPECS)
+    o = JobSpec.build([(kernel, mechanism, check_epsilon(pair_epsilon))], grid_bits).outputs[0]
+    spec = o.spec
+
+    def f(a, b):
+        return spec.lo + spec.unit * spec.reference(np.asarray(a), np.asarray(b))
+
+    return SimulatedTwoParty(f, (spec.lo, spec.hi), o.pair_epsilon, mechanism, law=noise_law(o))
 
 
 def _design_variance(n: int, P: int, zeta1: float, zeta2: float, noise_variance: float) -> float:

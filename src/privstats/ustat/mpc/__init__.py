@@ -55,7 +55,7 @@ and point the aggregator at them with ``SpuTwoParty(..., parties=("hostA:7001", 
 
 from __future__ import annotations
 
-from .backend import SECURITY, SpuTwoParty, debias, noise_law, noise_variance, simulated_two_party
+from .backend import SECURITY, SpuTwoParty, debias, noise_law, noise_variance
 from .circuit import JobSpec, Output, noisy_program, require_spu, runtime_config
 from .kernels import SPECS, KernelSpec, encode, encode_sortable, kernel_spec, kernel_units
 from .noise import MECHANISMS, RING, NoisePlan, laplace_plan, make_plan, rr_plan, shares_plan
@@ -90,7 +90,6 @@ __all__ = [
     "run_party",
     "runtime_config",
     "shares_plan",
-    "simulated_two_party",
     "spu_available",
 ]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from privstats.privacy.randomness import RNGLike
-from privstats.ustat.pairs import NoiseLaw, SimulatedTwoParty
+from privstats.ustat.noise_law import NoiseLaw
 from privstats.validation import check_choice, check_epsilon, check_positive_int
 
 from .circuit import JobSpec, Output, require_spu, rr_variance, runtime_config
@@ -28,7 +28,6 @@ __all__ = [
     "noise_variance",
     "reconstruct",
     "run_batches",
-    "simulated_two_party",
 ]
 
 SECURITY = (
@@ -76,29 +75,6 @@ def noise_law(o: Output) -> NoiseLaw:
         raise ValueError(f"no simulated law for mechanism {o.mechanism!r}")
     low = decode_low(o.spec.units, plan.wrap_bits)
     return NoiseLaw(o.spec.unit, plan.variance, cycle_pmf=plan.cycle_pmf(), low=low, offset=plan.offset)
-
-
-def simulated_two_party(
-    kernel: str, *, pair_epsilon: float, mechanism: str = "laplace", grid_bits: int = 10
-) -> SimulatedTwoParty:
-    """The simulated backend equal in distribution to :class:`SpuTwoParty` (numpy only, no SPU): the
-    same kernel on the same grid, noise drawn from the SPU path's exact realised law (the rounded
-    coins' pmf, the same wrap and decoding; randomized response at the realised keep probability),
-    and the same reported variance.
-
-    >>> sim = simulated_two_party("greater_half", pair_epsilon=1.0)
-    >>> from privstats.ustat.mpc import laplace_plan
-    >>> sim.noise_variance == laplace_plan(1.0, 2).variance * 0.5**2  # grid ½: the same variance
-    True
-    """
-    check_choice(kernel, "kernel", SPECS)
-    o = JobSpec.build([(kernel, mechanism, check_epsilon(pair_epsilon))], grid_bits).outputs[0]
-    spec = o.spec
-
-    def f(a, b):
-        return spec.lo + spec.unit * spec.reference(np.asarray(a), np.asarray(b))
-
-    return SimulatedTwoParty(f, (spec.lo, spec.hi), o.pair_epsilon, mechanism, law=noise_law(o))
 
 
 def decode(o: Output, rec: np.ndarray) -> np.ndarray:
