@@ -13,7 +13,8 @@ includes a secure operation's fresh output sharing (the comparison, an AND, a bo
 conversion or a product), so each party's output share is uniform apart from the released sum.
 
 Noisy outputs (``rr``, ``laplace``) run bit-sliced (:mod:`.packed`: 64 pairs per word): the coins,
-the comparisons' top-bit fixes and the kernel-plus-noise adder are ANDs of words, and the release is
+the comparisons' top-bit fixes, the ties kernels' equality trees and the kernel-plus-noise adder
+are ANDs of words, and the release is
 a boolean-shared word (the aggregator XORs the two shares): randomized response ``kernel ⊕ flip``,
 Laplace the J + 1 bits of ``(kernel + noise) mod 2^(J+1)`` in the top bits, with no
 boolean-to-arithmetic conversion.

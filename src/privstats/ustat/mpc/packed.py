@@ -3,7 +3,8 @@
 Pair ``p`` lives in bit ``p % 64`` of word ``p // 64``.  The parties' joint random bits enter the
 computation already in this layout (each party's own random words are its 64-bit boolean shares), and
 the per-pair bits of the secure comparisons are packed by local operations (shifts and XORs of boolean
-shares: free).  The coins' AND trees and the exact comparisons' top-bit fixes then run as ANDs of words
+shares: free).  The coins' AND trees, the exact comparisons' top-bit fixes and the ties kernels'
+equality trees (on bit rows each party transposes locally) then run as ANDs of words
 in one :class:`~.bits.Circuit` (one AND call per level, the fixes in the coins' first level), and the
 results are unpacked (shifts and masks: free) into per-pair bits only where a release needs them.  The
 gates are the same as pair by pair, so every output bit has the same law; only the layout changes.
