@@ -114,6 +114,66 @@ def test_reference_kernels_exact_on_edges():
     assert np.array_equal(kernel_spec("sign_product").reference(ab, ba), want)
 
 
+def packed_kernel(name, a, b):
+    """The bit-sliced kernel of the noisy outputs (``PackedOrder``: the comparison, the top-bit fixes and
+    the equality trees on the full words' bits), run on numpy with SPU's ring emulated, in grid units."""
+    from privstats.ustat.mpc.bits import Circuit
+    from privstats.ustat.mpc.packed import PackedOrder, kernel_nodes, order_needs, unpack
+    from privstats.ustat.mpc.party import program_inputs
+
+    spec = kernel_spec(name)
+    m = len(a)
+    x = encode(spec, np.stack([a, b], 1).reshape(2 * m, -1)).reshape(m, 2, spec.columns, 2)
+    w, _, _, _, full = (v for v, _ in program_inputs(spec_job(name), x, np.zeros((m, 1)), np.zeros((1, 1))))
+    c = Circuit(np)
+    with np.errstate(over="ignore"):
+        order = PackedOrder(c, np, w, full, m, order_needs(spec))
+        low, high = kernel_nodes(spec, order)
+        vals = c.run([low, high])
+    bits = [unpack(np, v[None, :], m)[0] if v is not None else np.zeros(m, np.int64) for v in vals]
+    return bits[0] + 2 * bits[1]
+
+
+def spec_job(name):
+    from privstats.ustat.mpc import JobSpec
+
+    return JobSpec.build(
+        [(name, "rr" if name != "greater_half" and name != "sign_product" else "laplace", 1.0)]
+    )
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(FINITE, FINITE), min_size=1, max_size=150))
+def test_packed_kernels_exact_for_all_finite_values(pairs):
+    """Every sortable kernel of the noisy (bit-sliced) path equals the plain kernel on all finite pairs,
+    with the edges (signed zeros, subnormals, ±max, values 2^63 apart) and equal values mixed in; a pair
+    layout off the 64-pair word boundary."""
+    a0, b0 = np.array(pairs).T
+    a, b = pairs_with_edges(np.r_[a0, a0[:5]], np.r_[b0, a0[:5]])  # copies: ties
+    for name in ("greater", "greater_half", "equal", "not_equal_0"):
+        A, B = (a, b) if name != "not_equal_0" else (np.stack([a, b], 1), np.stack([b, a], 1))
+        assert np.array_equal(packed_kernel(name, A, B), kernel_spec(name).reference(A, B)), name
+    A, B = np.stack([a, b], 1), np.stack([b, -a], 1)
+    assert np.array_equal(packed_kernel("sign_product", A, B), kernel_spec("sign_product").reference(A, B))
+
+
+def test_equality_tree_reads_every_bit():
+    """[a = b] from the AND tree of all 64 bits of the full words: values that differ in one bit only
+    (the lowest, a middle one, the top one: 2.0 vs −2.0's neighbours) are unequal, copies equal."""
+    from privstats.ustat.mpc.packed import bit_rows
+
+    g = np.random.default_rng(4)
+    x = g.integers(-(2**63), 2**63 - 1, 200, dtype=np.int64)
+    rows = bit_rows(np, x, 200)
+    for i in (0, 31, 63):
+        got = (rows[i][np.arange(200) // 64] >> (np.arange(200) % 64)) & 1
+        assert np.array_equal(got, (x >> i) & 1)
+    a = np.array([1.0, 1.0, 0.0, 5e-324, 2.0])
+    b = np.array([np.nextafter(1.0, 2.0), 1.0, -0.0, -5e-324, -2.0])
+    assert packed_kernel("equal", a, b).tolist() == [0, 1, 1, 0, 0]
+    assert packed_kernel("greater_half", a, b).tolist() == [0, 1, 1, 2, 2]
+
+
 # ---------------------------------------------------------------------------------------------------
 # the real two-party computation
 # ---------------------------------------------------------------------------------------------------

@@ -16,11 +16,10 @@ pytest.importorskip("spu")
 from privstats.ustat.mpc.backend import decode
 from privstats.ustat.mpc.circuit import JobSpec, noisy_program, runtime_config
 from privstats.ustat.mpc.kernels import encode
-from privstats.ustat.mpc.party import INPUTS, _own_randomness
-from privstats.ustat.mpc.wire import BOOL, INT64, WORDS, own_share
+from privstats.ustat.mpc.party import INPUTS, _own_randomness, program_inputs
+from privstats.ustat.mpc.wire import own_share
 
-from .test_mpc_plan import centred, realised_pmf
-from .test_spu_backend import _gof_pvalue
+from .test_mpc_plan import centred, gof_pvalue, realised_pmf
 
 M = 20_000
 
@@ -35,7 +34,7 @@ def _run(job: JobSpec, a: np.ndarray, b: np.ndarray, zero: tuple[bool, bool]) ->
     jax.config.update("jax_enable_x64", True)
     m = len(a)
     args = [np.zeros(s, d) for s, d in job.input_shapes(m)]
-    vis = [libspu.Visibility.VIS_SECRET] * 4
+    vis = [libspu.Visibility.VIS_SECRET] * len(INPUTS)
     exe, _ = fe.compile(fe.Kind.JAX, noisy_program(job, m), args, {}, INPUTS, vis, lambda o: ["out"])
     desc = libspu.link.Desc()
     for r in range(2):
@@ -49,9 +48,7 @@ def _run(job: JobSpec, a: np.ndarray, b: np.ndarray, zero: tuple[bool, bool]) ->
         u, r = _own_randomness(job, m)
         if zero[rank]:
             r[:] = 0
-        for name, v, kind in zip(
-            INPUTS, [x[..., 0], x[..., 1] != 0, u, r], [INT64, BOOL, INT64, WORDS], strict=True
-        ):
+        for name, (v, kind) in zip(INPUTS, program_inputs(job, x, u, r), strict=True):
             rt.set_var(name, own_share(libspu, v, kind))
         rt.run(exe)
         shares[rank] = rt.get_var("out")
@@ -83,8 +80,8 @@ def test_laplace_noise_law_with_one_partys_words_zero(pairs):
     lo, hi = int(-4 * sd) - 1, int(4 * sd) + 1
     for zero in ((True, False), (False, True)):
         noise = _run(job, a, b, zero) - ref
-        assert _gof_pvalue(noise, z, pmf, lo, hi) > 1e-6
-        assert _gof_pvalue(noise, zw, pw, lo, hi) < 1e-6
+        assert gof_pvalue(noise, z, pmf, lo, hi) > 1e-6
+        assert gof_pvalue(noise, zw, pw, lo, hi) < 1e-6
     fixed = (_run(job, a, b, (True, True)) - ref + 2 ** (plan.wrap_bits - 1)) % 2**plan.wrap_bits
     assert np.unique(fixed).size == 1  # every coin reads all-zero bits: one value on the cycle
 

@@ -39,6 +39,15 @@ def worst_loss(pmf: np.ndarray, units: int) -> float:
     return max(float(np.max(np.abs(np.roll(L, -d) - L))) for d in range(1, units + 1))
 
 
+def gof_pvalue(noise, z, pmf, lo, hi):
+    """Chi-square goodness of fit of integer draws against an exact pmf, the tails pooled in lo / hi."""
+    from scipy import stats
+
+    pz = np.array([pmf[z <= lo].sum(), *[pmf[z == v].sum() for v in range(lo + 1, hi)], pmf[z >= hi].sum()])
+    counts = np.bincount(np.clip(noise, lo, hi) - lo, minlength=hi - lo + 1)
+    return stats.chisquare(counts, pz * counts.sum()).pvalue
+
+
 def centred(pmf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The noise values −2^(B−1)..2^(B−1) − 1 and their probabilities (the decoding window at v = 0)."""
     half = pmf.size // 2
@@ -210,3 +219,52 @@ def test_pack_unpack_round_trip():
         assert np.array_equal(unpack(np, w[None, :], m)[0], x.astype(np.int64))
         p = np.arange(m)
         assert np.array_equal((w[p // 64] >> (p % 64)) & 1, x)
+
+
+@pytest.mark.parametrize("eps,units", CASES[:7])
+def test_plan_cycle_pmf_is_the_enumerated_law(eps, units):
+    """The pmf the simulated backend draws from (``NoisePlan.cycle_pmf``, from the coins' probabilities)
+    is the law enumerated through the circuit's own assembly code, to rounding."""
+    plan = laplace_plan(eps, units)
+    assert np.allclose(plan.cycle_pmf(), realised_pmf(plan), rtol=1e-9, atol=1e-15)
+
+
+def test_coin_precision_by_cost_at_eps_one():
+    """AUC with ties ½ at ε = 1 (Δ = 2): the coins are chosen by cost alone (no closeness to the ideal
+    law's shape is asked of digit 0), 46 coin ANDs (56 when digit 0 had to stay within 2% of q); the
+    realised law is exactly ε'-DP with ε' ≤ ε and its variance within 1% of the exact discrete
+    Laplace's, but its shape is measurably not the ideal discrete Laplace's (so the law tests compare
+    against the realised pmf)."""
+    plan = laplace_plan(1.0, 2)
+    assert plan.ands == 46 and plan.epsilon <= 1.0
+    q = math.exp(-0.5)
+    z, p = centred(plan.cycle_pmf())
+    ideal = (1 - q) / (1 + q) * q ** np.abs(z)
+    assert np.max(np.abs(p / ideal - 1)) > 0.05
+
+
+@pytest.mark.parametrize("eps", [1.0, 0.5])
+def test_simulated_backend_draws_the_realised_law(eps):
+    """``simulated_two_party``: the SPU path's exact realised law (seeded draws, chi-square goodness of
+    fit at p > 10^-6 on 10^5 draws), its reported variance the plan's; the same test rejects the draws
+    of the plan at 1.5ε, and the ideal discrete Laplace's pmf at the same ε is rejected as the law of the
+    realised path at ε = 1 (the shapes differ)."""
+    from privstats.ustat.pairs import simulated_two_party
+
+    plan = laplace_plan(eps, 2)
+    sim = simulated_two_party("greater_half", pair_epsilon=eps)
+    assert sim.noise_variance == pytest.approx(plan.variance * 0.25, rel=1e-12)
+    n = 100_000
+    a = np.zeros(n)
+    noise = np.rint((sim.compute(a, a, rng=1) - 0.0) / 0.5).astype(np.int64) - 1  # tie: kernel 1
+    z, pmf = centred(plan.cycle_pmf())
+    sd = math.sqrt(plan.variance)
+    lo, hi = int(-4 * sd) - 1, int(4 * sd) + 1
+    assert gof_pvalue(noise, z, pmf, lo, hi) > 1e-6
+    weak = simulated_two_party("greater_half", pair_epsilon=1.5 * eps)
+    noise_w = np.rint(weak.compute(a, a, rng=2) / 0.5).astype(np.int64) - 1
+    assert gof_pvalue(noise_w, z, pmf, lo, hi) < 1e-6
+    if eps == 1.0:
+        q = math.exp(-eps / 2)
+        ideal = (1 - q) / (1 + q) * q ** np.abs(z.astype(float))
+        assert gof_pvalue(noise, z, ideal / ideal.sum(), lo, hi) < 1e-6

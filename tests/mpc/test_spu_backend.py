@@ -18,10 +18,16 @@ from scipy import stats
 
 import privstats
 from privstats.ustat import central as C
-from privstats.ustat.mpc import SpuSession, SpuTwoParty, default_session, encode, laplace_plan
-from privstats.ustat.pairs import SimulatedTwoParty
+from privstats.ustat.mpc import (
+    SpuSession,
+    SpuTwoParty,
+    default_session,
+    encode,
+    laplace_plan,
+)
+from privstats.ustat.pairs import simulated_two_party
 
-from .test_mpc_plan import centred, realised_pmf
+from .test_mpc_plan import centred, gof_pvalue, realised_pmf
 
 M = 10_000
 
@@ -62,20 +68,21 @@ def _chi2_pvalue(x, y, lo, hi):
 
 
 def test_noisy_rr_matches_simulated_two_party(session):
-    """Two-sample test on 10^4 outputs: SPU randomized response vs SimulatedTwoParty (same ε); the same
-    test rejects a simulation with 1.5ε (an under-noised release would be caught)."""
+    """Two-sample test on 10^4 outputs: SPU randomized response vs the simulated backend of the same path
+    (``simulated_two_party``: the realised keep probability); the same test rejects a simulation with
+    1.5ε (an under-noised release would be caught)."""
     a, b = _values(3)
     be = SpuTwoParty("greater", pair_epsilon=1.0, mechanism="rr", session=session)
     real = be.raw(a, b)
-    kernel = lambda u, v: (u > v) * 1.0
-    sim = SimulatedTwoParty(kernel, (0.0, 1.0), 1.0, "rr").compute(a, b, rng=5)
-    sim_bits = np.rint((sim - 0.0) * (2 * be.plan.keep - 1) + (1 - be.plan.keep)).astype(int)
+    sim = simulated_two_party("greater", pair_epsilon=1.0, mechanism="rr")
+    assert sim.keep == be.plan.keep and sim.noise_variance == be.noise_variance
+    sim_bits = np.rint(sim.compute(a, b, rng=5) * (2 * sim.keep - 1) + (1 - sim.keep)).astype(int)
     table = np.stack([np.bincount(real, minlength=2), np.bincount(sim_bits, minlength=2)])
     assert stats.chi2_contingency(table)[1] > 1e-4
     # conditional on the kernel value: flip rate = 1 − keep
     flips = real != be.spec.reference(a, b)
     assert abs(flips.mean() - (1 - be.plan.keep)) < 5 * np.sqrt(be.plan.keep * (1 - be.plan.keep) / M)
-    weak = SimulatedTwoParty(kernel, (0.0, 1.0), 1.5, "rr")
+    weak = simulated_two_party("greater", pair_epsilon=1.5, mechanism="rr")
     wbits = np.rint(weak.compute(a, b, rng=6) * (2 * weak.keep - 1) + (1 - weak.keep)).astype(int)
     wflips = wbits != be.spec.reference(a, b)
     table = [[flips.sum(), M - flips.sum()], [wflips.sum(), M - wflips.sum()]]
@@ -83,30 +90,25 @@ def test_noisy_rr_matches_simulated_two_party(session):
 
 
 def test_noisy_laplace_matches_simulated_two_party(session):
-    """Discrete Laplace drawn inside the 2PC vs SimulatedTwoParty's discrete Laplace on the same grid:
-    noise (output − kernel) compared with a chi-square two-sample test on 10^4 outputs."""
+    """Discrete Laplace drawn inside the 2PC vs the simulated backend of the same path
+    (``simulated_two_party``: the realised law of the rounded coins, the same grid ½, wrap and
+    decoding): noise (output − kernel) compared with a chi-square two-sample test on 10^4 outputs; the
+    same test rejects the simulation at 1.5ε."""
     a, b = _values(4)
     be = SpuTwoParty("greater_half", pair_epsilon=1.0, mechanism="laplace", session=session)
-    noise_real = be.raw(a, b) - be.spec.reference(a, b)
-    sim = SimulatedTwoParty(lambda u, v: (u > v) + 0.5 * (u == v), (0.0, 1.0), 1.0, "laplace")
-    sim.granularity, sim.scale = 0.5, 2.0  # the same kernel grid (½) and scale Δ/ε = 2 grid units
-    f = (a > b) + 0.5 * (a == b)
-    noise_sim = np.rint((sim.compute(a, b, rng=7) - f) / 0.5).astype(int)
+    ref = be.spec.reference(a, b)
+    noise_real = be.raw(a, b) - ref
+    sim = simulated_two_party("greater_half", pair_epsilon=1.0)
+    assert sim.noise_variance == be.noise_variance
+    noise_sim = np.rint(sim.compute(a, b, rng=7) / 0.5).astype(int) - ref
     assert _chi2_pvalue(noise_real, noise_sim, -12, 12) > 1e-4
     assert abs(noise_real.mean()) < 5 * np.sqrt(be.plan.variance / M)
     z, pmf = centred(realised_pmf(be.plan))  # exact kurtosis of the realised noise
     kurt = float(np.sum(pmf * z**4.0)) / be.plan.variance**2
     assert abs(noise_real.var() / be.plan.variance - 1) < 5 * np.sqrt((kurt - 1) / M)
-    sim.scale = 2.0 / 1.5  # under-noised (1.5ε): rejected by the same test
-    noise_weak = np.rint((sim.compute(a, b, rng=8) - f) / 0.5).astype(int)
+    weak = simulated_two_party("greater_half", pair_epsilon=1.5)  # under-noised: rejected by the same test
+    noise_weak = np.rint(weak.compute(a, b, rng=8) / 0.5).astype(int) - ref
     assert _chi2_pvalue(noise_real, noise_weak, -12, 12) < 1e-4
-
-
-def _gof_pvalue(noise, z, pmf, lo, hi):
-    """Chi-square goodness of fit of integer draws against an exact pmf, the tails pooled in lo / hi."""
-    pz = np.array([pmf[z <= lo].sum(), *[pmf[z == v].sum() for v in range(lo + 1, hi)], pmf[z >= hi].sum()])
-    counts = np.bincount(np.clip(noise, lo, hi) - lo, minlength=hi - lo + 1)
-    return stats.chisquare(counts, pz * counts.sum()).pvalue
 
 
 @pytest.mark.parametrize("kernel,eps", [("greater_half", 1.0), ("greater_half", 0.5), ("greater", 2.0)])
@@ -123,9 +125,9 @@ def test_spu_laplace_noise_law_is_the_plans_exact_pmf(session, kernel, eps):
     z, pmf = centred(realised_pmf(be.plan))
     sd = math.sqrt(be.plan.variance)
     lo, hi = int(-4 * sd) - 1, int(4 * sd) + 1
-    assert _gof_pvalue(noise, z, pmf, lo, hi) > 1e-6
+    assert gof_pvalue(noise, z, pmf, lo, hi) > 1e-6
     zw, pw = centred(realised_pmf(laplace_plan(1.5 * eps, be.spec.units)))
-    assert _gof_pvalue(noise, zw, pw, lo, hi) < 1e-6
+    assert gof_pvalue(noise, zw, pw, lo, hi) < 1e-6
 
 
 def test_end_to_end_auc_tau_gmd_within_5_se(session):

@@ -41,7 +41,17 @@ from privstats.privacy.randomness import GeneratorSource, RNGLike, as_source
 from privstats.privacy.samplers import discrete_laplace
 from privstats.validation import check_choice, check_epsilon, check_positive_int
 
-__all__ = ["MECHANISMS", "PairsProtocol", "SimulatedTwoParty", "TwoPartyBackend", "combination_variance"]
+from .noise_law import NoiseLaw
+
+__all__ = [
+    "MECHANISMS",
+    "NoiseLaw",
+    "PairsProtocol",
+    "SimulatedTwoParty",
+    "TwoPartyBackend",
+    "combination_variance",
+    "simulated_two_party",
+]
 
 MECHANISMS = ("laplace", "rr")
 GRID_BITS = 20  # kernel outputs are snapped to a grid of Δ/2^20 before discrete Laplace noise
@@ -57,16 +67,33 @@ class TwoPartyBackend(Protocol):
 
 
 class SimulatedTwoParty:
-    """Ideal-functionality simulation of the pair computation (the output is exactly f + noise)."""
+    """Ideal-functionality simulation of the pair computation (the output is exactly f + noise).
+
+    ``law``: draw from a real backend's exact realised law instead of the ideal mechanism (e.g.
+    :func:`simulated_two_party`: the SPU path's rounded coins), so that the simulation is equal in
+    distribution to that backend's releases.
+    """
 
     def __init__(
-        self, kernel: Callable, kernel_range: tuple[float, float], pair_epsilon: float, mechanism: str
+        self,
+        kernel: Callable,
+        kernel_range: tuple[float, float],
+        pair_epsilon: float,
+        mechanism: str,
+        law: NoiseLaw | None = None,
     ):
         self.kernel, self.lo, self.hi = kernel, float(kernel_range[0]), float(kernel_range[1])
         self.width = self.hi - self.lo
-        self.pair_epsilon, self.mechanism = pair_epsilon, mechanism
+        self.pair_epsilon, self.mechanism, self.law = pair_epsilon, mechanism, law
         if mechanism == "rr":
             self.keep = 1.0 / (1.0 + math.exp(-pair_epsilon))  # e^ε/(1 + e^ε), overflow-free
+            if law is not None and law.keep is not None:
+                self.keep = law.keep
+        elif law is not None:
+            if law.cycle_pmf is None:
+                raise ValueError("a Laplace noise law needs its cycle pmf")
+            self.granularity = law.unit
+            self.std = math.sqrt(law.variance) * law.unit
         else:
             self.granularity = self.width / 2**GRID_BITS
             self.scale, self.std = real_noise_scale(self.width, pair_epsilon, self.granularity)
@@ -77,6 +104,8 @@ class SimulatedTwoParty:
         if self.mechanism == "rr":
             p = self.keep
             return self.width**2 * p * (1 - p) / (2 * p - 1) ** 2
+        if self.law is not None:
+            return self.law.variance * self.law.unit**2
         return self.std**2
 
     def kernel_values(self, x_left, x_right) -> np.ndarray:
@@ -96,6 +125,8 @@ class SimulatedTwoParty:
             flip = np.asarray(src.random(f.size)).reshape(f.shape) >= self.keep
             noisy = np.where(flip, 1 - bit, bit)
             return self.lo + self.width * (noisy - (1 - self.keep)) / (2 * self.keep - 1)
+        if self.law is not None:
+            return self._law_release(f, src)
         grid = np.rint(f / self.granularity).astype(np.int64)
         if isinstance(src, GeneratorSource):  # simulation: the same distribution drawn with numpy
             g = src.generator
@@ -104,6 +135,17 @@ class SimulatedTwoParty:
         else:
             noise = np.asarray(discrete_laplace(self.scale, size=f.size, rng=src), dtype=np.int64)
         return (grid + noise.reshape(f.shape)) * self.granularity
+
+    def _law_release(self, f: np.ndarray, src) -> np.ndarray:
+        """The real backend's release: ``(v + z) mod 2^B`` decoded into its window, z from the cycle pmf."""
+        law = self.law
+        assert law is not None and law.cycle_pmf is not None
+        v = np.rint((f - self.lo) / law.unit).astype(np.int64)
+        cdf = np.cumsum(law.cycle_pmf)
+        u = np.asarray(src.random(f.size), dtype=np.float64).reshape(f.shape) * cdf[-1]
+        z = np.minimum(np.searchsorted(cdf, u, side="right"), cdf.size - 1)  # inverse CDF
+        released = (v + z - law.low) % cdf.size + law.low
+        return self.lo + (released - law.offset) * law.unit
 
 
 class PairsProtocol:
@@ -228,13 +270,41 @@ class PairsProtocol:
 
 def _named_backend(name: str, kernel, pair_epsilon: float, mechanism: str) -> TwoPartyBackend | None:
     check_choice(name, "backend", ("simulated", "spu"))
-    if name == "simulated":
+    if name == "simulated" and not isinstance(kernel, str):
         return None
     if not isinstance(kernel, str):
         raise ValueError("backend='spu' needs the kernel as a name from privstats.ustat.mpc.SPECS")
     from privstats.ustat.mpc import SpuTwoParty
 
+    if name == "simulated":  # a named SPU kernel, simulated: the SPU path's exact realised law
+        return simulated_two_party(kernel, pair_epsilon=pair_epsilon, mechanism=mechanism)
+
     return SpuTwoParty(kernel, pair_epsilon=pair_epsilon, mechanism=mechanism)
+
+
+def simulated_two_party(
+    kernel: str, *, pair_epsilon: float, mechanism: str = "laplace", grid_bits: int = 10
+) -> SimulatedTwoParty:
+    """The simulated backend equal in distribution to the SPU backend (``privstats.ustat.mpc``; numpy
+    only, no SPU): the same named kernel on the same grid, noise drawn from the SPU path's exact
+    realised law (the rounded coins' pmf, the same wrap and decoding; randomized response at the
+    realised keep probability), and the same reported variance.
+
+    >>> sim = simulated_two_party("greater_half", pair_epsilon=1.0)
+    >>> from privstats.ustat.mpc import laplace_plan
+    >>> sim.noise_variance == laplace_plan(1.0, 2).variance * 0.5**2  # grid ½: the same variance
+    True
+    """
+    from privstats.ustat.mpc import SPECS, JobSpec, noise_law
+
+    check_choice(kernel, "kernel", SPECS)
+    o = JobSpec.build([(kernel, mechanism, check_epsilon(pair_epsilon))], grid_bits).outputs[0]
+    spec = o.spec
+
+    def f(a, b):
+        return spec.lo + spec.unit * spec.reference(np.asarray(a), np.asarray(b))
+
+    return SimulatedTwoParty(f, (spec.lo, spec.hi), o.pair_epsilon, mechanism, law=noise_law(o))
 
 
 def _design_variance(n: int, P: int, zeta1: float, zeta2: float, noise_variance: float) -> float:

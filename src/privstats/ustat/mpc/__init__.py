@@ -55,7 +55,7 @@ and point the aggregator at them with ``SpuTwoParty(..., parties=("hostA:7001", 
 
 from __future__ import annotations
 
-from .backend import SECURITY, SpuTwoParty, debias, noise_variance
+from .backend import SECURITY, SpuTwoParty, debias, noise_law, noise_variance
 from .circuit import JobSpec, Output, noisy_program, require_spu, runtime_config
 from .kernels import SPECS, KernelSpec, encode, encode_sortable, kernel_spec, kernel_units
 from .noise import MECHANISMS, RING, NoisePlan, laplace_plan, make_plan, rr_plan, shares_plan
@@ -82,6 +82,7 @@ __all__ = [
     "kernel_units",
     "laplace_plan",
     "make_plan",
+    "noise_law",
     "noise_variance",
     "noisy_program",
     "require_spu",

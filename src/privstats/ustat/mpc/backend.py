@@ -9,11 +9,12 @@ from __future__ import annotations
 import numpy as np
 
 from privstats.privacy.randomness import RNGLike
+from privstats.ustat.noise_law import NoiseLaw
 from privstats.validation import check_choice, check_epsilon, check_positive_int
 
 from .circuit import JobSpec, Output, require_spu, rr_variance, runtime_config
 from .kernels import SPECS
-from .noise import MECHANISMS
+from .noise import MECHANISMS, decode_low
 from .session import SpuSession, default_session
 from .wire import unpack_share
 
@@ -23,6 +24,7 @@ __all__ = [
     "debias",
     "decode",
     "from_units",
+    "noise_law",
     "noise_variance",
     "reconstruct",
     "run_batches",
@@ -64,6 +66,17 @@ def noise_variance(o: Output) -> float:
     return o.plan.variance * o.spec.unit**2
 
 
+def noise_law(o: Output) -> NoiseLaw:
+    """The exact law of this output's released noise (realised thresholds), for the simulated backend."""
+    plan = o.plan
+    if o.mechanism == "rr":
+        return NoiseLaw(unit=o.spec.hi - o.spec.lo, variance=0.0, keep=plan.keep)
+    if o.mechanism != "laplace":
+        raise ValueError(f"no simulated law for mechanism {o.mechanism!r}")
+    low = decode_low(o.spec.units, plan.wrap_bits)
+    return NoiseLaw(o.spec.unit, plan.variance, cycle_pmf=plan.cycle_pmf(), low=low, offset=plan.offset)
+
+
 def decode(o: Output, rec: np.ndarray) -> np.ndarray:
     """Reconstructed outputs → released integers (kernel + noise, grid units).  A Laplace release is
     ``(kernel + noise) mod 2^B`` in the top B bits of the word: it is read into the window of 2^B
@@ -72,7 +85,7 @@ def decode(o: Output, rec: np.ndarray) -> np.ndarray:
     B = o.plan.wrap_bits
     if o.mechanism != "laplace" or not B:
         return rec
-    lo = o.spec.units // 2 - 2 ** (B - 1)
+    lo = decode_low(o.spec.units, B)
     return ((rec >> (64 - B)) - lo) % 2**B + lo
 
 

@@ -13,7 +13,8 @@ includes a secure operation's fresh output sharing (the comparison, an AND, a bo
 conversion or a product), so each party's output share is uniform apart from the released sum.
 
 Noisy outputs (``rr``, ``laplace``) run bit-sliced (:mod:`.packed`: 64 pairs per word): the coins,
-the comparisons' top-bit fixes and the kernel-plus-noise adder are ANDs of words, and the release is
+the comparisons' top-bit fixes, the ties kernels' equality trees and the kernel-plus-noise adder
+are ANDs of words, and the release is
 a boolean-shared word (the aggregator XORs the two shares): randomized response ``kernel ⊕ flip``,
 Laplace the J + 1 bits of ``(kernel + noise) mod 2^(J+1)`` in the top bits, with no
 boolean-to-arithmetic conversion.
@@ -140,12 +141,13 @@ class JobSpec:
 
     def input_shapes(self, m: int) -> list[tuple[tuple[int, ...], type]]:
         """(shape, dtype) of the program inputs ``w`` (int64), ``t`` (bool), ``u`` (int64), ``r`` (int64
-        words of random bits, 64 pairs per word)."""
+        words of random bits, 64 pairs per word), ``x`` (int64 full words, boolean sharing)."""
         return [
             ((m, 2, self.columns), np.int64),
             ((m, 2, self.columns), np.bool_),
             ((m, self.n_random), np.int64),
             ((self.n_bits, words(m)), np.int64),
+            ((2, self.columns, 64, words(m)), np.int64),
         ]
 
     def key(self) -> str:
@@ -254,11 +256,13 @@ def _packed_output(jnp, c: Circuit, o: Output, porder, a, b, rows, m: int):
 
 
 def noisy_program(job: JobSpec, m: int):
-    """f(w, t, u, r) → (m, kernels) released integers, compiled to SPU.
+    """f(w, t, u, r, x) → (m, kernels) released integers, compiled to SPU.
 
     ``w``: (m, 2, columns) int64 low 63-bit words (sortable) or grid values; ``t``: (m, 2, columns) top
     bits (bool); ``u``: (m, n_random) random words / noise shares; ``r``: (n_bits, words(m)) random
-    bits, 64 pairs per int64 word (:mod:`.packed`).  Each party's share of each input is its own
+    bits, 64 pairs per int64 word (:mod:`.packed`); ``x``: (2, columns, 64, words(m)) the bit rows of
+    the full order-preserving words ``w + 2^63·t`` (:func:`.packed.bit_rows`), 64-bit boolean sharing
+    (the packed top bits and equality trees).  Each party's share of each input is its own
     contribution (see the module docstring).  The ``rr`` / ``laplace`` outputs of a job share one
     bit-sliced circuit (their coins and the comparisons' fixes, one AND call per level).
     """
@@ -268,10 +272,10 @@ def noisy_program(job: JobSpec, m: int):
     sortable = job.spec.encoding == "sortable"
     needs = sorted({n for o in packed for n in order_needs(o.spec)}) if sortable else []
 
-    def program(w, t, u, r):
+    def program(w, t, u, r, x):
         a, b = w[:, 0], w[:, 1]
         c = Circuit(jnp)
-        porder = PackedOrder(c, jnp, w, t, m, needs) if needs else None
+        porder = PackedOrder(c, jnp, w, x, m, needs) if needs else None
         order = None
         if sortable and len(packed) < len(job.outputs):
             order = _Order(a, t[:, 0], b, t[:, 1], jnp)

@@ -27,6 +27,8 @@ __all__ = [
     "MECHANISMS",
     "RING",
     "NoisePlan",
+    "cycle_log_pmf",
+    "decode_low",
     "laplace_plan",
     "make_plan",
     "rr_plan",
@@ -40,7 +42,6 @@ RR_VAR_LOSS = 5e-3  # randomized response: debiased variance within 0.5% of the 
 LAPLACE_VAR_LOSS = 1e-2  # Laplace: realised variance within 1% of the exact sampler's (see laplace_plan)
 WRAP_MSE = 1e-3  # Laplace: decoding errors of the wrapped release add at most 0.1% of the variance
 WRAP_P = 1e-6  # Laplace: J from P(decoding error) ≤ 10^-6 at the ideal law (≤ 2·10^-6 realised)
-LAW_TOL = 0.02  # Laplace, units = 2: R_0 within 2% of q (the law stays within 2% of the discrete Laplace's)
 MECHANISMS = ("rr", "laplace", "laplace-shares", "none")
 
 
@@ -75,6 +76,14 @@ class NoisePlan:
         """Random bits per pair each party inputs (boolean sharing): each coin's u from T's lowest set
         bit up, and the Laplace sign."""
         return sum(coin_bits(T, k) for T, k in self.coins) + (self.mechanism == "laplace")
+
+    def cycle_pmf(self) -> np.ndarray:
+        """laplace: the realised law P(noise ≡ z mod 2^wrap_bits), z = 0..2^wrap_bits − 1, exact for the
+        rounded thresholds (:func:`cycle_log_pmf`); the simulated backend draws from it."""
+        if self.mechanism != "laplace":
+            raise ValueError("only the joint Laplace plan has a wrapped noise law")
+        pmf = np.exp(cycle_log_pmf(self.coins, self.variant))
+        return pmf / pmf.sum()
 
     @property
     def ands(self) -> int:
@@ -169,8 +178,6 @@ def _draft(q: Fraction, iq: Fraction, variant: str, units: int, prec: list[int])
             return off + j
         o = Fraction(T, 2**n - T)
         if pair and j == 0:
-            if abs(o / q - 1) > LAW_TOL:  # keep the law within LAW_TOL of the discrete Laplace
-                return off
             floor, cap = lo / o, hi / o
         coins.append((T, n))
         steps.append(o / prod)
@@ -223,6 +230,12 @@ def cycle_log_pmf(coins: tuple[tuple[int, int], ...], variant: str) -> np.ndarra
     out[1 + g[:-1]] = out[-1 - g[:-1]] = lg[:-1] + math.log(pi / 2)
     out[0], out[2**J] = math.log1p(-pi), lg[-1] + math.log(pi)
     return out
+
+
+def decode_low(units: int, wrap_bits: int) -> int:
+    """The lowest value of the decoding window: a release ``(K + noise) mod 2^wrap_bits`` is read as the
+    one of the 2^wrap_bits integers from here up (the window centred on the kernel range 0..units)."""
+    return units // 2 - 2 ** (wrap_bits - 1)
 
 
 def _loss(log_pmf: np.ndarray, units: int) -> float:

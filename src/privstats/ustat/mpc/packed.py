@@ -3,7 +3,8 @@
 Pair ``p`` lives in bit ``p % 64`` of word ``p // 64``.  The parties' joint random bits enter the
 computation already in this layout (each party's own random words are its 64-bit boolean shares), and
 the per-pair bits of the secure comparisons are packed by local operations (shifts and XORs of boolean
-shares: free).  The coins' AND trees and the exact comparisons' top-bit fixes then run as ANDs of words
+shares: free).  The coins' AND trees, the exact comparisons' top-bit fixes and the ties kernels'
+equality trees (on bit rows each party transposes locally) then run as ANDs of words
 in one :class:`~.bits.Circuit` (one AND call per level, the fixes in the coins' first level), and the
 results are unpacked (shifts and masks: free) into per-pair bits only where a release needs them.  The
 gates are the same as pair by pair, so every output bit has the same law; only the layout changes.
@@ -21,7 +22,17 @@ import numpy as np
 from .bits import Circuit, Node
 from .kernels import KernelSpec
 
-__all__ = ["WORD", "PackedOrder", "kernel_nodes", "order_needs", "pack", "unpack", "words"]
+__all__ = [
+    "WORD",
+    "PackedOrder",
+    "bit_rows",
+    "equal_node",
+    "kernel_nodes",
+    "order_needs",
+    "pack",
+    "unpack",
+    "words",
+]
 
 WORD = 64
 _SHIFTS = np.arange(WORD, dtype=np.int64)
@@ -53,6 +64,42 @@ def pack(xp, bits, m: int):
     return parts[0] if len(parts) == 1 else xp.concatenate(parts)
 
 
+_MASKS = {j: sum(1 << b for b in range(WORD) if not b & j) for j in (32, 16, 8, 4, 2, 1)}
+
+
+def bit_rows(xp, x, m: int):
+    """(m,) int64 words (64-bit boolean shares) → (64, words(m)) packed bit rows: row i holds bit i of
+    every pair's word, pair p in bit p % 64 of word p // 64 (the 64×64 bit-matrix transpose of each
+    block of 64 pairs in six swap stages of shifts, masks and XORs: all local).
+
+    >>> x = np.arange(70, dtype=np.int64) * 3
+    >>> rows = bit_rows(np, x, 70)
+    >>> rows.shape, bool(np.array_equal(unpack(np, rows, 70)[5], (x >> 5) & 1))
+    ((64, 2), True)
+    """
+    n = words(m)
+    if n * WORD > m:  # the last block's missing pairs: public zeros (trimmed on unpacking)
+        x = xp.concatenate([x, xp.zeros(n * WORD - m, dtype=xp.int64)])
+    a = x.reshape(n, WORD)
+    for j in (32, 16, 8, 4, 2, 1):  # swap the off-diagonal j×j blocks: rows k (k & j = 0) and k + j
+        b = a.reshape(n, WORD // (2 * j), 2, j)
+        lo, hi = b[:, :, 0, :], b[:, :, 1, :]
+        t = ((lo >> j) ^ hi) & np.int64(_MASKS[j])  # bit 63 of every mask is 0: >> may be arithmetic
+        a = xp.stack([lo ^ (t << j), hi ^ t], axis=2).reshape(n, WORD)
+    return a.T
+
+
+def equal_node(c: Circuit, xa, xb) -> Node:
+    """[a = b] for 64-bit words given as packed bit rows (:func:`bit_rows`, boolean shares; the parties
+    transpose their own contributions locally: the transpose is XOR-linear): the AND of the 64 bits
+    of ¬(a ⊕ b), a balanced tree of 63 one-bit ANDs in 6 levels (no arithmetic equality test)."""
+    rows = xa ^ xb
+    level: list[Node] = [c.not_(c.leaf(rows[i])) for i in range(WORD)]
+    while len(level) > 1:
+        level = [c.and_(level[i], level[i + 1]) for i in range(0, len(level), 2)]  # type: ignore[misc]
+    return level[0]
+
+
 def unpack(xp, w, m: int):
     """(n, words) int64 words → (n, m) int64 bits 0/1 (local: shifts and a mask)."""
     return ((w[:, :, None] >> _SHIFTS) & 1).reshape(w.shape[0], -1)[:, :m]
@@ -73,12 +120,16 @@ def order_needs(spec: KernelSpec) -> list[tuple[int, bool]]:
 class PackedOrder:
     """Exact comparisons as circuit nodes on packed words: all the job's comparisons of the low 63-bit
     words in **one** secure comparison call, each top-bit fix ``(t_a ⊕ t_b) ∧ (lt63 ⊕ t_b)`` an AND
-    node (level 1: evaluated with the coins' first level; see :mod:`.kernels` for the formula).
+    node (level 1: evaluated with the coins' first level; see :mod:`.kernels` for the formula).  A
+    column read in both directions gets ``[a < b]`` from the comparison and ``[a = b]`` from an AND tree
+    on the full words' bits (:func:`equal_node`, its levels beside the coins'), and ``[b < a]`` as
+    ``¬([a < b] ⊕ [a = b])`` (exclusive): no second comparison and no arithmetic equality test.
 
-    ``w``: (m, 2, columns) low words (arithmetic shares); ``t``: (m, 2, columns) top bits (booleans).
+    ``w``: (m, 2, columns) low words (arithmetic shares); ``x``: (2, columns, 64, words(m)) the full
+    order-preserving words' packed bit rows (64-bit boolean shares; row 63 holds the top bits).
     """
 
-    def __init__(self, c: Circuit, xp, w, t, m: int, needs: list[tuple[int, bool]]):
+    def __init__(self, c: Circuit, xp, w, x, m: int, needs: list[tuple[int, bool]]):
         self.c = c
         cols = sorted({k for k, _ in needs})
         pairs = [k for k in cols if (k, False) in needs and (k, True) in needs]  # both directions
@@ -87,13 +138,12 @@ class PackedOrder:
         rows = [d[k] for k in pairs] + [-d[k] if f else d[k] for k, f in ones]
         lt63 = xp.stack(rows) < 0  # one comparison call
         self.low = {key: c.leaf(pack(xp, lt63[len(pairs) + i], m)) for i, key in enumerate(ones)}
-        if pairs:  # [b < a] from [a < b] and an equality test (cheaper than a second comparison)
-            eq63 = xp.stack([d[k] for k in pairs]) == 0
-            for i, k in enumerate(pairs):
-                lt, eq = pack(xp, lt63[i], m), pack(xp, eq63[i], m)
-                self.low[k, False], self.low[k, True] = c.leaf(lt), c.leaf(~(lt ^ eq))
-        self.top = {(s, k): c.leaf(pack(xp, t[:, s, k], m)) for s in (0, 1) for k in cols}
+        self.top = {(s, k): c.leaf(x[s, k, WORD - 1]) for s in (0, 1) for k in cols}
         self.cache: dict[tuple[int, bool], Node] = {}
+        for i, k in enumerate(pairs):  # [b < a] from [a < b] and the equality tree
+            self.low[k, False] = c.leaf(pack(xp, lt63[i], m))
+            lt = self.less(k)
+            self.cache[k, True] = c.not_(c.xor(lt, equal_node(c, x[0, k], x[1, k])))  # type: ignore[arg-type]
 
     def less(self, k: int, flip: bool = False) -> Node:
         """[a_k < b_k] (``flip``: [b_k < a_k]), exact for all finite values."""

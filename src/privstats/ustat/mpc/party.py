@@ -26,12 +26,12 @@ from privstats.validation import check_choice
 
 from .circuit import JobSpec, noisy_program, require_spu, runtime_config
 from .kernels import encode
-from .packed import words
+from .packed import bit_rows, words
 from .wire import BOOL, INT64, WORDS, addr, own_share, pack_share, recv_msg, send_msg
 
-__all__ = ["Party", "run_party"]
+__all__ = ["Party", "program_inputs", "run_party"]
 
-INPUTS = ["w", "t", "u", "r"]  # the program inputs (see circuit.noisy_program)
+INPUTS = ["w", "t", "u", "r", "x"]  # the program inputs (see circuit.noisy_program)
 
 
 def _rows_of(header: dict, m: int) -> np.ndarray:
@@ -54,6 +54,19 @@ def _own_randomness(job: JobSpec, m: int) -> tuple[np.ndarray, np.ndarray]:
         r += o.plan.n_random
     nw = job.n_bits * words(m)
     return u, np.frombuffer(os.urandom(8 * nw), dtype=np.int64).reshape(job.n_bits, words(m)).copy()
+
+
+def program_inputs(job: JobSpec, x: np.ndarray, u: np.ndarray, bits: np.ndarray) -> tuple:
+    """This party's own shares of the program inputs (``INPUTS``), with their sharing kinds, from its
+    encoded entries ``x`` (m, 2, columns, width) (the other party's entries 0) and its random words:
+    the low words (arithmetic), the top bits (boolean), the random words, the random bits and the bit
+    rows of the full words ``w + 2^63·t`` (64-bit boolean sharing: the XOR of the two contributions'
+    rows is the value's, since the transpose only moves bits)."""
+    m = x.shape[0]
+    t = x[..., 1] != 0 if job.width == 2 else np.zeros((m, 2, job.columns), dtype=bool)
+    full = x[..., 0] | (t.astype(np.int64) << np.int64(63))
+    rows = np.stack([np.stack([bit_rows(np, full[:, s, k], m) for k in range(job.columns)]) for s in (0, 1)])
+    return ((x[..., 0], INT64), (t, BOOL), (u, INT64), (bits, WORDS), (rows, WORDS))
 
 
 class Party:
@@ -109,7 +122,7 @@ class Party:
             jax.config.update("jax_enable_x64", True)
             from spu.utils import frontend as fe  # type: ignore[import-not-found, unused-ignore]
 
-            vis = [self.libspu.Visibility.VIS_SECRET] * 4
+            vis = [self.libspu.Visibility.VIS_SECRET] * len(INPUTS)
             args: list[np.ndarray] = [np.zeros(shape, dtype) for shape, dtype in job.input_shapes(m)]
             exe, _ = fe.compile(fe.Kind.JAX, noisy_program(job, m), args, {}, INPUTS, vis, lambda o: ["out"])
             if len(self.programs) >= 8:  # keep a few shapes (the last batch of a run is shorter)
@@ -160,9 +173,7 @@ class Party:
         vals, own = self._own_values(header, blobs, job, m)
         x = encode(job.spec, vals.reshape(2 * m, job.columns)).reshape(m, 2, job.columns, job.width)
         x = np.where(own[..., None], x, 0)  # the other party's entries: contribution 0
-        t = x[..., 1] != 0 if job.width == 2 else np.zeros((m, 2, job.columns), dtype=bool)
-        u, bits = _own_randomness(job, m)
-        inputs = ((x[..., 0], INT64), (t, BOOL), (u, INT64), (bits, WORDS))
+        inputs = program_inputs(job, x, *_own_randomness(job, m))
         return ("run", (header, inputs, self._program(job, m)))
 
     def run_job(self, header: dict, inputs, exe) -> list[bytes]:
