@@ -234,10 +234,19 @@ def test_joint_law_on_the_grid_and_2eps_is_rejected():
 @pytest.mark.parametrize("m,neighbours", [(20, "replace"), (1, "add-remove"), (3, "replace")])
 def test_auto_releases_public_grid_points(m, neighbours):
     """auto runs the tree: its releases are midpoints of the cells of the ECDF's public grid (no float
-    computed from the data), for one quantile and many, under either neighbour relation."""
+    computed from the data), for one quantile and many, under either neighbour relation.  The central
+    grid is dithered: 1024 cells of (HI − LO)/1023 starting at LO − grid_shift, the shift a public draw
+    independent of the data; a midpoint beyond the bounds is clipped to them (public constants too)."""
     x = np.random.default_rng(3).uniform(LO, HI, 2000)
     qs = np.linspace(0.02, 0.98, m) if m > 1 else [0.5]
     est = privstats.quantiles(x, qs, epsilon=1.0, bounds=(LO, HI), grid=1024, neighbours=neighbours, rng=4)
     assert est.params["method"] == "tree"
-    midpoints = LO + (HI - LO) * (np.arange(1024) + 0.5) / 1024
-    assert np.all(np.isin(est.value, midpoints))
+    shift = est.params["grid_shift"]
+    h = (HI - LO) / 1023
+    assert 0 <= shift < h
+    points = np.concatenate([LO - shift + h * (np.arange(1024) + 0.5), [LO, HI]])
+    gap = np.min(np.abs(np.asarray(est.value)[:, None] - points[None, :]), axis=1)
+    assert np.all(gap <= 1e-9 * (HI - LO)), gap  # a grid point up to float rounding, never in between
+    # the same data with another shift releases other points: the grid, not the data, places them
+    other = privstats.quantiles(x, qs, epsilon=1.0, bounds=(LO, HI), grid=1024, neighbours=neighbours, rng=5)
+    assert other.params["grid_shift"] != shift
