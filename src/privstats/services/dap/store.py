@@ -194,6 +194,19 @@ def _outcomes(items: list[_Row], labels: list[str], new: set[bytes]) -> list[str
     return out
 
 
+def _cursor(conn: Connection) -> Any:
+    """SQLite: the DB-API cursor of ``conn``'s connection (same transaction)."""
+    return conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+
+
+def _chunks(ids: list[bytes], size: int = 500) -> list[list[bytes]]:
+    return [ids[k : k + size] for k in range(0, len(ids), size)]
+
+
+def _marks(part: list) -> str:
+    return ",".join("?" * len(part))
+
+
 def add_vec(a: list[int], b: list[int], modulus: int) -> list[int]:
     if len(a) != len(b):
         raise ValueError(f"aggregate shares of different lengths ({len(a)} vs {len(b)})")
@@ -589,6 +602,12 @@ class DapStore:
         """``{report id: job id}`` for the ids among ``rids`` the helper has already prepared."""
         s = seen.c
         out: dict[bytes, bytes] = {}
+        if self.st.is_sqlite:  # the DB-API cursor: SQLAlchemy compiles each IN list anew (~20 µs a report)
+            cur = _cursor(conn)
+            for part in _chunks(rids):
+                q = f"SELECT report_id, job_id FROM {seen.name} WHERE task_id = ? AND report_id IN ({_marks(part)})"
+                out.update({bytes(a): bytes(b) for a, b in cur.execute(q, (self.task_id, *part))})
+            return out
         for k in range(0, len(rids), 500):
             rows = conn.execute(
                 select(s.report_id, s.job_id).where(
@@ -602,7 +621,12 @@ class DapStore:
         self, conn: Connection, job_id: bytes, request_hash: bytes, response: bytes, rids: list[bytes],
         additions: dict[int, tuple],
     ) -> None:  # fmt: skip
-        if rids:
+        if rids and self.st.is_sqlite:
+            _cursor(conn).executemany(
+                f"INSERT INTO {seen.name} (task_id, report_id, job_id) VALUES (?, ?, ?)",
+                [(self.task_id, r, job_id) for r in rids],
+            )
+        elif rids:
             conn.execute(
                 seen.insert(), [{"task_id": self.task_id, "report_id": r, "job_id": job_id} for r in rids]
             )
