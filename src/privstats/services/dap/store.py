@@ -544,6 +544,9 @@ class DapStore:
                 # share alone is uniformly random, and the pages are reused by later uploads.
                 conn.exec_driver_sql("PRAGMA secure_delete=FAST")
             for ids, st in ((done, "done"), (failed, "failed")):
+                if self.st.is_sqlite:  # the DB-API cursor: SQLAlchemy compiles each IN list anew
+                    self._finish_reports_sqlite(conn, ids, st)
+                    continue
                 for k in range(0, len(ids), 500):
                     conn.execute(
                         update(reports)
@@ -561,6 +564,14 @@ class DapStore:
                 .where(and_(j.task_id == self.task_id, j.role == self.role, j.job_id == job_id))
                 .values(state="done")
             )
+
+    def _finish_reports_sqlite(self, conn: Connection, ids: list[bytes], state: str) -> None:
+        """SQLite part of :meth:`finish_job`: reports ``ids`` to ``state``, their shares deleted."""
+        cur = _cursor(conn)
+        for part in _chunks(ids):
+            where = f"WHERE task_id = ? AND report_id IN ({_marks(part)})"
+            cur.execute(f"UPDATE {reports.name} SET state = ? {where}", (state, self.task_id, *part))
+            cur.execute(f"DELETE FROM {report_shares.name} {where}", (self.task_id, *part))
 
     def pending_in(self, start: int, duration: int) -> int:
         """Reports in ``[start, start+duration)`` not yet aggregated (state start or job)."""
