@@ -472,6 +472,16 @@ class DapStore:
                         task_id=self.task_id, role=self.role, job_id=job_id, state="active", lease_until=0
                     )
                 )
+                if self.st.is_sqlite:  # the DB-API cursor: SQLAlchemy compiles each IN list anew
+                    part = ids[i : i + max_size]
+                    for chunk in _chunks(part):
+                        _cursor(conn).execute(
+                            f"UPDATE {reports.name} SET state = 'job', job_id = ? WHERE task_id = ? "
+                            f"AND report_id IN ({_marks(chunk)})",
+                            (job_id, self.task_id, *chunk),
+                        )
+                    made += 1
+                    continue
                 conn.execute(
                     update(reports)
                     .where(and_(r.task_id == self.task_id, r.report_id.in_(ids[i : i + max_size])))
@@ -513,6 +523,18 @@ class DapStore:
         """``(report id, time, public share, leader's input share, helper's ciphertext)`` of a job."""
         r, sh = reports.c, report_shares.c
         with self.st.read() as conn:
+            if self.st.is_sqlite:  # the DB-API cursor: no SQLAlchemy row objects for ~20 KB rows
+                return (
+                    _cursor(conn)
+                    .execute(
+                        f"SELECT r.report_id, r.time, s.public_share, s.leader_share, s.helper_ct "
+                        f"FROM {reports.name} AS r JOIN {report_shares.name} AS s "
+                        "ON s.task_id = r.task_id AND s.report_id = r.report_id "
+                        "WHERE r.task_id = ? AND r.job_id = ? ORDER BY r.report_id",
+                        (self.task_id, job_id),
+                    )
+                    .fetchall()
+                )
             return list(
                 conn.execute(
                     select(r.report_id, r.time, sh.public_share, sh.leader_share, sh.helper_ct)
