@@ -101,3 +101,46 @@ def test_servers_limit_openblas_to_one_thread():
     if threads.strip() == "[]":
         pytest.skip("numpy is not linked to a BLAS threadpoolctl knows here")
     assert int(n_limited) >= 1 and set(ast.literal_eval(threads)) == {1}, out.stdout
+
+
+def test_split_report_agrees_with_the_generic_decoder():
+    """The offset reader accepts exactly the bodies ``Report.decode`` accepts, with the same fields
+    (seeded truncations, extensions and byte flips of length fields)."""
+    import random
+
+    from privstats.services.dap.codec import DecodeError, HpkeCiphertext, Report, ReportMetadata
+    from privstats.services.dap.upload import _split_report
+
+    rng = random.Random(7)
+    rep = Report(
+        ReportMetadata(os.urandom(16), 12345),
+        os.urandom(64),
+        HpkeCiphertext(3, os.urandom(32), os.urandom(300)),
+        HpkeCiphertext(9, os.urandom(32), os.urandom(90)),
+    )
+    good = rep.encode()
+    bodies = [good, good[:0], good + b"\x00"] + [good[: rng.randrange(len(good))] for _ in range(50)]
+    for _ in range(300):  # flip one byte, mostly in the length fields near the front
+        b = bytearray(good)
+        b[rng.randrange(min(len(b), 140))] = rng.randrange(256)
+        bodies.append(bytes(b))
+    accepted = 0
+    for body in bodies:
+        try:
+            ref = Report.decode(body)
+        except DecodeError:
+            ref = None
+        got = _split_report(body)
+        assert (got is None) == (ref is None)
+        if ref is not None:
+            accepted += 1
+            rid, t, public, leader, helper_id, helper_ct, end = got
+            assert (rid, t, public, leader) == (
+                ref.metadata.report_id,
+                ref.metadata.time,
+                ref.public_share,
+                ref.leader_share,
+            )
+            assert (helper_id, helper_ct) == (ref.helper_share.config_id, ref.helper_share.encode())
+            assert body[:end] == ref.metadata.encode() + len(public).to_bytes(4, "big") + public
+    assert accepted > 1  # the good body and flips of payload bytes parse

@@ -20,6 +20,7 @@ own noise, and a retried request gets the stored sealed share.
 
 from __future__ import annotations
 
+import struct
 import time
 from typing import Any, TypeVar
 
@@ -32,7 +33,6 @@ from privstats.services.dap.codec import (
     AggregationJobInitReq,
     AggregationJobResp,
     DecodeError,
-    InputShareAad,
     PingPong,
     PlaintextInputShare,
     PrepareError,
@@ -56,6 +56,10 @@ from privstats.services.dap.store import report_checksum
 __all__ = ["create_helper_app", "handle_aggregate_share", "handle_job"]
 
 
+_HELPER_INFO = input_share_info(Role.HELPER)
+_U64, _U32 = struct.Struct(">Q"), struct.Struct(">I")
+
+
 def _reject(rid: bytes, code: int) -> PrepareResp:
     return PrepareResp(rid, PrepareResp.REJECT, error=code)
 
@@ -72,11 +76,10 @@ def _open_one(ctx: RoleContext, init: PrepareInit, now: int) -> PrepareResp | tu
         return _reject(rid, PrepareError.REPORT_DROPPED)
     if rs.encrypted_input_share.config_id != ctx.config.id:
         return _reject(rid, PrepareError.HPKE_UNKNOWN_CONFIG_ID)
-    aad = InputShareAad(dap.task_id, rs.metadata, rs.public_share).encode()
+    # InputShareAad = task id || ReportMetadata (id, u64 time) || opaque32 public share
+    aad = b"".join((dap.task_id, rid, _U64.pack(t), _U32.pack(len(rs.public_share)), rs.public_share))
     try:
-        plain = open_(
-            ctx.private_key_obj, ctx.config, rs.encrypted_input_share, input_share_info(Role.HELPER), aad
-        )
+        plain = open_(ctx.private_key_obj, ctx.config, rs.encrypted_input_share, _HELPER_INFO, aad)
     except HPKEOpenError:
         return _reject(rid, PrepareError.HPKE_DECRYPT_ERROR)
     try:

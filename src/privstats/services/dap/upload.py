@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import struct
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -25,7 +26,7 @@ from typing import Any
 from privstats.services.dap.codec import (
     REPORT,
     DecodeError,
-    InputShareAad,
+    HpkeCiphertext,
     PlaintextInputShare,
     Report,
     Role,
@@ -45,27 +46,89 @@ def parse_upload(ctx: RoleContext, body: bytes, now: int | None = None) -> tuple
     ``outdatedConfig`` (unknown HPKE config id), ``reportTooEarly`` (time beyond now + skew),
     ``reportRejected`` (too old, share does not open).
     """
-    rep = decode_body(Report, body, "report")
+    body = bytes(body)
+    split = _split_report(body)
+    if split is None:  # not a well-formed report: the generic decoder says why (or parses the rest)
+        rep = decode_body(Report, body, "report")
+        split = (
+            rep.metadata.report_id,
+            rep.metadata.time,
+            rep.public_share,
+            rep.leader_share,
+            rep.helper_share.config_id,
+            rep.helper_share.encode(),
+            24 + 4 + len(rep.public_share),
+        )
+    rid, t, public_share, leader_ct, helper_config_id, helper_ct, aad_end = split
     now = int(time.time()) if now is None else now
-    dap, t = ctx.dap, rep.metadata.time
+    dap = ctx.dap
     if t > now + dap.tolerable_clock_skew:
         raise DapProblem(400, "reportTooEarly", "report time is in the future")
     if t < now - dap.report_expiry_age:
         raise DapProblem(400, "reportRejected", "report time is older than the report expiry age")
-    if (
-        rep.leader_share.config_id != ctx.config.id
-        or rep.helper_share.config_id != dap.hpke_configs["helper"].id
-    ):
+    if leader_ct.config_id != ctx.config.id or helper_config_id != dap.hpke_configs["helper"].id:
         raise DapProblem(400, "outdatedConfig", "unknown HPKE config id; fetch /hpke_config again")
-    aad = InputShareAad(dap.task_id, rep.metadata, rep.public_share).encode()
+    # InputShareAad = task id || ReportMetadata || opaque32 public share: the report's first bytes
+    aad = dap.task_id + body[:aad_end]
     try:
-        plain = open_(ctx.private_key_obj, ctx.config, rep.leader_share, input_share_info(Role.LEADER), aad)
-        share = PlaintextInputShare.decode(plain)
+        plain = open_(ctx.private_key_obj, ctx.config, leader_ct, _LEADER_INFO, aad)
+        payload = _plaintext_payload(plain)
     except (HPKEOpenError, DecodeError):
         raise DapProblem(400, "reportRejected", "the leader's input share does not open") from None
+    return (rid, t, public_share, payload, helper_ct)
+
+
+_LEADER_INFO = input_share_info(Role.LEADER)
+_U64, _U32, _U16 = struct.Struct(">Q"), struct.Struct(">I"), struct.Struct(">H")
+
+
+def _split_report(body: bytes) -> tuple | None:
+    """The fields of a well-formed ``Report`` read at their offsets (the upload hot path): ``(report
+    id, time, public share, leader's HpkeCiphertext, helper's config id, helper's ciphertext as
+    sent, end of the metadata and public share)``; None if ``body`` is not exactly one report (the
+    caller then decodes it with :class:`Report`, which says what is wrong).
+
+    >>> from privstats.services.dap.codec import HpkeCiphertext as Ct, ReportMetadata
+    >>> rep = Report(ReportMetadata(b"r" * 16, 5), b"pub", Ct(1, b"e", b"lead"), Ct(2, b"f", b"help"))
+    >>> rid, t, public, leader, helper_id, helper_ct, end = _split_report(rep.encode())
+    >>> (rid, t, public, leader, helper_id, helper_ct == rep.helper_share.encode(), end)
+    (b'rrrrrrrrrrrrrrrr', 5, b'pub', HpkeCiphertext(config_id=1, enc=b'e', payload=b'lead'), 2, True, 31)
+    >>> _split_report(rep.encode() + b"x") is None, _split_report(rep.encode()[:-1]) is None
+    (True, True)
+    """
+    size = len(body)
+    if size < 24 + 4:
+        return None
+    end = 28 + _U32.unpack_from(body, 24)[0]  # metadata (16 + 8 bytes), public share
+    cts = []
+    pos = end
+    for _ in range(2):  # HpkeCiphertext: config id (u8), enc (opaque16), payload (opaque32)
+        if pos + 3 > size:
+            return None
+        enc_end = pos + 3 + _U16.unpack_from(body, pos + 1)[0]
+        if enc_end + 4 > size:
+            return None
+        ct_end = enc_end + 4 + _U32.unpack_from(body, enc_end)[0]
+        if ct_end > size:
+            return None
+        cts.append((pos, enc_end, ct_end))
+        pos = ct_end
+    if pos != size:
+        return None
+    (lp, le, lend), (hp, _, _) = cts
+    leader = HpkeCiphertext(body[lp], body[lp + 3 : le], body[le + 4 : lend])
+    return (body[:16], _U64.unpack_from(body, 16)[0], body[28:end], leader, body[hp], body[hp:], end)
+
+
+def _plaintext_payload(plain: bytes) -> bytes:
+    """The payload of a ``PlaintextInputShare`` without extensions (one copy); DecodeError if it does
+    not parse, the 400 ``invalidMessage`` problem if it has extensions."""
+    if len(plain) >= 6 and plain[:2] == b"\x00\x00" and _U32.unpack_from(plain, 2)[0] == len(plain) - 6:
+        return plain[6:]
+    share = PlaintextInputShare.decode(plain)
     if share.extensions:
         raise DapProblem(400, "invalidMessage", "report extensions are not supported")
-    return (rep.metadata.report_id, t, rep.public_share, share.payload, rep.helper_share.encode())
+    return share.payload
 
 
 def handle_upload(ctx: RoleContext, body: bytes, now: int | None = None) -> str:
