@@ -82,8 +82,8 @@ REAL_KNOWN = {
     # secure randhie 2.56x -> 1.23x at (5000, 0.5)) still reads 2.65x on secure fair at (5000, 0.5), where
     # q sits 1-3 sd below a block's edge and the plug-in curve overstates a rare crossing; the bias of
     # 1.1 sd at (1000, 1) on fair and randhie (a tied value's release was its public cell's midpoint,
-    # 0.005-0.009 off in every run) is gone: the central and secure grids are dithered, so the rounding
-    # is unbiased noise of sd cell/sqrt(12) (test_results_quantile_dither.py)
+    # 0.005-0.009 off in every run) is gone: the central grid is dithered, so the rounding is unbiased
+    # noise of sd cell/sqrt(12) (test_results_quantile_dither.py); secure keeps the served task's grid
     # the local Gini mean difference and coefficient are checked here: the interval adds the quantisation
     # bias bound (worst case over densities linear within bins) in quadrature, and the release warns
     # (UselessResultWarning) where 1.3x that bound reaches the noise sd: the two cells beyond the bound
