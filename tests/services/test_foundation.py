@@ -341,6 +341,7 @@ def test_shuffler_cuts_bounded_batches_of_at_least_min_batch(db):
     role = ShufflerRole(task, role_secrets["shuffler"], Storage(db), max_batch_messages=300)
     client = Client(None, task)
     role.ingest(client.upload_body(client.encode(np.arange(750) % 8, rng=0)))
+    role._last_upload -= role.linger_seconds  # the uploads have stopped arriving
     sizes: list[int] = []
 
     def fake_forward(batch_id: bytes) -> bool:  # the analyzer acknowledges everything
@@ -352,10 +353,17 @@ def test_shuffler_cuts_bounded_batches_of_at_least_min_batch(db):
 
     role.forward = fake_forward  # type: ignore[method-assign]
     assert role.step() == 3
-    assert sizes == [300, 300, 150]  # bounded, each >= min_batch
+    assert sizes == [250, 250, 250]  # bounded by 300, equal, each >= min_batch
     role.ingest(client.upload_body(client.encode(np.arange(50) % 8, rng=1)))
+    role._last_upload -= role.linger_seconds
     assert role.step() == 0  # below min_batch: waits
     assert role.storage.count_reports(task.id_bytes, pending_only=True) == 50
+    # while uploads are arriving, a pool that fits in one batch waits for them: a collection right
+    # after a client's upload finished then sees all of it, not the first min_batch
+    role.ingest(client.upload_body(client.encode(np.arange(150) % 8, rng=2)))
+    assert role.step() == 0 and sizes == [250, 250, 250]
+    role._last_upload -= role.linger_seconds
+    assert role.step() == 1 and sizes[-1] == 200
     assert set(role.status()) == {"task_id", "role", "worker_running"}  # no counts over HTTP
 
 

@@ -87,7 +87,7 @@ def _shuffle_task(protocol: str = "single-rr", min_batch: int = 1000, domain: in
 def _roles(tmp_path, task, secrets):
     from privstats.services.shuffler import AnalyzerRole, ShufflerRole
 
-    shuffler = ShufflerRole(task, secrets["shuffler"], Storage(_db(tmp_path, "s")))
+    shuffler = ShufflerRole(task, secrets["shuffler"], Storage(_db(tmp_path, "s")), linger_seconds=0)
     analyzer = AnalyzerRole(task, secrets["analyzer"], Storage(_db(tmp_path, "a")))
 
     def forward(batch_id: bytes) -> bool:  # the shuffler's forward, in process

@@ -7,7 +7,8 @@ fixed, so no report carries more or fewer messages (:func:`messages_per_report`)
 counts once (replays, within an upload or across uploads, are acknowledged and not stored again).
 The shuffler stores each report durably under its report id and acknowledges after the commit.
 When at least ``task.min_batch`` reports
-are pending, a background worker puts all of them into a new batch (one transaction), splits them
+are pending and no upload arrived for ``linger_seconds`` (1 s; or the pool fills a whole batch), a
+background worker puts them into new batches of equal size (one transaction each), splits them
 into single messages, permutes the messages with the OS CSPRNG and forwards them to the analyzer as
 one opaque block: no report id, no timestamp, no order, no connection detail leaves the shuffler —
 only the batch's random id, its number of reports and the ciphertexts.  After the analyzer has
@@ -41,8 +42,10 @@ No status or refusal carries a report or message count (:mod:`privstats.services
 
 import contextlib
 import dataclasses
+import math
 import os
 import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -114,7 +117,8 @@ class ShufflerRole(_ShuffleTask):
         *,
         poll_seconds: float = 0.5,
         forward_timeout: float = 600.0,
-        max_batch_messages: int = 100_000,
+        max_batch_messages: int = 500_000,
+        linger_seconds: float = 1.0,
     ):
         super().__init__(task)
         self.secrets = secrets
@@ -123,6 +127,8 @@ class ShufflerRole(_ShuffleTask):
         self.poll_seconds = poll_seconds
         self.forward_timeout = forward_timeout
         self.max_batch_messages = max_batch_messages
+        self.linger_seconds = linger_seconds
+        self._last_upload = -math.inf
         self.max_records = max(1, task.max_request_bytes // self.record_size)
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -141,6 +147,7 @@ class ShufflerRole(_ShuffleTask):
         with self.storage.transaction() as conn:
             new = self.storage.insert_reports(conn, self.tid, ids, payloads)
         if new:
+            self._last_upload = time.monotonic()
             self._wake.set()
         return {"acknowledged": len(ids), "new": len(new), "duplicates": len(ids) - len(new)}
 
@@ -189,15 +196,19 @@ class ShufflerRole(_ShuffleTask):
                 return done
             done += 1
         # cut batches of at least min_batch reports and at most ~max_batch_messages messages (a backlog
-        # after an analyzer outage goes out in bounded requests); a remainder below min_batch waits
+        # after an analyzer outage goes out in bounded requests), of equal sizes; a remainder below
+        # min_batch waits.  While uploads keep arriving (one within linger_seconds) and fit in one batch,
+        # wait for them: a batch cut mid-upload made a collection right after `submit` see 1,000 of 5,000
         limit = max(self.task.min_batch, self.max_batch_messages // self.m)
-        while (
-            not self._stop.is_set()
-            and self.storage.count_reports(self.tid, pending_only=True) >= self.task.min_batch
-        ):
+        while not self._stop.is_set():
+            pending = self.storage.count_reports(self.tid, pending_only=True)
+            arriving = time.monotonic() - self._last_upload < self.linger_seconds
+            if pending < self.task.min_batch or (arriving and pending < limit):
+                break
+            size = -(-pending // -(-pending // limit))  # ceil(pending / number of batches)
             batch_id = os.urandom(16)
             with self.storage.transaction() as conn:
-                n = self.storage.assign_batch(conn, self.tid, batch_id, "shuffler", limit=limit)
+                n = self.storage.assign_batch(conn, self.tid, batch_id, "shuffler", limit=size)
             if not n or not self.forward(batch_id):
                 break
             done += 1
