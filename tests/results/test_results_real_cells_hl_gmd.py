@@ -7,9 +7,9 @@
   and 0.85 at the table's seeds.  The law now inflates the moved residual's spread by √max(1, h/Q)
   (:func:`_hl_dispersion`) and is rescaled to its candidate h.  Tolerance: 0.95 less three binomial sd
   at 100 seeds (0.885).
-* Local GMD, breast-cancer radii, n = 300, ε = 0.5: the automatic grid has 3 bins, the bias bound
-  (linear within bins) is ~0.8 of the noise sd and the real bias was 1.19 sd (beyond the bound): the
-  release must warn (``UselessResultWarning``), and not where the bins are fine enough for the bound to
+* Local GMD, breast-cancer radii, n = 300, ε = 0.5: on 3 bins (the former automatic grid) the bias
+  bound (linear within bins) is ~0.8 of the noise sd and the real bias was 1.19 sd (beyond the bound):
+  the release must warn (``UselessResultWarning``), and not where the bins are fine enough for the bound to
   sit far below the noise.
 """
 
@@ -72,5 +72,6 @@ def _warned(x, **kw) -> bool:
 
 def test_local_gmd_warns_where_the_bias_can_reach_the_noise():
     x = _radii()
-    assert _warned(x)  # automatic grid: 3 bins, bound ~0.8 sd
+    assert _warned(x, bins=3)  # the former automatic grid: 3 bins, bound ~0.8 sd
+    assert not _warned(x)  # the automatic grid now keeps the bound within 2/3 of the sd: 4 bins
     assert not _warned(x, bins=8)  # bound ~w/(6·8) = 0.5, far below the noise sd at k = 8
