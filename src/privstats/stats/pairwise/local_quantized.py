@@ -197,56 +197,25 @@ def _tau_b_bin_bias(k: int, grid: int = 400) -> float:
     0.042 at k = 3, 0.053-0.054 at k = 4-6, 0.033 at k = 16: tau-b's tie correction overshoots and the
     bias decays slowly in k; on the real sets it was 0.03-0.09 at k = 2-10 (skewed and discrete margins
     go beyond this family)."""
-    return max(_copula_tau_b_bias(k, r, grid) for r in (0.2, 0.4, 0.6, 0.8, 0.9, 0.95))  # odd in ρ
-
-
-def _copula_tau_b_bias(k: int, r: float, grid: int = 400) -> float:
-    """|binned tau-b − tau| of the Gaussian copula with correlation ``r`` and uniform margins on k equal
-    bins per variable (tau = (2/π)·asin r); 0 for k < 3."""
     from scipy.special import ndtri
 
     if k < 3:
         return 0.0
     m = grid - grid % k
     a = ndtri((np.arange(m) + 0.5) / m)
-    c = np.exp(
-        -(r * r * (a[:, None] ** 2 + a[None, :] ** 2) - 2 * r * a[:, None] * a[None, :]) / (2 - 2 * r * r)
-    )
-    P = (c / c.sum()).reshape(k, m // k, k, m // k).sum(axis=(1, 3))
-    S = np.zeros((k + 1, k + 1))
-    S[:k, :k] = np.cumsum(np.cumsum(P[::-1, ::-1], 0), 1)[::-1, ::-1]  # Σ over i' ≥ i, j' ≥ j
-    conc = float(np.sum(P * S[1:, 1:]))
-    disc = float(np.sum(P * (S[1:, :1] - S[1:, :k])))
-    nu = 1 - float(np.sum(P.sum(axis=1) ** 2))  # both margins uniform: equal non-tie fractions
-    return abs(2 * (conc - disc) / nu - 2 / math.pi * math.asin(r))
-
-
-TAU_BIAS_GRID = 101  # correlations 0 … 0.99 behind the bias curve the release reads
-
-
-@functools.lru_cache(maxsize=64)
-def _tau_b_bias_curve(k: int) -> tuple[np.ndarray, np.ndarray]:
-    """(tau, |bias|) of :func:`_copula_tau_b_bias` on ρ = 0 … 0.99 (public: k only; the bias is odd in ρ,
-    0 at independence, ≈ 0.07ρ at small ρ for k = 3-6, peaking at ρ ≈ 0.8-0.9)."""
-    rho = np.linspace(0.0, 0.99, TAU_BIAS_GRID)
-    bias = np.array([_copula_tau_b_bias(k, float(r), 200) for r in rho])
-    return 2 / np.pi * np.arcsin(rho), bias
-
-
-def _tau_b_bias_near(k: int, lo: float, hi: float) -> float:
-    """The largest Gaussian-copula bias (:func:`_tau_b_bias_curve`) over the taus in [lo, hi] (those the
-    release leaves plausible: its noise interval), the worst case over the copula family restricted to
-    what the data allow rather than over every correlation.  At independence it is ≈ 0.07·(π/2)·zσ
-    (0.2σ), so it shrinks with n; the worst over all ρ (0.04-0.054 at k ≥ 3) does not (at n = 20,000,
-    ε = 1 it was 1.15 noise sd).  Its bias at the candidate tau alone (a test inverted per tau, tried:
-    0.963 there) let real data, whose binned bias near tau = 0 is 0.05-0.08 where the copula's is 0.01,
-    cover 0.887 (anes96 at n = 5,000, ε = 2, 0.94 with this bound)."""
-    taus, bias = _tau_b_bias_curve(k)
-    a, b = (0.0, max(-lo, hi)) if lo <= 0 <= hi else sorted((abs(lo), abs(hi)))
-    near = (taus >= a) & (taus <= b)
-    near[-1] |= a > taus[-1]  # the last point stands for every |tau| above it (beyond ρ = 0.99 it falls)
-    near[0] |= b < taus[1]
-    return float(bias[near].max())
+    out = 0.0
+    for r in (0.2, 0.4, 0.6, 0.8, 0.9, 0.95):  # the bias is odd in ρ
+        c = np.exp(
+            -(r * r * (a[:, None] ** 2 + a[None, :] ** 2) - 2 * r * a[:, None] * a[None, :]) / (2 - 2 * r * r)
+        )
+        P = (c / c.sum()).reshape(k, m // k, k, m // k).sum(axis=(1, 3))
+        S = np.zeros((k + 1, k + 1))
+        S[:k, :k] = np.cumsum(np.cumsum(P[::-1, ::-1], 0), 1)[::-1, ::-1]  # Σ over i' ≥ i, j' ≥ j
+        conc = float(np.sum(P * S[1:, 1:]))
+        disc = float(np.sum(P * (S[1:, :1] - S[1:, :k])))
+        nu = 1 - float(np.sum(P.sum(axis=1) ** 2))  # both margins uniform: equal non-tie fractions
+        out = max(out, abs(2 * (conc - disc) / nu - 2 / math.pi * math.asin(r)))
+    return out
 
 
 @unit("kendall_tau", "local", "ustat-quantized", "quantized", (*OPTIONS, "variant"), _plan_tau_local)
@@ -269,20 +238,19 @@ def kendall_tau_quantized(c: Call) -> Release:
     value, draws, guards = _tau_b_guarded(proto, A, extra, S, n, np.array([ta, ny, nz]), c.rng)
     var = float(np.var(draws, ddof=1))
     details: dict[str, Any] = {"tau_a": ta, "nontie_x": ny, "nontie_y": nz, "nontie_guards": guards}
-    # the binned tau-b's bias (Gaussian copula, uniform margins) in quadrature: the plain interval covered
-    # 0.87-0.92 in 5 of 20 real cells at k = 3-5 (issue 26).  Its worst case over every ρ (0.04-0.054 at
-    # k ≥ 3) does not shrink with n, so on independent data at n = 20,000 (b = 1.15σ) the interval covered
-    # 0.998; the bound is now the worst over the taus the release leaves plausible (its noise interval)
-    details.update(ci_fn=_tau_b_ci(k, value, draws), bias_rule="quadrature")
-    details["bias_bound"] = _tau_b_bias_near(k, *np.quantile(draws, [0.025, 0.975]))  # the 95% interval's
+    # the binned tau-b's bias (Gaussian-copula scale, public: k only) in quadrature: the plain interval
+    # covered 0.87-0.92 in 5 of 20 real cells at k = 3-5 (issue 26)
+    b = _tau_b_bin_bias(k)
+    details.update(bias_bound=b, bias_rule="quadrature", ci_fn=_tau_b_ci(value, draws, b))
     return Release(value, var, params, bits=proto.bits_per_user, details=details)
 
 
-def _tau_b_ci(k: int, t: float, draws: np.ndarray):
+def _tau_b_ci(t: float, draws: np.ndarray, b: float):
     """The interval at ``level``: the level's central range of tau-b over the Gaussian draws of (tau-a,
-    ν_x, ν_y) (the ratio's law, right-skewed where a noisy ν is small: ±z·RMS over-covered, 0.99-1.00 in
-    4 of 20 real cells), each end moved out by what the bias bound b (:func:`_tau_b_bias_near` over that
-    range) adds to ±zσ in :func:`bias_aware_halfwidth`; met with [−1, 1]."""
+    ν_x, ν_y), the ratio's law, each end moved out by what the bias bound b adds to ±zσ in
+    :func:`bias_aware_halfwidth`; met with [−1, 1].  The law is skewed where a noisy ν is small (the
+    stderr grows with the error: correlation 0.86 on fair at n = 5,000, ε = 2), and ±z·RMS around the
+    value covered 0.99-1.00 in 4 of 20 real cells (issue 26)."""
     from scipy.special import ndtri
 
     from privstats.estimate import _inside, bias_aware_halfwidth
@@ -291,7 +259,6 @@ def _tau_b_ci(k: int, t: float, draws: np.ndarray):
 
     def ci_fn(level: float) -> tuple[float, float]:
         lo, hi = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2])
-        b = _tau_b_bias_near(k, float(lo), float(hi))
         w = float(bias_aware_halfwidth(level, sd, b)) - float(ndtri(0.5 + level / 2)) * sd
         return _inside(lo - w, hi + w, (hi - lo) / 2 + w, (-1.0, 1.0))
 
