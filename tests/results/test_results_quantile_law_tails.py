@@ -23,7 +23,7 @@ Q = importlib.import_module("privstats.stats.distribution.quantiles")
 def test_extrapolation_recovers_the_crossing_probability_of_a_gaussian_margin():
     """A crossing's share of the variance at plug-in noise τ² is Φ(−m/√(1+τ²)): from τ² = 1 and 2 the
     extrapolation gives 0.8-1.0x the exact Φ(−m) for m = 1..3.5 (the plug-in alone 1.5-25x; the
-    additive max(2V₁ − V₂, V₁/4) it replaces reads 1.10x at m = 1 and 3.1x at m = 3)."""
+    additive max(2V₁ − V₂, V₁/4) it replaces reads 1.25x at m = 1 and 3.1x at m = 3)."""
     for m in (1.0, 2.0, 3.0, 3.5):
         v1, v2, exact = norm.cdf(-m / np.sqrt(2)), norm.cdf(-m / np.sqrt(3)), norm.cdf(-m)
         got = float(Q._law_spread(np.array([v1]), np.array([v2]))[0] ** 2)

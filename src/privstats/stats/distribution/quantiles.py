@@ -323,7 +323,7 @@ def _law_spread(v1: np.ndarray, v2: np.ndarray) -> np.ndarray:
     law's variance is a crossing's, ∝ P(margin + noise < 0) ≈ Φ(−m/√(1+τ²)) at plug-in noise τ²,
     whose log is ≈ −m²/(2(1+τ²)): from τ² = 1, 2 to 0 it falls 3x the step from 2 to 1, so
     V₀ ≈ V₁·(V₁/V₂)³ (at m = 1, 2, 3: 0.93, 0.88, 0.84x the exact Φ(−m); the plug-in V₁ alone is
-    1.5x, 3.4x and 12x, and the additive correction 2V₁ − V₂ used before reads 1.10x, 1.04x and below
+    1.5x, 3.4x and 12x, and the additive correction 2V₁ − V₂ used before reads 1.25x, 1.46x and below
     0, floored at V₁/4: 3x).  Away from a tie (a continuous quantile) the plug-in noise barely moves
     the law, V₁ ≈ V₂, and nothing changes.
     """
