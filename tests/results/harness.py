@@ -309,6 +309,39 @@ def coverage(case: Case, reps: int, level: float = 0.95) -> float:
     return float(np.mean(np.concatenate(hits)))
 
 
+def coverage_law(case: Case, reps: int, level: float = 0.95) -> dict:
+    """Coverage as :func:`coverage` (same seeds), with what the normal law predicts from the releases'
+    own intervals: the mean over seeds of P(e ∈ [v − hi, v − lo]) for an error e ~ N(bias, spread²)
+    (the measured bias and spread of v), the reported stderr over that spread, and whether the
+    intervals allow a stated bias bound (``details["bias_bound"]`` > 0)."""
+    from scipy.special import ndtr
+
+    rows, hits, allows = [], [], False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for r in range(reps):
+            est = case.run(5000 + r)
+            sel = case.entries or slice(None)
+            lo, hi = (np.atleast_1d(np.asarray(v, dtype=float))[sel] for v in est.ci(level))
+            v = np.atleast_1d(case.pick(est) if case.pick else _unbiased(est))[sel]
+            ex = np.atleast_1d(case.exact if case.entries is None else case.full_exact[case.entries])
+            hits.append((lo <= ex) & (ex <= hi))
+            rows.append((v - ex, v - hi, v - lo, np.atleast_1d(est.stderr)[sel]))
+            allows |= bool(np.any(np.asarray(est.details.get("bias_bound", 0.0)) > 0))
+    err, a, b, se = (np.array([row[i] for row in rows], dtype=float) for i in range(4))
+    bias, spread = err.mean(axis=0), err.std(axis=0, ddof=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        law = ndtr((b - bias) / spread) - ndtr((a - bias) / spread)
+        law = np.where(spread > 0, law, (a <= bias) & (bias <= b))
+        ratio = np.sqrt(np.mean(se**2)) / np.sqrt(np.mean(spread**2))
+    return {
+        "coverage": float(np.mean(np.concatenate(hits))),
+        "predicted": float(np.mean(law)),
+        "stderr_ratio": float(ratio),
+        "allows_bias": allows,
+    }
+
+
 def gini_case(model: str, n: int, epsilon: float, seed: int = 0) -> Case:
     g = np.random.default_rng(seed)
     x = g.random(n)  # uniform on the bounds: the planner's public assumption
