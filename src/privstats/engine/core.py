@@ -320,16 +320,18 @@ def _run_dask(oracle, source, chunk_size: int, client, progress):
     if not leaves:
         bar.close()
         return oracle.new_state()
-    level = leaves
+    level, tree = leaves, list(leaves)
     while len(level) > 1:  # tree merge; a failed leaf fails every merge above it
         level = [
             client.submit(_merge_states, *level[i : i + _MERGE_FAN_IN], pure=False)
             for i in range(0, len(level), _MERGE_FAN_IN)
         ]
+        tree += level  # held until the end: cancelling a leaf cancels its merges, which must still be
+        # wanted (a merge already released made the scheduler fail `assert ts.who_wants` and drop the client)
     try:
         result = level[0].result()
     except BaseException:
-        client.cancel(leaves)
+        client.cancel(tree)
         raise
     bar.close()
     return result
