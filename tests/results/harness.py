@@ -312,7 +312,8 @@ def coverage(case: Case, reps: int, level: float = 0.95) -> float:
 def coverage_law(case: Case, reps: int, level: float = 0.95) -> dict:
     """Coverage as :func:`coverage` (same seeds), with what the normal law predicts from the releases'
     own intervals: the mean over seeds of P(e ∈ [v − hi, v − lo]) for an error e ~ N(bias, spread²)
-    (the measured bias and spread of v), the reported stderr over that spread, and whether the
+    (the measured bias and spread of the unbiased value v, which ``ci`` and ``stderr`` describe), the
+    reported stderr over that spread, and whether the
     intervals allow a stated bias bound (``details["bias_bound"]`` > 0)."""
     from scipy.special import ndtr
 
@@ -323,7 +324,7 @@ def coverage_law(case: Case, reps: int, level: float = 0.95) -> dict:
             est = case.run(5000 + r)
             sel = case.entries or slice(None)
             lo, hi = (np.atleast_1d(np.asarray(v, dtype=float))[sel] for v in est.ci(level))
-            v = np.atleast_1d(case.pick(est) if case.pick else _unbiased(est))[sel]
+            v = np.atleast_1d(_unbiased(est))[sel]  # what the interval and the stderr are about
             ex = np.atleast_1d(case.exact if case.entries is None else case.full_exact[case.entries])
             hits.append((lo <= ex) & (ex <= hi))
             rows.append((v - ex, v - hi, v - lo, np.atleast_1d(est.stderr)[sel]))
