@@ -117,6 +117,9 @@ REAL_KNOWN = {
 }
 
 
+LOCAL_400 = {"auc", "kendall_tau", "gini_mean_difference", "gini_coefficient"}
+
+
 @pytest.mark.slow
 def test_real_data_coverage_stderr_and_bias():
     import importlib.util
@@ -136,7 +139,10 @@ def test_real_data_coverage_stderr_and_bias():
                 continue
             for data in ("breast_cancer", "fair", "randhie", "anes96"):
                 for n, eps in ((300, 0.5), (5000, 2.0)):
-                    r = R.run_cell({"data": data, "n": n, "eps": eps, "stat": stat, "model": model}, 100)
+                    # the local U-statistics at their table cells' 400 seeds: at 100 the measured spread's own
+                    # sampling error (~7%) moved fair's GMD stderr ratio at (300, 0.5) from 1.42 to 1.58
+                    runs = 400 if model == "local" and stat in LOCAL_400 else 100
+                    r = R.run_cell({"data": data, "n": n, "eps": eps, "stat": stat, "model": model}, runs)
                     # four binomial sd around the band [0.93, 0.99]: ~200 cells are checked, and at 2 sd
                     # a correct cell fails one time in 20 (gini secure read 0.88 at 100 seeds, 0.945 at 400)
                     se = np.sqrt(0.95 * 0.05 / r["runs"])
