@@ -364,6 +364,12 @@ def test_shuffler_cuts_bounded_batches_of_at_least_min_batch(db):
     assert role.step() == 0 and sizes == [250, 250, 250]
     role._last_upload -= role.linger_seconds
     assert role.step() == 1 and sizes[-1] == 200
+    # a client trickling uploads holds a batch back for at most max_linger_seconds
+    role.ingest(client.upload_body(client.encode(np.arange(150) % 8, rng=3)))
+    assert role.step() == 0 and role._waiting_since is not None
+    role._waiting_since -= role.max_linger_seconds  # ... later, uploads still arriving
+    role.ingest(client.upload_body(client.encode(np.arange(5) % 8, rng=4)))
+    assert role.step() == 1 and sizes[-1] == 155
     assert set(role.status()) == {"task_id", "role", "worker_running"}  # no counts over HTTP
 
 

@@ -7,7 +7,8 @@ fixed, so no report carries more or fewer messages (:func:`messages_per_report`)
 counts once (replays, within an upload or across uploads, are acknowledged and not stored again).
 The shuffler stores each report durably under its report id and acknowledges after the commit.
 When at least ``task.min_batch`` reports
-are pending and no upload arrived for ``linger_seconds`` (1 s; or the pool fills a whole batch), a
+are pending and no upload arrived for ``linger_seconds`` (1 s; or the pool fills a whole batch, or it
+has waited ``max_linger_seconds``, 30 s, so a client trickling uploads cannot hold a batch back), a
 background worker puts them into new batches of equal size (one transaction each), splits them
 into single messages, permutes the messages with the OS CSPRNG and forwards them to the analyzer as
 one opaque block: no report id, no timestamp, no order, no connection detail leaves the shuffler —
@@ -119,6 +120,7 @@ class ShufflerRole(_ShuffleTask):
         forward_timeout: float = 600.0,
         max_batch_messages: int = 500_000,
         linger_seconds: float = 1.0,
+        max_linger_seconds: float = 30.0,
     ):
         super().__init__(task)
         self.secrets = secrets
@@ -128,7 +130,9 @@ class ShufflerRole(_ShuffleTask):
         self.forward_timeout = forward_timeout
         self.max_batch_messages = max_batch_messages
         self.linger_seconds = linger_seconds
+        self.max_linger_seconds = max_linger_seconds
         self._last_upload = -math.inf
+        self._waiting_since: float | None = None  # when a full-enough pool was first held back
         self.max_records = max(1, task.max_request_bytes // self.record_size)
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -202,9 +206,14 @@ class ShufflerRole(_ShuffleTask):
         limit = max(self.task.min_batch, self.max_batch_messages // self.m)
         while not self._stop.is_set():
             pending = self.storage.count_reports(self.tid, pending_only=True)
-            arriving = time.monotonic() - self._last_upload < self.linger_seconds
-            if pending < self.task.min_batch or (arriving and pending < limit):
+            now = time.monotonic()
+            if pending < self.task.min_batch:
                 break
+            if pending < limit and now - self._last_upload < self.linger_seconds:
+                self._waiting_since = self._waiting_since if self._waiting_since is not None else now
+                if now - self._waiting_since < self.max_linger_seconds:
+                    break  # uploads are arriving: wait for them (at most max_linger_seconds)
+            self._waiting_since = None
             size = -(-pending // -(-pending // limit))  # ceil(pending / number of batches)
             batch_id = os.urandom(16)
             with self.storage.transaction() as conn:
