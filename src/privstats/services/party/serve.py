@@ -26,10 +26,11 @@ WORKER_ENV = "PRIVSTATS_PARTY_WORKER"
 RESTART_EXIT = 75  # a worker whose 2PC link broke exits with this to get a fresh link
 
 
-def supervise(argv: list[str]) -> int:
+def supervise(argv: list[str], command: list[str] | None = None) -> int:
     """Run ``privstats serve party ARGS`` as a worker process and restart it if it dies (its ledger is
     durable, so a restart never re-runs a pair; SPU's link cannot be reopened in-process after the
-    peer died mid-run).  SIGTERM/SIGINT stop the worker and the supervisor.
+    peer died mid-run).  SIGTERM/SIGINT stop the worker and the supervisor (exit 0).  ``command``
+    replaces the worker's command line (tests).
     """
     import os
     import signal
@@ -38,24 +39,31 @@ def supervise(argv: list[str]) -> int:
     import time
 
     env = {**os.environ, WORKER_ENV: "1"}
+    cmd = command or [sys.executable, "-m", "privstats", *argv]
     child: list[subprocess.Popen] = []
+    stopping: list[int] = []
 
     def stop(signum, frame):
+        # only signal here: the main thread is inside child.wait(), holding the Popen's wait lock, so a
+        # wait() in the handler deadlocked (the supervisor outlived `kill`, its worker a zombie)
+        stopping.append(signum)
         for c in child:
-            if c.poll() is None:
-                c.terminate()
-                c.wait()
-        raise SystemExit(0)
+            c.terminate()
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    while True:
-        child[:] = [subprocess.Popen([sys.executable, "-m", "privstats", *argv], env=env)]
+    while not stopping:
+        child[:] = [subprocess.Popen(cmd, env=env)]
+        if stopping:  # a signal between the check and the start
+            child[0].terminate()
         code = child[0].wait()
+        if stopping:
+            return 0
         if code in (0, 2):  # done, or refused to start (bad task or data): do not loop
             return code
         print(f"privstats serve party: worker exited ({code}); restarting", file=sys.stderr, flush=True)
         time.sleep(0.5)
+    return 0
 
 
 def load_column(path: str | Path, column: str | None) -> np.ndarray:
