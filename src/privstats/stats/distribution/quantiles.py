@@ -246,6 +246,7 @@ def dithered_bounds(bounds, k: int, u: float) -> tuple[tuple[float, float], floa
 
 LAW_DRAWS = 200
 LAW_OUTER = 10  # second-level curves of the bias correction
+LAW_SEED = 20261126
 
 
 def release_law_stderr(res, qs, draws: int = LAW_DRAWS) -> np.ndarray | None:
@@ -281,9 +282,10 @@ def release_law_stderr(res, qs, draws: int = LAW_DRAWS) -> np.ndarray | None:
     return _law_spread(r1.var(axis=0, ddof=1), v2)
 
 
-def _noise_draws(res, draws: int) -> np.ndarray | None:
+def _noise_draws(res, draws: int, seed: int = LAW_SEED) -> np.ndarray | None:
     """``draws`` fixed-seed draws of the released curve's noise (F units, one row each) from the tree's
-    public noise law; ``None`` without a central tree's noise model."""
+    public noise law; ``None`` without a central tree's noise model.  (``seed``: the law's own draws
+    are fixed; tests draw the law at the data's curve afresh.)"""
     nm = res.estimate.details.get("noise_model")
     mech = None if nm is None else nm.get("mechanism")
     if mech is None or not hasattr(mech, "noise_to_statistic"):
@@ -297,7 +299,7 @@ def _noise_draws(res, draws: int) -> np.ndarray | None:
     # estimate at a noiseless statistic (any consistent one: a flat curve at n)
     stat = base.statistic(np.full(base.n_points, n if n is not None else 0, dtype=np.int64))
     ref = base.estimate_counts(stat, n)[:k]
-    gen = np.random.default_rng(20261126)
+    gen = np.random.default_rng(seed)
     noise = _dlap_sim(gen, float(base.scale), (draws, shares, base.n_nodes)).sum(axis=1)
     E = np.empty((draws, k))
     for r in range(draws):
