@@ -75,13 +75,13 @@ MODELS = {
 CORNERS = [(300, 0.5), (300, 2.0), (5000, 0.5), (5000, 2.0), (1000, 1.0)]
 # seeds per cell are capped where one release takes seconds (simulated messages, isotonic re-noising)
 RUNS_CAP = {
-    ("roc_curve", "central"): 20,
-    ("roc_curve", "secure"): 15,
-    ("roc_curve", "local"): 15,
+    ("roc_curve", "central"): 60,
+    ("roc_curve", "secure"): 60,
+    ("roc_curve", "local"): 400,  # ~25 ms per release (was 15)
     ("quantiles", "shuffle"): 10,
     ("quantiles", "local"): 400,  # milliseconds per release (was 30): as the cheap pairs
-    ("frequencies", "shuffle"): 20,
-    ("range_counts", "shuffle"): 20,
+    ("frequencies", "shuffle"): 100,
+    ("range_counts", "shuffle"): 100,
 }
 SMOKE = {(300, 1.0)}
 # ... and run at two opposite corners only
