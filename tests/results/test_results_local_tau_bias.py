@@ -3,7 +3,8 @@
 Binning into k equal cells per variable changes tau-b (ties inside a cell, and tau-b's tie
 correction): on Gaussian-copula data with uniform margins the bias is 0 at k = 2 and 0.04-0.054 at
 k = 3-8, decaying slowly.  The plan states it, and its stderr at non-tie fractions ½ (the best case,
-independent uniform data, is ``best_case``); the release adds it to the interval in quadrature.
+independent uniform data, is ``best_case``); the release adds it to the interval in quadrature,
+scaled by the released joint histogram's distance from the uniform product.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from scipy.special import ndtri
 from scipy.stats import multivariate_normal
 
 import privstats
-from privstats.stats.pairwise.local_quantized import _tau_b_bin_bias
+from privstats.stats.pairwise.local_quantized import TAU_BIAS_RAMP, _tau_b_bias_scale, _tau_b_bin_bias
 
 
 def _binned_tau_b(rho: float, k: int) -> float:
@@ -51,4 +52,8 @@ def test_plan_states_the_bias_and_the_range_over_non_tie_fractions():
     g = np.random.default_rng(0)
     x, z = g.random(500), g.random(500)
     est = privstats.kendall_tau(x, z, epsilon=2.0, model="local", bounds=(0, 1), bins=4, rng=1)
-    assert est.details["bias_bound"] == _tau_b_bin_bias(4) and est.details["bias_rule"] == "quadrature"
+    # the release scales the bias by the released joint histogram's χ² distance from the uniform product
+    d = 16 * est.details["same_cell"] - 1
+    B = _tau_b_bias_scale()
+    assert est.details["bias_bound"] == B * min(max(d / TAU_BIAS_RAMP, 0.0), 1.0)
+    assert 0 <= est.details["bias_bound"] <= B and est.details["bias_rule"] == "quadrature"

@@ -236,20 +236,44 @@ def kendall_tau_quantized(c: Call) -> Release:
     orc = _pick_oracle(c.oracle, n, epsilon, k * k)
     _check_structured(k * k, "bins", orc)
     A = K.KendallOperator(k, k)
-    extra: tuple[Any, ...] = K.kendall_tie_operators(k, k) if c.variant == "b" else ()
+    extra: tuple[Any, ...] = (*K.kendall_tie_operators(k, k), _same_cell(k)) if c.variant == "b" else ()
     proto, ta, va, extras = _run_quantized(A, cat, epsilon, orc, c.rng, extra)
     params = {"bins": k, "categories": k * k, "oracle": orc, "variant": c.variant}
     if c.variant == "a":
         return Release(ta, va, params, bits=proto.bits_per_user)
-    (ny, _, S), (nz, _, _) = extras
+    (ny, _, S), (nz, _, _), (same, _, _) = extras
     value, draws, guards = _tau_b_guarded(proto, A, extra, S, n, np.array([ta, ny, nz]), c.rng)
     var = float(np.var(draws, ddof=1))
     details: dict[str, Any] = {"tau_a": ta, "nontie_x": ny, "nontie_y": nz, "nontie_guards": guards}
-    # the binned tau-b's bias (Gaussian-copula scale, public: k only) in quadrature: the plain interval
-    # covered 0.87-0.92 in 5 of 20 real cells at k = 3-5 (issue 26)
-    b = _tau_b_bin_bias(k)
+    details["same_cell"] = min(max(same, 0.0), 1.0)
+    # the binned tau-b's bias in quadrature (issue 26: the plain interval covered 0.87-0.92 in 5 of 20
+    # real cells).  Scale: the Gaussian copula's worst case over ρ and k, ramped by k²·ŝ − 1 (ŝ: the
+    # released same-cell pair share), the joint histogram's χ² distance from the uniform product; 0 at
+    # independent uniform data, where binning adds no bias
+    b = _tau_b_ramped_bias(details["same_cell"], k)
     details.update(bias_bound=b, bias_rule="quadrature", ci_fn=_tau_b_ci(value, draws, b))
     return Release(value, var, params, bits=proto.bits_per_user, details=details)
+
+
+#: the χ² distance k²·ŝ − 1 at which the bias scale reaches its full value :func:`_tau_b_bias_scale`
+#: (0 at independent uniform data; 0.5-4.5 on every real cell of issue 26)
+TAU_BIAS_RAMP = 0.5
+
+
+@functools.cache
+def _tau_b_bias_scale() -> float:
+    """max over k = 3..16 of :func:`_tau_b_bin_bias` (≈ 0.054, public), computed once."""
+    return max(_tau_b_bin_bias(j) for j in range(3, 17))
+
+
+def _tau_b_ramped_bias(same: float, k: int) -> float:
+    """:func:`_tau_b_bias_scale` times min(1, max(0, (k²·same − 1)/:data:`TAU_BIAS_RAMP`))."""
+    return _tau_b_bias_scale() * min(max((k * k * same - 1) / TAU_BIAS_RAMP, 0.0), 1.0)
+
+
+def _same_cell(k: int) -> K.KronOperator:
+    """I[x cell = x' cell and y cell = y' cell] on the k×k grid: the share of pairs sharing a cell."""
+    return K.KronOperator(k, k, [(1.0, K.StepOperator(k, 0, 1, 0), K.StepOperator(k, 0, 1, 0))])
 
 
 def _tau_b_ci(t: float, draws: np.ndarray, b: float):
