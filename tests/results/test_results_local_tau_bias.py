@@ -47,7 +47,8 @@ def test_bin_bias_matches_the_bivariate_normal_cdf(k):
 def test_plan_states_the_bias_and_the_range_over_non_tie_fractions():
     best = privstats.plan("kendall_tau", n=5000, epsilon=2.0, model="local", warn=False).best
     k = best.params["bins"]
-    assert k > 2 and best.bias == _tau_b_bin_bias(k)
+    # the plan states the bias scale the release's interval allows on data not independent-uniform
+    assert k > 2 and best.bias == _tau_b_bias_scale() >= _tau_b_bin_bias(k)
     assert best.best_case < best.stderr
     g = np.random.default_rng(0)
     x, z = g.random(500), g.random(500)

@@ -157,9 +157,11 @@ def _plan_tau_local(*, n, epsilon, bins=None, oracle="auto", **_):
     tau-b divides tau-a by √(ν_x ν_y), the binned non-tie fractions: 1 − 1/k at uniform margins (the
     best case, ``best_case``), lower on real data (0.3-0.75 per variable on the four real sets, 0.01-0.2
     on a peaked one), so the stated stderr takes ν = ½ per variable (the planner was 0.31-0.45x the RMSE
-    in 9 of 20 real cells at 1 − 1/k, issue 26); with the bias :func:`_tau_b_bin_bias` (Gaussian-copula
-    data with uniform margins, worst over the correlation) in quadrature.  It is not a worst case:
-    public parameters bound neither ν (a variable in one bin has ν = 0) nor the bias on skewed margins."""
+    in 9 of 20 real cells at 1 − 1/k, issue 26); with the bias scale the release allows on data that
+    are not independent and uniform, :func:`_tau_b_bias_scale` (Gaussian-copula data with uniform
+    margins, worst over the correlation and k), in quadrature; 0 at the best case.  It is not a worst
+    case: public parameters bound neither ν (a variable in one bin has ν = 0) nor the bias on skewed
+    margins."""
     k = bins or _kendall_bins(n, epsilon)
     orc = _pick_oracle(oracle, n, epsilon, k * k)
     if k * k > _max_categories(orc):
@@ -167,12 +169,13 @@ def _plan_tau_local(*, n, epsilon, bins=None, oracle="auto", **_):
     proto = QuantizedUStat(K.KendallOperator(k, k), epsilon, orc)
     sd_a = math.sqrt(max(proto.conditional_variance(np.full(k * k, n / (k * k))), 0.0))
     nontie = 1 - 1 / k  # tau-b divides by √(non-tie x · non-tie y) = 1 − 1/k
-    b = _tau_b_bin_bias(k)
+    b = _tau_b_bias_scale()  # as the release's interval (:func:`_tau_b_ramped_bias`) on real data
     # the released tau-b is clipped into [−1, 1], so no data shape makes it off by more than 2
     worst = min(math.hypot(sd_a / _tau_guard_at_uniform(proto, k, n), b), 2.0)
     note = (
         f"stderr at non-tie fractions ½ (real binned data: 0.3-0.75) plus the bias ±{b:.2g} of binned "
-        f"tau-b on Gaussian-copula data; {sd_a / nontie:.3g} at independent uniform data (the best case); "
+        f"tau-b on Gaussian-copula data; {sd_a / nontie:.3g} at independent uniform data (the best case, "
+        "no bias); "
         f"with the data's non-tie fractions ν_x, ν_y the noise is {sd_a:.3g}/√(ν_x ν_y); over data shapes "
         f"from {sd_a / nontie:.3g} (uniform margins) to {worst:.3g} (non-tie fractions at the release's "
         "guard, one noise sd: a peaked variable)"
