@@ -9,14 +9,33 @@ pairs), since predictions use public parameters only.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
 
 import numpy as np
+import pytest
 
 import privstats
+
+
+def coverage_real_experiment() -> ModuleType:
+    """``experiments/coverage_real.py`` loaded as a module (skips outside a source checkout or without
+    the real data sets' packages)."""
+    path = Path(__file__).resolve().parents[2] / "experiments" / "coverage_real.py"
+    if not path.is_file():
+        pytest.skip("not a source checkout")
+    pytest.importorskip("sklearn")
+    pytest.importorskip("statsmodels")
+    spec = importlib.util.spec_from_file_location("coverage_real", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @dataclass

@@ -15,7 +15,7 @@ import pytest
 from privstats.estimate import Estimate, laplace_normal_halfwidth
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from harness import BUILDERS, coverage, coverage_law
+from harness import BUILDERS, coverage, coverage_law, coverage_real_experiment
 
 
 def test_laplace_normal_halfwidth_is_the_exact_quantile():
@@ -122,16 +122,7 @@ LOCAL_400 = {"auc", "kendall_tau", "gini_mean_difference", "gini_coefficient"}
 
 @pytest.mark.slow
 def test_real_data_coverage_stderr_and_bias():
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "experiments" / "coverage_real.py"
-    if not path.is_file():
-        pytest.skip("not a source checkout")
-    pytest.importorskip("statsmodels")
-    spec = importlib.util.spec_from_file_location("coverage_real", path)
-    R = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(R)
+    R = coverage_real_experiment()
     bad = []
     for stat, models in R.MODELS.items():
         for model in models:

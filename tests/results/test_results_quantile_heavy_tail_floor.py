@@ -12,28 +12,17 @@ these cells at a floor of seeds (``RUNS_FLOOR`` in experiments/coverage_real.py)
 from __future__ import annotations
 
 import importlib
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
+from harness import coverage_real_experiment
 
 Q = importlib.import_module("privstats.stats.distribution.quantiles")
 CELL = {"data": "fair", "n": 5000, "eps": 0.5, "stat": "quantiles"}
 
 
-def _coverage_real():
-    path = Path(__file__).resolve().parents[2] / "experiments" / "coverage_real.py"
-    if not path.is_file():
-        pytest.skip("not a source checkout")
-    spec = importlib.util.spec_from_file_location("coverage_real_floor", path)
-    R = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(R)
-    return R
-
-
 def test_heavy_tailed_cells_run_at_their_floor_and_no_other_cell_moves():
-    R = _coverage_real()
+    R = coverage_real_experiment()
     for model in ("central", "secure"):
         assert R.cell_runs({**CELL, "model": model}, 100) >= 2000
     # every other cell keeps the requested count, or its cap
@@ -48,7 +37,7 @@ def test_the_floor_sees_the_rare_move_that_100_seeds_miss():
     noise each: 20,000 releases) moves q = 0.75 off its cell at a rate p; 100 seeds expect 100p < 1.5
     moves, the floor at least 10.  Tolerance: 5 binomial sd of p over 20,000 draws."""
     pytest.importorskip("statsmodels")
-    R = _coverage_real()
+    R = coverage_real_experiment()
     d, _ = R.subsample(R.load("fair"), 5000, seed=5000)
     x = np.sort(d["x"].astype(float))
     k = Q.tree_grid("central", 5000, 0.5, None)

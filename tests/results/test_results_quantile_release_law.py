@@ -12,10 +12,10 @@ spread of Algorithm 1 re-run on the released curve plus draws of the mechanism's
 from __future__ import annotations
 
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
+from harness import coverage_real_experiment
 
 import privstats
 from privstats.stats.distribution.quantiles import release_law_stderr
@@ -101,26 +101,13 @@ def test_release_law_is_post_processing():
     assert a is not None and np.array_equal(a, b) and np.all(a > 0)
 
 
-def _coverage_real():
-    import importlib.util
-
-    path = Path(__file__).resolve().parents[2] / "experiments" / "coverage_real.py"
-    if not path.is_file():
-        pytest.skip("not a source checkout")
-    pytest.importorskip("statsmodels")
-    spec = importlib.util.spec_from_file_location("coverage_real_law", path)
-    R = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(R)
-    return R
-
-
 @pytest.mark.parametrize("n, eps", [(300, 2.0), (5000, 0.5)])
 def test_randhie_stderr_ratio_in_band(n, eps):
     """The two central cells of the real-data table whose stderr was out of band, re-run as the table runs
     them (100 seeds): randhie's lpi, q = 0.25 sits 2-7 points above a block of zeros with a sparse
     stretch between; the band's half-width read 1.59x and 1.85x the spread.  The bar is the issue's
     [0.7, 1.5] (the measured sd's sampling error at 100 runs is ~10%)."""
-    R = _coverage_real()
+    R = coverage_real_experiment()
     r = R.run_cell({"data": "randhie", "n": n, "eps": eps, "stat": "quantiles", "model": "central"}, 100)
     assert 0.7 <= r["stderr_ratio"] <= 1.5, r["stderr_ratio"]
     assert r["coverage"] >= 0.93 - 2 * np.sqrt(0.95 * 0.05 / 100)

@@ -15,28 +15,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
+from harness import coverage_real_experiment
 
 import privstats
 from privstats.plan import UselessResultWarning
 from privstats.stats.distribution.calibration import _hl_dispersion
-
-
-def _experiment():
-    path = Path(__file__).resolve().parents[2] / "experiments" / "coverage_real.py"
-    if not path.is_file():
-        pytest.skip("not a source checkout")
-    pytest.importorskip("sklearn")
-    spec = importlib.util.spec_from_file_location("coverage_real_h4", path)
-    R = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(R)
-    return R
 
 
 def test_hl_dispersion_is_one_for_a_calibrated_model_and_grows_with_lack_of_fit():
@@ -47,7 +35,7 @@ def test_hl_dispersion_is_one_for_a_calibrated_model_and_grows_with_lack_of_fit(
 
 @pytest.mark.parametrize("eps", [0.5, 2.0])
 def test_hl_central_covers_on_resampled_breast_cancer(eps):
-    R = _experiment()
+    R = coverage_real_experiment()
     cell = {"data": "breast_cancer", "n": 5000, "eps": eps, "stat": "hosmer_lemeshow", "model": "central"}
     r = R.run_cell(cell, 100)
     tol = 3 * math.sqrt(0.95 * 0.05 / r["runs"])
