@@ -142,9 +142,10 @@ def auc_quantized(c: Call) -> Release:
     # the shared-cell pair share over 3k, which is 1/(3k²) at the planner's uniform histograms and grows
     # where both classes crowd one cell (randhie at n = 300, ε = 0.5: bias 1.75 · 1/(3k²), coverage
     # 0.8925 at 1/(3k²), 0.9525 at this scale; 400 seeds).
-    bias = _auc_linear_family_bias(k) if t == "half" else 0.5 / k
     if sm == "linear":
         bias = _auc_cell_pair_bias(proto.model.debias(sp), proto.model.debias(sn), sp.n, sn.n)
+    else:
+        bias = _auc_linear_family_bias(k) if t == "half" else 0.5 / k
     details = {"bias_bound": bias, **({"bias_rule": "quadrature"} if sm == "linear" else {})}
     return Release(value, var, params, bits=proto.bits_per_user, details=details)
 
