@@ -34,7 +34,9 @@ def _deep_block_releases(model: str):
         ests = [
             privstats.quantiles(x, Q, epsilon=0.5, bounds=(17.0, 42.0), model=model, rng=s) for s in range(15)
         ]
-    assert ests[0].params["grid_points"] == 1024 and "release law" in ests[0].params["stderr_method"]
+    # n = 5,000, ε = 0.5: nε/8 = 312 central cells, nε/2 = 1,250 secure (powers of two)
+    assert ests[0].params["grid_points"] == {"central": 256, "secure": 1024}[model]
+    assert "release law" in ests[0].params["stderr_method"]
     xs = np.sort(x)
     exact = np.array([xs[int(np.ceil(q * x.size)) - 1] for q in Q])
     lo, hi = (np.array(v) for v in zip(*(e.ci() for e in ests), strict=True))
@@ -46,10 +48,10 @@ def test_central_stderr_is_the_rounding_alone_deep_inside_tied_blocks():
     """The release of a quantile 10 sd inside a tied block never leaves the tied value's cell (p < 10⁻⁵
     at 10 sd of the tree's Laplace-tailed noise), so its spread is the rounding to the cell's midpoint
     alone: on the central tree's dithered grid (a public uniform shift per release) that is uniform over
-    the cell, sd cell/√12 (cell = 25/1023 here).  The law's part beyond the rounding is (far) under a
+    the cell, sd cell/√12 (cell = 25/255 here).  The law's part beyond the rounding is (far) under a
     tenth of a cell."""
     V, S, exact = _deep_block_releases("central")
-    cell = 25.0 / 1023
+    cell = 25.0 / 255
     assert np.all(np.abs(V - exact) <= cell / 2 + 1e-9), V - exact  # never leaves the value's cell
     assert np.all(np.abs(S**2 - cell**2 / 12) < (cell / 10) ** 2), S
 

@@ -107,9 +107,9 @@ def quantiles(
     and ``"local"`` use the tree method over secure aggregation or local hierarchies.
 
     ``grid``: the tree's cells of the bounds (its release is a cell's midpoint); by default a power of
-    two near nε/2 when n is public (central, secure: :func:`tree_grid`), else 4096; the central grid is
-    dithered (:func:`dithered_bounds`): a tied value's rounding is noise, not a fixed offset.  The
-    secure grid is the task's public one (a served DAP task fixes its cells), so it is not.
+    two near nε/8 (central) or nε/2 (secure) when n is public (:func:`tree_grid`), else 4096; the
+    central grid is dithered (:func:`dithered_bounds`): a tied value's rounding is noise, not a fixed
+    offset.  The secure grid is the task's public one (a served DAP task fixes its cells), so it is not.
 
     Uncertainty: ``est.ci(level)`` inverts the pointwise band of a raw private ECDF (the
     tree's own curve; for the exponential mechanisms a separate central ECDF with
@@ -454,24 +454,27 @@ def _tree_quantile_rmse(model: str, n: int, epsilon: float, grid: int, qs: tuple
 
 
 def tree_grid(model: str, n: int | None, epsilon: float, grid: int | None) -> int:
-    """The tree's grid: ``grid`` when given, else (central, secure, n public) a power of two near nε/2
-    (16..4096), else 4096.
+    """The tree's grid: ``grid`` when given, else (n public) a power of two near nε/8 (central) or nε/2
+    (secure), 16..4096, else 4096.
 
     A finer grid rounds less but its tree is taller (more noise per threshold): the simulated RMSE at
     uniform data (:func:`_tree_quantile_rmse`, n = 300..10⁵, ε = 0.5..2) is least at about nε/8 cells,
-    and 4096 cells cost 1.4-1.9x that at nε <= 2500.  But for fixed data the rounding is a bias (the
-    sample quantile's place in its cell does not change between releases): at nε/8 it reached 1.1-1.5 sd
-    on the real sets of issue 26, so the grid is 4x finer than that.  Measured there (100 seeds, central):
-    RMSE 1.4-2x below 4096 cells at nε <= 1000 (breast cancer n = 300, ε = 0.5: 1.59 → 0.79), with the
-    interval, stderr and bias in band as often as at 4096.  ``n`` is public only under replace-one
-    neighbours (``None`` otherwise: 4096).  The local tree keeps 4096 (its simulation takes seconds per
-    grid).
+    and 4096 cells cost 1.4-1.9x that at nε <= 2500.  On a fixed grid the rounding is a bias for fixed
+    data (a tied value's place in its cell does not change between releases): at nε/8 it reached
+    1.1-1.5 sd on the real sets of issue 26, so the secure grid (the DAP task's fixed cells) is 4x
+    finer.  The central grid is dithered (:func:`dithered_bounds`), its rounding unbiased noise, so it
+    takes the optimum; the finer grid there cost a stderr 2.2-3.3x too large on tied data (fair at
+    n = 5,000, ε = 0.5: the taller tree's noise moved q = 0.75 off a tied value's cell, far and in
+    0.5% of releases, a tail one release overstates; 0.025% at nε/8) and 0.42-0.97x the RMSE.
+    ``n`` is public only under replace-one neighbours (``None`` otherwise: 4096).  The local tree
+    keeps 4096 (its simulation takes seconds per grid).
     """
     if grid is not None:
         return int(grid)
     if n is None or model not in ("central", "secure"):
         return 4096
-    return int(min(4096, max(16, 1 << round(math.log2(max(n * epsilon / 2.0, 1.0))))))
+    cells = n * epsilon / (8.0 if model == "central" else 2.0)
+    return int(min(4096, max(16, 1 << round(math.log2(max(cells, 1.0))))))
 
 
 def _plan_quantiles_tree(model: str, *, n, epsilon, bounds=None, grid=None, q=(0.5,), **_) -> Option:
