@@ -1,9 +1,13 @@
 """The DAP release is the in-process secure release: for the same noise draws, the collector's
 opening of the two noisy Prio3 aggregate shares equals ``release_in_process`` exactly, so the two
 paths are equal in law (each aggregator's noise share is ``server_noise``, exact, OS CSPRNG when
-``rng`` is None); and without noise both equal ``privstats.*(model="secure")``."""
+``rng`` is None); and without noise both equal ``privstats.*(model="secure")``.  A quantiles task's
+grid is dithered by a shift drawn when the task is made, as the in-process release draws one per call."""
 
 from __future__ import annotations
+
+import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -37,7 +41,8 @@ def _data(statistic, n=3000):
     [("ecdf", "binary"), ("ecdf", "auto"), ("quantiles", "auto"), ("hosmer_lemeshow", "auto")],
 )
 def test_dap_opening_equals_in_process_release(statistic, method):
-    spec = SecureSpec(statistic, epsilon=1.0, bounds=(0, 1), grid=63, method=method)
+    shift = 0.37 if statistic == "quantiles" else None  # a quantiles task's grid is dithered
+    spec = SecureSpec(statistic, epsilon=1.0, bounds=(0, 1), grid=63, method=method, shift=shift)
     x, y = _data(statistic)
     hist = np.bincount(spec.cells(x, y).ravel(), minlength=spec.length)
     leader, helper = _shares(spec, hist, 2)
@@ -51,6 +56,7 @@ def test_dap_opening_equals_in_process_release(statistic, method):
         np.testing.assert_allclose(ours.stderr, ref.stderr, rtol=0, atol=1e-12)
     elif statistic == "quantiles":
         np.testing.assert_array_equal(ours.value, ref.value)
+        assert ours.params["grid_shift"] == ref.params["grid_shift"] == pytest.approx(0.37 / 62)
     else:
         assert ours.details["H_plain"] == pytest.approx(ref.details["H_plain"], abs=1e-12)
         assert ours.stderr == pytest.approx(ref.stderr, abs=1e-12)
@@ -98,12 +104,55 @@ def test_noiseless_opening_equals_the_in_process_secure_statistics():
     _, _, _, rref = privstats.roc_curve(y, x, epsilon=1e6, labels="private", model="secure", grid=64, rng=2)
     assert est.value == pytest.approx(rref.value, abs=1e-9)
     assert est.details["auc_raw"] == pytest.approx(rref.details["auc_raw"], abs=1e-9)
-    qspec = SecureSpec("quantiles", epsilon=1e6, bounds=(0, 1), grid=256)
-    q = release_in_process(qspec, x, rng=3, q=[0.25, 0.5, 0.9])
     qref = privstats.quantiles(
         x, [0.25, 0.5, 0.9], epsilon=1e6, bounds=(0, 1), grid=256, model="secure", rng=4
     )
-    assert np.allclose(q.value, qref.value)
+    # the in-process release drew its grid's shift from rng; a task with that shift releases the same
+    # points, and the served opening's stderr is the same release law plus the rounding's cell²/12
+    qspec = SecureSpec(
+        "quantiles", epsilon=1e6, bounds=(0, 1), grid=256, shift=qref.params["grid_shift"] * 255
+    )
+    q = release_in_process(qspec, x, rng=3, q=[0.25, 0.5, 0.9])
+    assert np.allclose(q.value, qref.value, rtol=0, atol=1e-9)
+    assert not np.allclose(
+        q.value, release_in_process(replace(qspec, shift=None), x, q=[0.25, 0.5, 0.9]).value
+    )
+    hist = np.bincount(qspec.cells(x).ravel(), minlength=qspec.length)
+    opened = noisy_statistic(qspec, hist, rng=3)
+    served = open_result(
+        qspec, opened % FIELD_MODULUS, np.zeros(opened.size, np.uint64), x.size, q=[0.25, 0.5, 0.9]
+    )
+    np.testing.assert_allclose(served.stderr, qref.stderr, rtol=1e-9)
+    assert np.all(served.stderr >= (1 - 1e-9) * qspec.cell_width / np.sqrt(12))
+
+
+def test_quantiles_task_draws_its_grid_shift_once():
+    """A quantiles task's shift is drawn from the OS CSPRNG when it is made (two tasks: two shifts), is
+    public in its params and survives the task's JSON; the other statistics' grids are not shifted."""
+    from privstats.services.dap.task import DapTask, new_dap_task
+    from privstats.services.tasks import Task
+
+    kw = {"bounds": (17, 42), "grid": 64, "epsilon": 1.0, "min_batch": 10}
+    tasks = [new_dap_task("quantiles", **kw)[0] for _ in range(2)]
+    shifts = [t.params["shift"] for t in tasks]
+    assert shifts[0] != shifts[1] and all(0.0 <= u < 1.0 for u in shifts)
+    back = DapTask.from_task(Task.from_dict(json.loads(tasks[0].to_json())))
+    spec = back.spec
+    assert spec.shift == shifts[0] and SecureSpec.from_dict(spec.to_dict()) == spec
+    # the grid: 64 cells of 25/63 from 17 - shift·25/63, so they cover the bounds at any shift
+    assert spec.bounds == (17.0, 42.0) and spec.cell_width == pytest.approx(25 / 63)
+    assert spec.thresholds[0] - spec.cell_width == pytest.approx(17.0 - spec.shift * 25 / 63)
+    assert spec.thresholds[-1] >= 42.0 and spec.length == 65  # the Prio3Histogram length is unchanged
+    assert back.vdaf_config["length"] == 65
+    with pytest.raises(ValueError, match="values"):
+        spec.cells([42.5])  # clients' values are still checked against the task's bounds
+    for statistic in ("ecdf", "roc", "hosmer_lemeshow"):
+        t = new_dap_task(statistic, **{**kw, "bounds": (0, 1)})[0]
+        assert "shift" not in t.params and DapTask.from_task(t).spec.shift is None
+    with pytest.raises(ValueError, match="shift"):
+        SecureSpec("ecdf", epsilon=1.0, bounds=(0, 1), grid=8, shift=0.5)
+    with pytest.raises(ValueError, match="shift"):
+        SecureSpec("quantiles", epsilon=1.0, bounds=(0, 1), grid=8, shift=1.0)
 
 
 def test_error_matches_the_exact_variance():

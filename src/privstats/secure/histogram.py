@@ -63,6 +63,13 @@ class SecureSpec:
     or ``"hosmer_lemeshow"`` (the same over predicted probabilities, bounds within [0, 1]; see
     :mod:`privstats.secure.hosmer_lemeshow`).
 
+    ``shift`` (``"quantiles"`` only): the grid's public dither, a fraction u in [0, 1) of a cell drawn
+    when the task is made (:func:`~privstats.services.dap.task.new_dap_task`, the OS CSPRNG).  The grid
+    is then ``grid`` cells of width (hi - lo)/(grid - 1) from lo - u·width
+    (:func:`~privstats.cdf.tree.dithered_bounds`, as the central tree's), so a tied value's place in its
+    cell is uniform over tasks and the release's rounding to the cell midpoint is unbiased noise; the
+    clients' values are still checked against ``bounds``, and the Prio3Histogram length is unchanged.
+
     >>> SecureSpec("roc", epsilon=1.0, bounds=(0, 1), grid=7).length  # 2 classes x (7 + 1) cells
     16
     """
@@ -74,6 +81,7 @@ class SecureSpec:
     method: str = "auto"
     neighbours: str = "replace"
     smoothing: str | None = None
+    shift: float | None = None
 
     def __post_init__(self):
         from privstats.validation import check_bounds, check_choice, check_epsilon, check_positive_int
@@ -82,6 +90,8 @@ class SecureSpec:
         check_epsilon(self.epsilon)
         object.__setattr__(self, "bounds", tuple(float(b) for b in check_bounds(self.bounds)))
         check_positive_int(self.grid, "grid")
+        if self.shift is not None:
+            self._check_shift()
         check_choice(self.neighbours, "neighbours", ("replace", "add-remove"))
         if self.statistic in _LABELLED and self.neighbours != "add-remove":
             object.__setattr__(self, "neighbours", "add-remove")
@@ -90,11 +100,35 @@ class SecureSpec:
                 f"bounds: hosmer_lemeshow takes probabilities, bounds within [0, 1], got {self.bounds}"
             )
 
+    def _check_shift(self) -> None:
+        if self.statistic != "quantiles":
+            raise ValueError(f"shift: only quantiles tasks dither their grid, not {self.statistic!r}")
+        u = self.shift
+        if isinstance(u, bool) or not isinstance(u, (int, float)) or not 0.0 <= float(u) < 1.0:
+            raise ValueError(f"shift must be a fraction of a cell in [0, 1), got {u!r}")
+        if self.grid < 2:
+            raise ValueError("shift: a dithered grid needs grid >= 2")
+        object.__setattr__(self, "shift", float(u))
+
+    @property
+    def grid_bounds(self) -> tuple[float, float]:
+        """The grid's span: ``bounds``, or with a ``shift`` the dithered cells' (containing ``bounds``)."""
+        if self.shift is None:
+            return self.bounds
+        from privstats.cdf.tree import dithered_bounds
+
+        return dithered_bounds(self.bounds, self.grid, self.shift)[0]
+
+    @property
+    def cell_width(self) -> float:
+        lo, hi = self.grid_bounds
+        return (hi - lo) / self.grid
+
     @property
     def thresholds(self) -> np.ndarray:
         from privstats.cdf.tree import uniform_grid
 
-        return uniform_grid(self.bounds, self.grid)
+        return uniform_grid(self.grid_bounds, self.grid)
 
     @property
     def internal(self) -> np.ndarray:
@@ -143,7 +177,7 @@ class SecureSpec:
         return cell[:, None]
 
     def to_dict(self) -> dict:
-        return {
+        d = {
             "statistic": self.statistic,
             "epsilon": self.epsilon,
             "bounds": list(self.bounds),
@@ -152,6 +186,7 @@ class SecureSpec:
             "neighbours": self.neighbours,
             "smoothing": self.smoothing,
         }
+        return d if self.shift is None else {**d, "shift": self.shift}
 
     @classmethod
     def from_dict(cls, d: dict) -> SecureSpec:
@@ -163,6 +198,7 @@ class SecureSpec:
             method=d.get("method", "auto"),
             neighbours=d.get("neighbours", "replace"),
             smoothing=d.get("smoothing"),
+            shift=d.get("shift"),
         )
 
 
@@ -288,10 +324,12 @@ def _open_quantiles(spec: SecureSpec, noisy: np.ndarray, n: int, q, meta: dict):
         raise ValueError("q must be probabilities in [0, 1]")
     res = open_curve(spec, noisy, n, spec.smoothing or "isotonic")
     params = {**res.estimate.params, "method": "tree", "q": qs.tolist()}
-    cell = (spec.bounds[1] - spec.bounds[0]) / np.asarray(spec.thresholds).size
+    cell = spec.cell_width
+    if spec.shift is not None:
+        params["grid_shift"] = spec.shift * cell  # in value units, as privstats.quantiles reports it
     return Estimate(
         np.asarray(res.quantile(qs)) - cell / 2,  # the cell's midpoint, as privstats.quantiles releases
-        stderr=None,
+        stderr=None,  # the release law's (privstats.services.opening.open_result: the statistics layer)
         guarantee=res.estimate.guarantee,
         model="secure",
         protocol="ecdf-tree+algorithm1",

@@ -48,7 +48,8 @@ def open_result(
 ):
     """The statistic from the two noisy shares (elements mod 2^61 - 1, arrays or little-endian bytes).
 
-    ``ecdf`` → :class:`~privstats.cdf.result.PrivateECDF`; ``quantiles`` → an Estimate at ``q``;
+    ``ecdf`` → :class:`~privstats.cdf.result.PrivateECDF`; ``quantiles`` → an Estimate at ``q`` (its
+    stderr the release law's, as ``privstats.quantiles(model="secure")``);
     ``roc`` → ``(fpr, tpr, thresholds, estimate)`` with the AUC and its stderr, as
     :func:`privstats.roc_curve`; ``hosmer_lemeshow`` → an Estimate of H over ``groups`` groups
     (``rng`` seeds its bootstrap).  ``n`` is the batch size.
@@ -61,9 +62,28 @@ def open_result(
     half = FIELD_MODULUS // 2
     opened = [(a + b) % FIELD_MODULUS for a, b in zip(lp, hp, strict=True)]
     noisy = np.array([v - FIELD_MODULUS if v > half else v for v in opened], dtype=np.int64)
+    if spec.statistic == "quantiles":
+        return _with_law_stderr(spec, open_histogram(spec, noisy, n, q=q, n_invalid=n_invalid))
     if spec.statistic != "roc":
         return open_histogram(spec, noisy, n, q=q, n_invalid=n_invalid, groups=groups, rng=rng)
     return _open_roc(spec, np.split(noisy, spec.n_parts), {"n_invalid": int(n_invalid)})
+
+
+def _with_law_stderr(spec: SecureSpec, est):
+    """The quantiles' stderr as ``privstats.quantiles(model="secure")`` gives it: the release law's spread
+    on the opened curve (:func:`privstats.stats.distribution.quantiles.release_law_stderr`), plus a
+    dithered grid's rounding, cell²/12."""
+    from dataclasses import replace
+
+    from privstats.stats.distribution.quantiles import LAW_DRAWS, release_law_stderr
+
+    law = release_law_stderr(est.details["curve"], np.asarray(est.params["q"], dtype=float))
+    if law is None:
+        return est
+    if spec.shift is not None:
+        law = np.sqrt(law**2 + spec.cell_width**2 / 12.0)
+    method = f"release law: {LAW_DRAWS} draws of the public noise on the released curve, bias-corrected"
+    return replace(est, stderr=law, params={**est.params, "stderr_method": method})
 
 
 def _open_roc(spec: SecureSpec, parts, meta: dict):

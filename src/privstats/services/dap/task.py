@@ -80,7 +80,9 @@ def new_dap_task(
     """A fresh DAP task and every party's secrets (keys and tokens from the OS CSPRNG).
 
     ``statistic`` is one of the secure model's (``ecdf``, ``quantiles``, ``roc``,
-    ``hosmer_lemeshow``); the Prio3Histogram length is the number of cells of its grid.
+    ``hosmer_lemeshow``); the Prio3Histogram length is the number of cells of its grid.  A quantiles
+    task's grid is dithered: its params carry ``shift``, a uniform fraction of a cell from the OS CSPRNG
+    (:class:`~privstats.secure.histogram.SecureSpec`), which every party reads from the task.
     """
     from privstats.secure.histogram import SecureSpec
     from privstats.services.dap.hpke import AEAD_AES128GCM, KDF_SHA256, KEM_X25519, generate_config
@@ -89,8 +91,15 @@ def new_dap_task(
         raise ValueError(f"time_precision must be a positive integer (seconds), got {time_precision!r}")
     _refusal_cap(max_refused_collections, "max_refused_collections")
     spec = SecureSpec(
-        statistic, epsilon=epsilon, bounds=tuple(bounds), grid=grid, method=method, neighbours=neighbours
+        statistic,
+        epsilon=epsilon,
+        bounds=tuple(bounds),
+        grid=grid,
+        method=method,
+        neighbours=neighbours,
     )
+    if spec.statistic == "quantiles" and spec.grid >= 2:
+        spec = replace(spec, shift=_grid_shift())
     task, secrets = new_task(
         statistic,
         model="secure",
@@ -123,6 +132,14 @@ def new_dap_task(
         "max_refused_collections": max_refused_collections,
     }
     return replace(task, protocol=PROTOCOL, params=spec.to_dict(), dap=dap), secrets
+
+
+def _grid_shift() -> float:
+    """A quantiles task's public grid shift, uniform on [0, 1) (53 bits of the OS CSPRNG), drawn once
+    when the task is made: the task's grid is fixed for its clients and the collector alike, and over
+    tasks a tied value's place in its cell is uniform, as under ``privstats.quantiles(model="secure")``,
+    which draws it per release (:func:`privstats.cdf.tree.dithered_bounds`)."""
+    return (int.from_bytes(os.urandom(8), "big") >> 11) / float(1 << 53)
 
 
 def _refusal_cap(value: Any, where: str) -> int:

@@ -11,7 +11,7 @@ import numpy as np
 
 from privstats.cdf.quantiles import OutputGrid, independent_exponential_quantiles, joint_exponential_quantiles
 from privstats.cdf.smoothing import smooth
-from privstats.cdf.tree import choose_mechanism, uniform_grid
+from privstats.cdf.tree import choose_mechanism, dithered_bounds, uniform_grid
 from privstats.estimate import Estimate
 from privstats.plan import Option, check_model
 from privstats.privacy.randomness import RNGLike, as_source
@@ -191,8 +191,9 @@ def tree_run(c: Call):
     """Algorithm 1 on the model's isotonic private ECDF; its raw curve's band gives the intervals."""
     k = tree_grid(c.model, c.n, c.epsilon, c.grid)
     bounds, rng, shift = c.bounds, c.rng, None
-    # central only: secure must equal the served DAP path in law, whose histogram cells the task fixes
-    if c.model == "central" and k >= 2:
+    # the central tree and the secure one (a served DAP task draws its shift when it is made:
+    # SecureSpec.shift, the same law) shift the grid by a public uniform fraction of a cell
+    if c.model in ("central", "secure") and k >= 2:
         src = as_source(c.rng)  # rng=None: the OS CSPRNG, and the ECDF draws its own from it
         rng = None if c.rng is None else src
         bounds, shift = dithered_bounds(c.bounds, k, float(src.random()))
@@ -224,24 +225,6 @@ def tree_run(c: Call):
         # the rounding to the cell's midpoint is uniform over the cell under the random shift
         law_se = None if law_se is None else np.sqrt(law_se**2 + cell**2 / 12.0)
     return values, "ecdf-tree+algorithm1", params, cost, (res.quantiles, res.raw, res.stderr, law_se)
-
-
-def dithered_bounds(bounds, k: int, u: float) -> tuple[tuple[float, float], float]:
-    """The tree's grid of ``k`` cells shifted by a uniform fraction ``u`` of a cell (dithered rounding).
-
-    Algorithm 1 releases a cell's midpoint.  On a fixed grid a tied value (an age, a block of zeros)
-    sits at a fixed place in its cell, so its release is off by the same amount in every run: a bias of
-    up to half a cell that no stderr covers, and the release hardly moves (1.1 sd in issue 26's table).
-    With the grid shifted by a public uniform draw the tied value's place in its cell is uniform, so the
-    rounding is unbiased noise of variance cell²/12 (dithered quantisation).  The cells are
-    (hi - lo)/(k - 1) wide so that k of them still cover the bounds at any shift; the shift is drawn
-    from the caller's generator and is data-independent (published as ``params["grid_shift"]``).
-    Returns the grid's bounds (containing ``bounds``) and the shift in value units.
-    """
-    lo, hi = bounds
-    h = (hi - lo) / (k - 1)
-    start = lo - u * h
-    return (start, start + k * h), u * h
 
 
 LAW_DRAWS = 200
