@@ -3,8 +3,8 @@
 
 q = 0.75 sits just under the end of age 32's block.  On a tall tree the noise moves the release off that
 cell rarely and far, so 100 seeds mostly see no move while the reported stderr's mean square is carried
-by its top 1% of runs, and the table's stderr ratio measures neither side.  The secure tree (the DAP
-task's fixed grid of about nε/2 cells) still does: the experiment runs that cell at a floor of seeds
+by its top 1% of runs, and the table's stderr ratio measures neither side.  The secure tree (a DAP
+task's grid of about nε/2 cells, dithered once per task) still does: the experiment runs that cell at a floor of seeds
 (``RUNS_FLOOR`` in experiments/coverage_real.py).  The central tree's dithered grid now has about nε/8
 cells; its shorter tree's noise moves the release 20x less often, and its stderr was 3.3x the exact
 law's sd on the nε/2 grid, 1.06x now.
