@@ -107,9 +107,9 @@ def quantiles(
     and ``"local"`` use the tree method over secure aggregation or local hierarchies.
 
     ``grid``: the tree's cells of the bounds (its release is a cell's midpoint); by default a power of
-    two near nε/8 (central) or nε/2 (secure) when n is public (:func:`tree_grid`), else 4096; the
-    central grid is dithered (:func:`dithered_bounds`): a tied value's rounding is noise, not a fixed
-    offset.  The secure grid is the task's public one (a served DAP task fixes its cells), so it is not.
+    two near nε/8 (central) or nε/2 (secure) when n is public (:func:`tree_grid`), else 4096; the grid
+    is dithered (:func:`dithered_bounds`, shift from ``rng``): a tied value's rounding is noise, not a
+    fixed offset.  (A served secure DAP task draws its shift once, when it is made: the same law.)
 
     Uncertainty: ``est.ci(level)`` inverts the pointwise band of a raw private ECDF (the
     tree's own curve; for the exponential mechanisms a separate central ECDF with
@@ -429,10 +429,9 @@ def _tree_quantile_rmse(model: str, n: int, epsilon: float, grid: int, qs: tuple
         else:
             F = mech.estimate_counts(stat + mech.noise_to_statistic(noise[r]), n)[:grid]
         errs[r] = inverse_ecdf(t, smooth(F / n, "isotonic"), q) - truth
-    # Algorithm 1 returns a cell's upper edge: the sample quantile sits uniformly inside that cell
     # the release is a cell's midpoint: the sample quantile sits uniformly inside that cell; the central
-    # grid is dithered (:func:`dithered_bounds`): k cells of width/(k - 1)
-    scale = grid / (grid - 1.0) if model == "central" and grid >= 2 else 1.0
+    # and secure grids are dithered (:func:`dithered_bounds`): k cells of width/(k - 1)
+    scale = grid / (grid - 1.0) if model in ("central", "secure") and grid >= 2 else 1.0
     return scale * float(np.sqrt(np.mean(errs**2) + 1.0 / (12.0 * grid**2)))
 
 
@@ -444,11 +443,13 @@ def tree_grid(model: str, n: int | None, epsilon: float, grid: int | None) -> in
     uniform data (:func:`_tree_quantile_rmse`, n = 300..10⁵, ε = 0.5..2) is least at about nε/8 cells,
     and 4096 cells cost 1.4-1.9x that at nε <= 2500.  On a fixed grid the rounding is a bias for fixed
     data (a tied value's place in its cell does not change between releases): at nε/8 it reached
-    1.1-1.5 sd on the real sets of issue 26, so the secure grid (the DAP task's fixed cells) is 4x
-    finer.  The central grid is dithered (:func:`dithered_bounds`), its rounding unbiased noise, so it
-    takes the optimum; the finer grid there cost a stderr 2.2-3.3x too large on tied data (fair at
-    n = 5,000, ε = 0.5: the taller tree's noise moved q = 0.75 off a tied value's cell, far and in
-    0.5% of releases, a tail one release overstates; 0.025% at nε/8) and 0.42-0.97x the RMSE.
+    1.1-1.5 sd on the real sets of issue 26, and 1.3 sd at nε/2 (randhie, n = 5,000, ε = 0.5).  Both
+    grids are now dithered (:func:`dithered_bounds`; a served secure task draws its shift when it is
+    made), their rounding unbiased noise.  The secure grid stays 4x finer (a coarser one was measured:
+    its stderr got worse); the central takes the optimum: the finer grid there cost a stderr 2.2-3.3x
+    too large on tied data (fair at n = 5,000, ε = 0.5: the taller tree's noise moved q = 0.75 off a
+    tied value's cell, far and in 0.5% of releases, a tail one release overstates; 0.025% at nε/8)
+    and 0.42-0.97x the RMSE.
     ``n`` is public only under replace-one neighbours (``None`` otherwise: 4096).  The local tree
     keeps 4096 (its simulation takes seconds per grid).
     """
