@@ -79,12 +79,11 @@ def dithered_bounds(bounds, k: int, u: float) -> tuple[tuple[float, float], floa
     Algorithm 1 releases a cell's midpoint.  On a fixed grid a tied value (an age, a block of zeros)
     sits at a fixed place in its cell, so its release is off by the same amount in every run: a bias of
     up to half a cell that no stderr covers, and the release hardly moves (1.1-1.3 sd in issue 26's
-    table).
-    With the grid shifted by a public uniform draw the tied value's place in its cell is uniform, so the
-    rounding is unbiased noise of variance cell²/12 (dithered quantisation).  The cells are
-    (hi - lo)/(k - 1) wide so that k of them still cover the bounds at any shift; the shift is drawn
-    from the caller's generator (the central release; a secure task's shift when the task is made) and is
-    data-independent (published as ``params["grid_shift"]``).
+    table).  With the grid shifted by a public uniform draw the tied value's place in its cell is
+    uniform, so the rounding is unbiased noise of variance cell²/12 (dithered quantisation).  The cells
+    are (hi - lo)/(k - 1) wide so that k of them still cover the bounds at any shift; the shift is
+    drawn from the caller's generator (per release; a served secure quantiles task's once, when it is
+    made) and is data-independent (published as ``params["grid_shift"]``).
     Returns the grid's bounds (containing ``bounds``) and the shift in value units.
     """
     lo, hi = bounds

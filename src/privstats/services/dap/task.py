@@ -91,12 +91,7 @@ def new_dap_task(
         raise ValueError(f"time_precision must be a positive integer (seconds), got {time_precision!r}")
     _refusal_cap(max_refused_collections, "max_refused_collections")
     spec = SecureSpec(
-        statistic,
-        epsilon=epsilon,
-        bounds=tuple(bounds),
-        grid=grid,
-        method=method,
-        neighbours=neighbours,
+        statistic, epsilon=epsilon, bounds=tuple(bounds), grid=grid, method=method, neighbours=neighbours
     )
     if spec.statistic == "quantiles" and spec.grid >= 2:
         spec = replace(spec, shift=_grid_shift())
