@@ -70,20 +70,17 @@ def open_result(
 
 
 def _with_law_stderr(spec: SecureSpec, est):
-    """The quantiles' stderr as ``privstats.quantiles(model="secure")`` gives it: the release law's spread
-    on the opened curve (:func:`privstats.stats.distribution.quantiles.release_law_stderr`), plus a
-    dithered grid's rounding, cell²/12."""
+    """The quantiles' stderr as ``privstats.quantiles(model="secure")`` gives it
+    (:func:`privstats.stats.distribution.quantiles.tree_release_stderr`)."""
     from dataclasses import replace
 
-    from privstats.stats.distribution.quantiles import LAW_DRAWS, release_law_stderr
+    from privstats.stats.distribution.quantiles import STDERR_METHOD, tree_release_stderr
 
-    law = release_law_stderr(est.details["curve"], np.asarray(est.params["q"], dtype=float))
+    qs = np.asarray(est.params["q"], dtype=float)
+    law = tree_release_stderr(est.details["curve"], qs, spec.cell_width, dithered=spec.shift is not None)
     if law is None:
         return est
-    if spec.shift is not None:
-        law = np.sqrt(law**2 + spec.cell_width**2 / 12.0)
-    method = f"release law: {LAW_DRAWS} draws of the public noise on the released curve, bias-corrected"
-    return replace(est, stderr=law, params={**est.params, "stderr_method": method})
+    return replace(est, stderr=law, params={**est.params, "stderr_method": STDERR_METHOD})
 
 
 def _open_roc(spec: SecureSpec, parts, meta: dict):

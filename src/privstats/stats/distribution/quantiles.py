@@ -215,21 +215,26 @@ def tree_run(c: Call):
     values = np.asarray(res.quantile(c.qs)) - cell / 2
     cost = {"messages_per_user": res.estimate.messages_per_user, "bits_per_user": res.estimate.bits_per_user}
     params = {**res.estimate.params}
-    law_se = release_law_stderr(res, c.qs)
+    law_se = tree_release_stderr(res, c.qs, cell, dithered=shift is not None)
     if law_se is not None:
-        params["stderr_method"] = (
-            f"release law: {LAW_DRAWS} draws of the public noise on the released curve, bias-corrected"
-        )
+        params["stderr_method"] = STDERR_METHOD
     if shift is not None:
         params["grid_shift"] = shift
-        # the rounding to the cell's midpoint is uniform over the cell under the random shift
-        law_se = None if law_se is None else np.sqrt(law_se**2 + cell**2 / 12.0)
     return values, "ecdf-tree+algorithm1", params, cost, (res.quantiles, res.raw, res.stderr, law_se)
 
 
 LAW_DRAWS = 200
 LAW_OUTER = 10  # second-level curves of the bias correction
 LAW_SEED = 20261126
+STDERR_METHOD = f"release law: {LAW_DRAWS} draws of the public noise on the released curve, bias-corrected"
+
+
+def tree_release_stderr(res, qs, cell: float, *, dithered: bool) -> np.ndarray | None:
+    """The tree quantiles' stderr, in-process and served alike: the release law's spread
+    (:func:`release_law_stderr`) plus, on a dithered grid, the rounding to the cell's midpoint, uniform
+    over the cell (cell²/12).  ``None`` without a tree's noise model."""
+    law = release_law_stderr(res, qs)
+    return law if law is None or not dithered else np.sqrt(law**2 + cell**2 / 12.0)
 
 
 def release_law_stderr(res, qs, draws: int = LAW_DRAWS) -> np.ndarray | None:
