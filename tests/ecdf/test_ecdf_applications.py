@@ -91,7 +91,12 @@ def test_quantile_methods_are_accurate_and_shuffle_delegates(monkeypatch):
         model="shuffle",
         protocol="delegated",
         n=2000,
-        details={"prefix_counts": np.linspace(0, 2000, 8), "prefix_stderr": np.ones(8), "bin_width": 1 / 8},
+        details={
+            "prefix_counts": np.linspace(0, 2000, 8),
+            "prefix_stderr": np.ones(8),
+            "bin_width": 1 / 8,
+            "grid_start": 0.0,
+        },
     )
     monkeypatch.setattr(freq, "shuffle_quantiles", lambda *a, **k: calls.append((a, k)) or delegated)
     out = privstats.quantiles(x[:2000], [0.5], epsilon=1.0, delta=1e-6, bounds=(0, 1), model="shuffle", rng=0)

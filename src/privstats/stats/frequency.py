@@ -584,8 +584,11 @@ def shuffle_quantiles(
 ) -> Estimate:
     """Quantiles from shuffled range counts (Ghazi et al. App. E): first bin whose noisy prefix count reaches qn.
 
-    ``x`` is discretised into ``bins`` (a power of two) equal bins over the public ``bounds``;
-    the answer is the midpoint of the chosen bin.  (ε, δ)-DP in the shuffle model.
+    ``x`` is discretised into ``bins`` (a power of two) equal bins over the public ``bounds``,
+    shifted by a public uniform fraction of a bin drawn from ``rng`` (dithered rounding, as the
+    central and secure trees: :func:`privstats.cdf.tree.dithered_bounds`; on a fixed grid a tied
+    value's release was off by the same amount in every run); the answer is the midpoint of the
+    chosen bin.  (ε, δ)-DP in the shuffle model.
 
     >>> import numpy as np
     >>> x = np.random.default_rng(0).uniform(0, 1, 4000)
@@ -593,6 +596,8 @@ def shuffle_quantiles(
     >>> bool(abs(est.value[0] - 0.5) < 0.2)
     True
     """
+    from privstats.cdf.tree import dithered_bounds
+
     epsilon = check_epsilon(epsilon, model="shuffle")
     lo, hi = check_bounds(bounds)
     bins = check_positive_int(bins, "bins", minimum=2, maximum=MAX_CELLS)
@@ -603,8 +608,10 @@ def shuffle_quantiles(
     qs = np.atleast_1d(check_array(q, "q", ndim=None))
     if qs.ndim != 1 or qs.size == 0 or not np.all(np.isfinite(qs)) or np.any((qs < 0) | (qs > 1)):
         raise ValueError("q must be probabilities in [0, 1]")
-    width = (hi - lo) / bins
-    codes = np.minimum(((xs - lo) / width).astype(np.int64), bins - 1)
+    src = as_source(rng)  # rng=None: the OS CSPRNG, for the shift and the protocol alike
+    (start, _), shift = dithered_bounds((lo, hi), bins, float(src.random()))
+    width = (hi - lo) / (bins - 1)
+    codes = np.clip(np.floor((xs - start) / width).astype(np.int64), 0, bins - 1)
     prefix = range_counts(
         codes,
         None,
@@ -612,25 +619,31 @@ def shuffle_quantiles(
         epsilon=epsilon,
         delta=delta,
         model="shuffle",
-        rng=rng,
+        rng=None if rng is None else src,
         postprocess="none",
         **options,
     )
     P = np.maximum.accumulate(prefix.value)  # monotone post-processing of #{x < bin end}
     n = xs.size
-    idx = np.array([min(int(np.searchsorted(P, qq * n, side="left")), bins - 1) for qq in qs])
-    value = lo + (idx + 0.5) * width
+    idx = np.minimum(np.searchsorted(P, qs * n, side="left"), bins - 1)
+    value = start + (idx + 0.5) * width
     return Estimate(
         value=value,
         stderr=None,
         guarantee=prefix.guarantee,
         model="shuffle",
         protocol="shuffle-range-quantiles",
-        params={**prefix.params, "bins": bins, "bounds": (lo, hi)},
+        params={**prefix.params, "bins": bins, "bounds": (lo, hi), "grid_shift": shift},
         n=n,
         messages_per_user=prefix.messages_per_user,
         bits_per_user=prefix.bits_per_user,
-        details={"q": qs, "prefix_counts": prefix.value, "prefix_stderr": prefix.stderr, "bin_width": width},
+        details={
+            "q": qs,
+            "prefix_counts": prefix.value,
+            "prefix_stderr": prefix.stderr,
+            "bin_width": width,
+            "grid_start": start,
+        },
     )
 
 

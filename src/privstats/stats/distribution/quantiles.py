@@ -182,7 +182,7 @@ def shuffle_run(c: Call):
     bounds = c.bounds
     est = shuffle_quantiles(c.x, c.q, epsilon=c.epsilon, delta=c.delta, bounds=bounds, rng=c.rng, **c.kwargs)
     d = est.details
-    edges = bounds[0] + d["bin_width"] * np.arange(1, d["prefix_counts"].size + 1)
+    edges = d["grid_start"] + d["bin_width"] * np.arange(1, d["prefix_counts"].size + 1)
     n = est.n or 1
     return est, (edges, d["prefix_counts"] / n, np.asarray(d["prefix_stderr"]) / n)
 
@@ -483,7 +483,8 @@ def _plan_quantiles_tree(model: str, *, n, epsilon, bounds=None, grid=None, q=(0
 
 
 def _plan_quantiles_shuffle(*, n, epsilon, delta=0.0, bounds=None, bins=64, **_):
-    """Prefix counts of the shuffled dyadic tree (needs δ > 0) plus the bin's half width."""
+    """Prefix counts of the shuffled dyadic tree (needs δ > 0) plus the dithered bin's rounding (unbiased,
+    sd width/√12)."""
     if delta <= 0:
         return None
     from privstats.shuffle.hadamard import HadamardMultiMessage
@@ -496,13 +497,12 @@ def _plan_quantiles_shuffle(*, n, epsilon, delta=0.0, bounds=None, bins=64, **_)
     node_se = float(np.sqrt(proto.variance(np.zeros(1))[0]))
     F_se = node_se * math.sqrt(L / 2) / n
     w = _width(bounds)
-    bias = w / bins / math.sqrt(12)
+    rounding = w / (bins - 1) / math.sqrt(12)
     return Option(
         "shuffle",
         "shuffle-range-quantiles",
         {"bins": bins},
-        math.hypot(w * F_se, bias),
-        bias=bias,
+        math.hypot(w * F_se, rounding),
         messages_per_user=float(proto.messages_per_user),
         bits_per_user=float(proto.bits_per_user),
         delta=delta,
