@@ -482,27 +482,26 @@ def _plan_quantiles_tree(model: str, *, n, epsilon, bounds=None, grid=None, q=(0
     )
 
 
-def _plan_quantiles_shuffle(*, n, epsilon, delta=0.0, bounds=None, bins=64, **_):
+def _plan_quantiles_shuffle(*, n, epsilon, delta=0.0, bounds=None, bins="auto", **_):
     """Prefix counts of the shuffled dyadic tree (needs δ > 0) plus the dithered bin's rounding (unbiased,
-    sd width/√12)."""
+    sd width/√12); ``bins="auto"`` as the release chooses them."""
+    from privstats.shuffle.hadamard import HadamardMultiMessage
+    from privstats.stats.frequency import shuffle_quantile_bins, shuffle_quantile_rmse
+
     if delta <= 0:
         return None
-    from privstats.shuffle.hadamard import HadamardMultiMessage
-
-    L = int(math.log2(bins))
-    try:
-        proto = HadamardMultiMessage(bins, n=n, epsilon=epsilon, delta=delta, k=1 + L)
-    except ValueError:
+    if bins == "auto":
+        bins = shuffle_quantile_bins(n, epsilon, delta)
+    err = shuffle_quantile_rmse(n, epsilon, delta, bins)
+    if err is None:
         return None
-    node_se = float(np.sqrt(proto.variance(np.zeros(1))[0]))
-    F_se = node_se * math.sqrt(L / 2) / n
-    w = _width(bounds)
-    rounding = w / (bins - 1) / math.sqrt(12)
+    L = int(math.log2(bins))
+    proto = HadamardMultiMessage(bins, n=n, epsilon=epsilon, delta=delta, k=1 + L)  # calibration cached
     return Option(
         "shuffle",
         "shuffle-range-quantiles",
         {"bins": bins},
-        math.hypot(w * F_se, rounding),
+        _width(bounds) * math.hypot(*err),
         messages_per_user=float(proto.messages_per_user),
         bits_per_user=float(proto.bits_per_user),
         delta=delta,
