@@ -65,3 +65,11 @@ def test_the_chosen_bins_minimise_the_predicted_error():
         errs = {b: shuffle_quantile_rmse(n, eps, 1e-6, b) for b in (2, 4, 8, 16, 32, 64, 128)}
         best = min((np.hypot(*e), b) for b, e in errs.items() if e is not None)[1]
         assert shuffle_quantile_bins(n, eps, 1e-6) == best
+
+
+def test_bins_the_process_cannot_simulate_are_not_chosen():
+    # n = 20,000 at ε = 0.25: 16 bins need ~9,700 blanket messages per user (1.9e8 in all, past the
+    # in-process limit), so the release would refuse them; the chooser stops below
+    assert shuffle_quantile_rmse(20_000, 0.25, 1e-6, 16) is None
+    bins = shuffle_quantile_bins(20_000, 0.25, 1e-6)
+    assert bins < 16 and shuffle_quantile_rmse(20_000, 0.25, 1e-6, bins) is not None

@@ -30,7 +30,7 @@ from privstats.plan import DEFAULT_MODEL, Option, check_model, register, warn_if
 from privstats.privacy.guarantees import ApproxDP, PureDP
 from privstats.privacy.randomness import RNGLike, as_generator, as_source
 from privstats.shuffle.countmin import CountMinMultiMessage
-from privstats.shuffle.hadamard import HadamardMultiMessage
+from privstats.shuffle.hadamard import SIMULATE_MAX_MESSAGES, HadamardMultiMessage
 from privstats.shuffle.heavy import prefix_tree_heavy_hitters
 from privstats.shuffle.ranges import box_terms, support_nd
 from privstats.shuffle.single import ShuffledKRR, ShuffledRAPPOR
@@ -658,11 +658,13 @@ def shuffle_quantiles(
 def shuffle_quantile_rmse(n: int, epsilon: float, delta: float, bins: int) -> tuple[float, float] | None:
     """Predicted error of :func:`shuffle_quantiles` at uniform data, in units of the bounds' width:
     (the prefix count's noise over n, the dithered bin's rounding sd); ``None`` where the protocol
-    refuses ``bins`` at these parameters."""
+    refuses ``bins`` at these parameters or its messages are too many to simulate in process."""
     L = int(math.log2(bins))
     try:
         proto = HadamardMultiMessage(bins, n=n, epsilon=epsilon, delta=delta, k=1 + L)
     except ValueError:
+        return None
+    if n * proto.messages_per_user > SIMULATE_MAX_MESSAGES:
         return None
     node_se = float(np.sqrt(proto.variance(np.zeros(1))[0]))
     return node_se * math.sqrt(L / 2) / n, 1 / (bins - 1) / math.sqrt(12)
