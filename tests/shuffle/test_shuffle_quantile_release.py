@@ -44,15 +44,21 @@ def test_the_shift_is_drawn_before_the_data_is_used():
 def test_small_n_releases_are_unbiased_and_as_accurate_as_planned():
     """n = 300, ε = 2 on evenly spread values: the running maximum of the noisy prefix counts (the old
     monotone step) crossed qn early, by 0.08-0.10 of the range (10-16 SE) over 64 bins; the isotonic
-    curve on the planned bins (8) is unbiased within 5 SE and its RMSE is what the plan says."""
+    curve on the planned bins (8) is unbiased within 5 SE, its RMSE is what the plan says and its
+    stderr what the releases spread (1.03x)."""
     x = (np.arange(300) + 0.5) / 300
     qs = np.array([0.25, 0.5, 0.75])
     runs = 200
-    v = np.array(
-        [shuffle_quantiles(x, qs, epsilon=2.0, delta=1e-6, bounds=(0, 1), rng=s).value for s in range(runs)]
-    )
+    out = [
+        privstats.quantiles(x, qs, epsilon=2.0, delta=1e-6, bounds=(0, 1), model="shuffle", rng=s)
+        for s in range(runs)
+    ]
+    v, se = np.array([e.value for e in out]), np.array([e.stderr for e in out])
     err = v - qs
     assert np.all(np.abs(err.mean(axis=0)) <= 5 * err.std(axis=0, ddof=1) / np.sqrt(runs))
+    # the stderr is the release law's (Gaussian re-noisings of the prefix curve, plus the rounding)
+    assert out[0].params["stderr_method"].startswith("release law")
+    assert 0.7 <= np.sqrt(np.mean(se**2) / np.mean(err.var(axis=0, ddof=1))) <= 1.5
     plan = privstats.plan(
         "quantiles", n=300, epsilon=2.0, delta=1e-6, bounds=(0, 1), model="shuffle", q=[0.5]
     )

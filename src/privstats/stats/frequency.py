@@ -527,7 +527,12 @@ def _tree_estimate(c: Call, noisy, node_se, guarantee, protocol: str, params: di
         n=c.n,
         messages_per_user=mpu,
         bits_per_user=bpu,
-        details={"max_terms": max((len(t) for t in c.terms), default=0)},
+        # each box's dyadic nodes and weights, and the nodes' noise variances: the boxes' covariance
+        details={
+            "max_terms": max((len(t) for t in c.terms), default=0),
+            "terms": c.terms,
+            "node_variance": np.asarray(node_se, dtype=float) ** 2,
+        },
     )
 
 
@@ -649,10 +654,21 @@ def shuffle_quantiles(
             "q": qs,
             "prefix_counts": prefix.value,
             "prefix_stderr": prefix.stderr,
+            "prefix_covariance": _box_covariance(prefix.details["terms"], prefix.details["node_variance"]),
             "bin_width": width,
             "grid_start": start,
         },
     )
+
+
+def _box_covariance(terms, node_variance: np.ndarray) -> np.ndarray:
+    """Covariance of box counts that sum independent noisy nodes: Σ over shared nodes of w w' var."""
+    rows = np.repeat(np.arange(len(terms)), [len(t) for t in terms])
+    cols = np.fromiter((node for t in terms for node in t), dtype=np.int64, count=rows.size)
+    w = np.fromiter((v for t in terms for v in t.values()), dtype=float, count=rows.size)
+    M = np.zeros((len(terms), node_variance.size))
+    M[rows, cols] = w
+    return (M * node_variance) @ M.T
 
 
 def shuffle_quantile_rmse(n: int, epsilon: float, delta: float, bins: int) -> tuple[float, float] | None:

@@ -184,7 +184,18 @@ def shuffle_run(c: Call):
     d = est.details
     edges = d["grid_start"] + d["bin_width"] * np.arange(1, d["prefix_counts"].size + 1)
     n = est.n or 1
-    return est, (edges, d["prefix_counts"] / n, np.asarray(d["prefix_stderr"]) / n)
+    law = None
+    if "prefix_covariance" in d:  # the release law (as the trees'), plus the dithered bin's rounding
+        from dataclasses import replace
+
+        from privstats.stats.distribution.roc import _noise_factor
+
+        cov = np.asarray(d["prefix_covariance"]) / n**2
+        E = np.random.default_rng(LAW_SEED).standard_normal((LAW_DRAWS, cov.shape[0])) @ _noise_factor(cov).T
+        spread = _law_stderr(np.clip(d["prefix_counts"] / n, 0.0, 1.0), E, edges, np.atleast_1d(c.qs))
+        law = np.sqrt(spread**2 + d["bin_width"] ** 2 / 12.0)
+        est = replace(est, params={**est.params, "stderr_method": STDERR_METHOD})
+    return est, (edges, d["prefix_counts"] / n, np.asarray(d["prefix_stderr"]) / n, law)
 
 
 def tree_run(c: Call):
@@ -254,8 +265,13 @@ def release_law_stderr(res, qs, draws: int = LAW_DRAWS) -> np.ndarray | None:
     E = _noise_draws(res, draws)
     if E is None:
         return None
-    t = np.asarray(res.quantiles, dtype=float)
-    F0 = smooth(np.asarray(res.raw, dtype=float), "isotonic")
+    return _law_stderr(np.asarray(res.raw, dtype=float), E, np.asarray(res.quantiles, dtype=float), qs)
+
+
+def _law_stderr(raw: np.ndarray, E: np.ndarray, t: np.ndarray, qs) -> np.ndarray:
+    """:func:`release_law_stderr` given the released raw curve, its noise draws ``E`` and thresholds."""
+    draws = E.shape[0]
+    F0 = smooth(raw, "isotonic")
     r1 = _law_releases(F0, E, t, qs)
     if LAW_OUTER == 0:
         return np.sqrt(r1.var(axis=0, ddof=1))
