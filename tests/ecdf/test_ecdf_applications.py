@@ -83,7 +83,7 @@ def test_quantile_methods_are_accurate_and_shuffle_delegates(monkeypatch):
         ValueError, match="neighbours='replace'"
     ):  # local: n is public (tests/ecdf/test_ecdf_local.py)
         privstats.quantiles(x, [0.5], epsilon=1.0, bounds=(0, 1), model="local", neighbours="add-remove")
-    import privstats.stats.frequency as freq  # delegation only (the shuffle protocol is tested
+    import privstats.stats.distribution.shuffle_quantiles as freq  # delegation only (the shuffle protocol is tested
 
     calls = []  # in tests/shuffle and takes a minute here)
     delegated = privstats.Estimate(

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import privstats
-from privstats.stats.frequency import shuffle_quantiles
+from privstats.stats.distribution.shuffle_quantiles import shuffle_quantiles
 
 X = np.random.default_rng(0).integers(0, 8, 3000)
 TRUTH = np.bincount(X, minlength=8)

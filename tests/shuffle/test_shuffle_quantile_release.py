@@ -8,7 +8,11 @@ statsmodels' ``fair`` ages at (5,000, 2) all 10 table seeds released 21.88 for t
 import numpy as np
 
 import privstats
-from privstats.stats.frequency import shuffle_quantile_bins, shuffle_quantile_rmse, shuffle_quantiles
+from privstats.stats.distribution.shuffle_quantiles import (
+    shuffle_quantile_bins,
+    shuffle_quantile_rmse,
+    shuffle_quantiles,
+)
 
 BINS = 16
 WIDTH = 1 / (BINS - 1)  # k dithered bins cover the bounds at any shift

@@ -103,7 +103,7 @@ def quantiles(
     that gap off, and their interval needs a separate ECDF (``ci_fraction`` of ε) far noisier than their
     point; so ``"auto"`` runs the tree, whose interval comes from its own curve (issue 26).
     ``privstats.plan`` predicts the tree, not the exponential mechanisms.  ``model="shuffle"`` delegates to
-    ``privstats.stats.frequency.shuffle_quantiles`` ((ε, δ), δ required); ``model="secure"``
+    ``privstats.stats.distribution.shuffle_quantiles.shuffle_quantiles`` ((ε, δ), δ required); ``model="secure"``
     and ``"local"`` use the tree method over secure aggregation or local hierarchies.
 
     ``grid``: the tree's cells of the bounds (its release is a cell's midpoint); by default a power of
@@ -177,7 +177,7 @@ def _quantile_method(c: Call) -> str:
 
 def shuffle_run(c: Call):
     """The shuffle model: prefix counts of a shuffled dyadic tree (``privstats.stats.frequency``)."""
-    from privstats.stats.frequency import shuffle_quantiles
+    from privstats.stats.distribution.shuffle_quantiles import shuffle_quantiles
 
     bounds = c.bounds
     est = shuffle_quantiles(c.x, c.q, epsilon=c.epsilon, delta=c.delta, bounds=bounds, rng=c.rng, **c.kwargs)
@@ -502,7 +502,7 @@ def _plan_quantiles_shuffle(*, n, epsilon, delta=0.0, bounds=None, bins="auto", 
     """Prefix counts of the shuffled dyadic tree (needs δ > 0) plus the dithered bin's rounding (unbiased,
     sd width/√12); ``bins="auto"`` as the release chooses them."""
     from privstats.shuffle.hadamard import HadamardMultiMessage
-    from privstats.stats.frequency import shuffle_quantile_bins, shuffle_quantile_rmse
+    from privstats.stats.distribution.shuffle_quantiles import shuffle_quantile_bins, shuffle_quantile_rmse
 
     if delta <= 0:
         return None
