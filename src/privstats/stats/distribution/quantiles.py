@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import replace
 from functools import lru_cache
 
 import numpy as np
@@ -186,8 +187,6 @@ def shuffle_run(c: Call):
     n = est.n or 1
     law = None
     if "prefix_covariance" in d:  # the release law (as the trees'), plus the dithered bin's rounding
-        from dataclasses import replace
-
         from privstats.stats.distribution.roc import _noise_factor
 
         cov = np.asarray(d["prefix_covariance"]) / n**2
@@ -383,8 +382,6 @@ def exponential_run(c: Call):
 def _finish_quantiles(est: Estimate, qs, band, bounds, postprocess) -> Estimate:
     """Clip into bounds, order with q, attach the band-inverted intervals; ``stderr`` the release law's
     spread where the band carries one, else the 95% interval's half-width / 1.96."""
-    from dataclasses import replace
-
     raw = np.asarray(est.value, dtype=float)
     details = dict(est.details)
     value = raw
@@ -501,18 +498,22 @@ def _plan_quantiles_tree(model: str, *, n, epsilon, bounds=None, grid=None, q=(0
 def _plan_quantiles_shuffle(*, n, epsilon, delta=0.0, bounds=None, bins="auto", **_):
     """Prefix counts of the shuffled dyadic tree (needs δ > 0) plus the dithered bin's rounding (unbiased,
     sd width/√12); ``bins="auto"`` as the release chooses them."""
-    from privstats.shuffle.hadamard import HadamardMultiMessage
-    from privstats.stats.distribution.shuffle_quantiles import shuffle_quantile_bins, shuffle_quantile_rmse
+    from privstats.stats.distribution.shuffle_quantiles import (
+        shuffle_quantile_bins,
+        shuffle_quantile_protocol,
+        shuffle_quantile_rmse,
+    )
 
     if delta <= 0:
         return None
     if bins == "auto":
         bins = shuffle_quantile_bins(n, epsilon, delta)
-    err = shuffle_quantile_rmse(n, epsilon, delta, bins)
-    if err is None:
+    proto, err = (
+        shuffle_quantile_protocol(n, epsilon, delta, bins),
+        shuffle_quantile_rmse(n, epsilon, delta, bins),
+    )
+    if proto is None or err is None:
         return None
-    L = int(math.log2(bins))
-    proto = HadamardMultiMessage(bins, n=n, epsilon=epsilon, delta=delta, k=1 + L)  # calibration cached
     return Option(
         "shuffle",
         "shuffle-range-quantiles",
@@ -543,8 +544,6 @@ def _shape_range(predictor):
 
     @functools.wraps(predictor)
     def wrapped(**kw):
-        from dataclasses import replace
-
         opt = predictor(**kw)
         if opt is None:
             return None

@@ -24,7 +24,7 @@ from privstats.validation import (
     check_positive_int,
 )
 
-__all__ = ["shuffle_quantile_bins", "shuffle_quantile_rmse", "shuffle_quantiles"]
+__all__ = ["shuffle_quantile_bins", "shuffle_quantile_protocol", "shuffle_quantile_rmse", "shuffle_quantiles"]
 
 
 def shuffle_quantiles(
@@ -118,19 +118,25 @@ def _box_covariance(terms, node_variance: np.ndarray) -> np.ndarray:
     return (M * node_variance) @ M.T
 
 
-def shuffle_quantile_rmse(n: int, epsilon: float, delta: float, bins: int) -> tuple[float, float] | None:
-    """Predicted error of :func:`shuffle_quantiles` at uniform data, in units of the bounds' width:
-    (the prefix count's noise over n, the dithered bin's rounding sd); ``None`` where the protocol
-    refuses ``bins`` at these parameters or its messages are too many to simulate in process."""
-    L = int(math.log2(bins))
+def shuffle_quantile_protocol(n: int, epsilon: float, delta: float, bins: int) -> HadamardMultiMessage | None:
+    """The prefix tree's protocol over ``bins`` leaves; ``None`` where it refuses these parameters or
+    its messages are too many to simulate in process."""
     try:
-        proto = HadamardMultiMessage(bins, n=n, epsilon=epsilon, delta=delta, k=1 + L)
+        proto = HadamardMultiMessage(bins, n=n, epsilon=epsilon, delta=delta, k=1 + int(math.log2(bins)))
     except ValueError:
         return None
-    if n * proto.messages_per_user > SIMULATE_MAX_MESSAGES:
+    return None if n * proto.messages_per_user > SIMULATE_MAX_MESSAGES else proto
+
+
+def shuffle_quantile_rmse(n: int, epsilon: float, delta: float, bins: int) -> tuple[float, float] | None:
+    """Predicted error of :func:`shuffle_quantiles` at uniform data, in units of the bounds' width:
+    (the prefix count's noise over n, the dithered bin's rounding sd); ``None`` where
+    :func:`shuffle_quantile_protocol` is."""
+    proto = shuffle_quantile_protocol(n, epsilon, delta, bins)
+    if proto is None:
         return None
     node_se = float(np.sqrt(proto.variance(np.zeros(1))[0]))
-    return node_se * math.sqrt(L / 2) / n, 1 / (bins - 1) / math.sqrt(12)
+    return node_se * math.sqrt(math.log2(bins) / 2) / n, 1 / (bins - 1) / math.sqrt(12)
 
 
 @functools.lru_cache(maxsize=128)
