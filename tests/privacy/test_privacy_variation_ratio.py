@@ -172,3 +172,14 @@ def test_bad_randomizer_and_k_are_refused():
     with pytest.raises(ValueError, match="k"):
         shuffled_epsilon(1.0, 1000, 1e-6, "variation-ratio", randomizer="krr")
     assert shuffled_epsilon_lower(1.0, 1000, 1e-6, "generic") is None
+
+
+def test_three_symbol_delta_with_a_subnormal_rare_symbol():
+    """At ε0 ≈ 37 the rare symbol's probability is subnormal (5.6e-309), where scipy's binomial pmf
+    overflowed (found by the fuzz suite: frequencies, shuffle, n = 3, ε = 37); the others then almost
+    surely send none, and the bounds bracket the r = 0 divergence within 2rm."""
+    r = 5.563024165594266e-309
+    exact = three_symbol_delta(0.5, 3, 1.0, r, 0.0)
+    lower = three_symbol_delta(0.5, 3, 1.0, r, r, upper=False)
+    upper = three_symbol_delta(0.5, 3, 1.0, r, r)
+    assert lower <= exact <= upper and upper - lower < 1e-300

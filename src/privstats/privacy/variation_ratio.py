@@ -117,10 +117,13 @@ def three_symbol_delta(eps: float, n: int, u: float, v: float, r: float, *, uppe
     if u - e * v <= 0:  # the victim's own report never reaches the ratio e^ε
         return 0.0
     m = n - 1
-    if m == 0 or r == 0:
+    if m == 0 or 2 * r * m < 1e-40:
+        # no other user (or none but with probability < 1e-40: at ε0 ≈ 37 r is subnormal, where scipy's
+        # binomial overflows) emits a rare symbol: the count is 0, the rest a left-out tail of mass ≤ 2rm
         c = np.zeros(1, dtype=np.int64)
         pmf = np.ones(1)
-        missing = 0.0
+        tails = 2 * r * m
+        missing = tails if upper else -e * tails
     else:
         mean = m * 2 * r
         half = 14.0 * math.sqrt(mean * (1 - 2 * r)) + 40.0  # binomial tails beyond this are < 1e-40
