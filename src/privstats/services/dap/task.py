@@ -94,7 +94,12 @@ def new_dap_task(
         statistic, epsilon=epsilon, bounds=tuple(bounds), grid=grid, method=method, neighbours=neighbours
     )
     if spec.statistic == "quantiles" and spec.grid >= 2:
-        spec = replace(spec, shift=_grid_shift())
+        from privstats.privacy.randomness import SecureSource
+
+        # drawn once, when the task is made: the grid is fixed for its clients and the collector alike,
+        # and over tasks a tied value's place in its cell is uniform (as privstats.quantiles draws it
+        # per release, privstats.cdf.tree.dithered_bounds)
+        spec = replace(spec, shift=float(SecureSource().random()))
     task, secrets = new_task(
         statistic,
         model="secure",
@@ -127,14 +132,6 @@ def new_dap_task(
         "max_refused_collections": max_refused_collections,
     }
     return replace(task, protocol=PROTOCOL, params=spec.to_dict(), dap=dap), secrets
-
-
-def _grid_shift() -> float:
-    """A quantiles task's public grid shift, uniform on [0, 1) (53 bits of the OS CSPRNG), drawn once
-    when the task is made: the task's grid is fixed for its clients and the collector alike, and over
-    tasks a tied value's place in its cell is uniform, as under ``privstats.quantiles(model="secure")``,
-    which draws it per release (:func:`privstats.cdf.tree.dithered_bounds`)."""
-    return (int.from_bytes(os.urandom(8), "big") >> 11) / float(1 << 53)
 
 
 def _refusal_cap(value: Any, where: str) -> int:
