@@ -342,13 +342,13 @@ def run_cell(cell: dict, runs: int) -> dict:
     }
 
 
-def cells(datasets, corners, stats) -> list[dict]:
+def cells(datasets, corners, stats, models=None) -> list[dict]:
     out = []
     for costly in (False, True):  # the cheap cells of every corner first
         for n, eps in corners:
             for stat in stats:
                 for model in MODELS[stat]:
-                    if ((stat, model) in COSTLY) != costly:
+                    if ((stat, model) in COSTLY) != costly or (models and model not in models):
                         continue
                     for ds in datasets:
                         out.append({"data": ds, "n": n, "eps": eps, "stat": stat, "model": model})
@@ -466,6 +466,7 @@ def main(argv=None) -> int:
     ap.add_argument("--md", type=Path, default=None, help="also write the markdown table here")
     ap.add_argument("--stats", nargs="*", default=list(MODELS), help="statistics (default: all)")
     ap.add_argument("--data", nargs="*", default=list(DATASETS), help="data sets (default: all five)")
+    ap.add_argument("--models", nargs="*", default=None, help="trust models (default: every one)")
     ap.add_argument("--corners", nargs="*", default=None, help="n:eps pairs (default: the five corners)")
     args = ap.parse_args(argv)
     out = C.prepare(args)
@@ -474,7 +475,7 @@ def main(argv=None) -> int:
         corners = [(int(a), float(b)) for a, b in (t.split(":") for t in args.corners)]
     runs = 2 if args.smoke else args.runs
     stats = ["auc", "frequencies"] if args.smoke else args.stats
-    todo = cells(args.data[:1] if args.smoke else args.data, corners, stats)
+    todo = cells(args.data[:1] if args.smoke else args.data, corners, stats, args.models)
     path = out / "cells.jsonl"
     done = {}
     if path.exists():
