@@ -502,14 +502,22 @@ class HierarchicalHistogram:
             raise ValueError(f"prefix_covariance is dense; domain_size {self.domain_size} > 4096")
         return _prefix_covariance(self, true_counts, level_sizes)
 
+    def consistent_prefix(self, state: HierarchyState, y: list[np.ndarray] | None = None) -> np.ndarray:
+        """Consistent estimates of #{value <= i}, i = 0..domain_size-1 (``y``: the state's node
+        estimates, computed when not given)."""
+        y = self.node_estimates(state) if y is None else y
+        n = state.n
+        return np.cumsum(self.consistent_leaves(n, y, self.level_variances(n, state.level_sizes))[-1])[
+            : self.domain_size
+        ]
+
     def prefix_counts(self, state: HierarchyState) -> Estimate:
         """Consistent estimates of #{value <= i} for every i, with exact stderr at the plug-in counts."""
         y = self.node_estimates(state)
         n, sizes = state.n, state.level_sizes
-        leaves = self.consistent_leaves(n, y, self.level_variances(n, sizes))[-1]
         var = self.prefix_variances(self._plug_in_counts(state, y)[: self.domain_size], sizes)
         return Estimate(
-            value=np.cumsum(leaves)[: self.domain_size],
+            value=self.consistent_prefix(state, y),
             stderr=np.sqrt(np.maximum(var, 0.0)),
             guarantee=self.guarantee,
             model="local",

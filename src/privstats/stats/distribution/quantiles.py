@@ -335,9 +335,7 @@ def _local_noise_draws(mech, raw: np.ndarray, n: int, draws: int, seed: int) -> 
         state = hh.simulate_counts(counts, gen)
         if np.any(state.level_sizes == 0):  # a release with an empty level is refused: not in its law
             continue
-        y = hh.node_estimates(state)
-        leaves = hh.consistent_leaves(n, y, hh.level_variances(n, state.level_sizes))[-1]
-        E[r] = (np.cumsum(leaves)[:k] - cum) / n
+        E[r] = (hh.consistent_prefix(state)[:k] - cum) / n
         r += 1
         if r == draws:
             return E
@@ -476,8 +474,7 @@ def _tree_quantile_rmse(model: str, n: int, epsilon: float, grid: int, qs: tuple
     for r in range(errs.shape[0]):  # a few hundred draws of the aggregate, not per user
         if model == "local":
             state = hh.simulate_counts(counts, gen)
-            y = hh.node_estimates(state)
-            F = np.cumsum(hh.consistent_leaves(n, y, hh.level_variances(n, state.level_sizes))[-1])[:grid]
+            F = hh.consistent_prefix(state)[:grid]
         else:
             F = mech.estimate_counts(stat + mech.noise_to_statistic(noise[r]), n)[:grid]
         errs[r] = inverse_ecdf(t, smooth(F / n, "isotonic"), q) - truth
