@@ -245,7 +245,9 @@ def gini_coefficient(
     """Private Gini coefficient GMD·(n−1)/(2n·mean) of non-negative values; ``mean_fraction`` of ε
     pays for the mean (local/secure: one randomized-rounding bit per user with binary RR; central:
     discrete Laplace).  The ratio is slightly biased; the stderr is the delta method (the rounding's
-    variance is bounded by its worst case at the estimated mean, so it is slightly conservative).
+    variance is bounded by its worst case at the estimated mean, so it is slightly conservative); the
+    interval is the Laplace law's (central) or Fieller's for the ratio (local, secure:
+    :func:`~privstats.stats.pairwise.gini.fieller_interval`).
 
     >>> import numpy as np, privstats
     >>> x = np.random.default_rng(0).exponential(1.0, 100000).clip(0, 10)

@@ -125,6 +125,15 @@ def gini_coefficient_run(c: Call) -> Release:
                 "normal_sd": math.sqrt(g2 * cv2 / (1 + 3 * cv2)),
             }
         }
+    else:
+        gmd_b = gmd.details.get("bias_bound", 0.0) if gmd.details.get("bias_rule") == "quadrature" else 0.0
+        # the ratio's interval is Fieller's (the GMD over the noisy mean), not ±z·stderr around it
+        a = (n - 1) / (2 * n)
+        law = {
+            "ci_fn": functools.partial(
+                fieller_interval, a * raw, a * (gmd.stderr or 0.0), a * gmd_b, mean, var_mean
+            )
+        }
     return Release(
         value,
         var,
@@ -142,6 +151,31 @@ def gini_coefficient_run(c: Call) -> Release:
         },
         protocol=gmd.protocol + "+mean",
     )
+
+
+def fieller_interval(num: float, num_sd: float, num_bias: float, den: float, den_var: float, level: float):
+    """Fieller's ``level`` interval for a ratio G = N/D from independent noisy N and D, within [0, 1]:
+    the G whose residual N − G·D fits its noise, |N − G·D| ≤ h(√(sd_N² + G²·var_D)) (h the normal
+    quantile, or :func:`~privstats.estimate.bias_aware_halfwidth` for a bias up to ``num_bias``).
+
+    The delta method's ±z·stderr grows with the estimate where D is noisy: a small noisy mean gives a
+    large G and a large stderr together, and at n = 300, ε = 0.5 (local, mean cv 0.38) it covered
+    0.998-1.000 on issue 26's real data; Fieller's does not divide by the noisy D.
+
+    >>> lo, hi = fieller_interval(0.3, 0.01, 0.0, 1.0, 1e-4, 0.95)
+    >>> round(lo, 2), round(hi, 2)
+    (0.28, 0.32)
+    """
+    from privstats.estimate import bias_aware_halfwidth
+
+    g = np.linspace(0.0, 1.0, 2001)
+    sd = np.sqrt(num_sd**2 + g**2 * den_var)
+    ok = np.abs(num - g * den) <= bias_aware_halfwidth(level, sd, num_bias)
+    if not ok.any():  # nothing in [0, 1] fits: the end the residual points to, one grid step wide
+        end = 0 if num < 0 else g.size - 1
+        return float(g[max(end - 1, 0)]), float(g[min(end + 1, g.size - 1)])
+    idx = np.flatnonzero(ok)
+    return float(g[max(idx[0] - 1, 0)]), float(g[min(idx[-1] + 1, g.size - 1)])
 
 
 for _model, _protocol, _gmd_predictor in (
