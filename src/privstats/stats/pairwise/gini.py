@@ -115,7 +115,7 @@ def gini_coefficient_run(c: Call) -> Release:
     # n = 300, ε = 0.5 the mean's cv is 0.38 and the plug-in stderr's RMS was 1.5x the spread
     var = (var_gmd + g2 * cv2) / (1 + 3 * cv2)
     extra = 0 if c.model == "central" else 1
-    law = {}
+    law: dict[str, object] = {}
     if c.model == "central":
         # both noises are Laplace, the GMD's dominant: its Laplace law plus the mean's part as a normal
         # one (±1.96σ covers a Laplace ~0.937; 0.91-0.92 in 100-seed cells of issue 26's table)
