@@ -123,6 +123,8 @@ def test_noiseless_opening_equals_the_in_process_secure_statistics():
         qspec, opened % FIELD_MODULUS, np.zeros(opened.size, np.uint64), x.size, q=[0.25, 0.5, 0.9]
     )
     np.testing.assert_allclose(served.stderr, qref.stderr, rtol=1e-9)
+    # and the same intervals: the curve's inverted band, its ends brought in on the dithered grid
+    np.testing.assert_allclose(served.ci(0.95), qref.ci(0.95), rtol=0, atol=1e-9)
     assert np.all(served.stderr >= (1 - 1e-9) * qspec.cell_width / np.sqrt(12))
 
 

@@ -70,17 +70,28 @@ def open_result(
 
 
 def _with_law_stderr(spec: SecureSpec, est):
-    """The quantiles' stderr as ``privstats.quantiles(model="secure")`` gives it
-    (:func:`privstats.stats.distribution.quantiles.tree_release_stderr`)."""
+    """The quantiles' stderr and intervals as ``privstats.quantiles(model="secure")`` gives them
+    (:func:`privstats.stats.distribution.quantiles.tree_release_stderr`, the curve's inverted band)."""
+    import functools
     from dataclasses import replace
 
-    from privstats.stats.distribution.quantiles import STDERR_METHOD, tree_release_stderr
+    from privstats.stats.distribution.quantiles import STDERR_METHOD, _band_interval, tree_release_stderr
 
     qs = np.asarray(est.params["q"], dtype=float)
-    law = tree_release_stderr(est.details["curve"], qs, spec.cell_width, dithered=spec.shift is not None)
+    curve = est.details["curve"]
+    dithered = spec.shift is not None
+    ci_fn = functools.partial(
+        _band_interval, curve.quantiles, curve.raw, curve.stderr, qs, bounds=spec.bounds, dithered=dithered
+    )
+    details = {
+        **est.details,
+        "ci_fn": ci_fn,
+        "interval_method": "inverted pointwise band of a raw private ECDF",
+    }
+    law = tree_release_stderr(curve, qs, spec.cell_width, dithered=dithered)
     if law is None:
-        return est
-    return replace(est, stderr=law, params={**est.params, "stderr_method": STDERR_METHOD})
+        return replace(est, details=details)
+    return replace(est, stderr=law, params={**est.params, "stderr_method": STDERR_METHOD}, details=details)
 
 
 def _open_roc(spec: SecureSpec, parts, meta: dict):

@@ -53,28 +53,44 @@ def _auto_quantile_method() -> str:
     return "tree"
 
 
-def _band_interval(thresholds, raw, se, qs, level, lo_bound):
+def _band_interval(thresholds, raw, se, qs, level, bounds, *, dithered: bool = False):
     """Quantile intervals by inverting the pointwise band of a raw (unbiased) ECDF on a grid.
 
     The sample q-quantile lies in (t_{j-1}, t_j] for the first grid point t_j with F_n(t_j) >= q;
     the curve inverted is the isotonic projection of the raw one;
     the interval runs from the grid cell below the first point whose upper band reaches q to
     the first point whose lower band does (each side misses with probability ~(1 - level)/2).
+    On a ``dithered`` grid each end comes in by (1 - level)/2 of a cell: there a tied value sits
+    uniformly in its cell, so a band that always holds its cell (a tied block's margin dwarfs the
+    noise: coverage 1.000 on fair's ages) misses it by exactly that much either side.  Within
+    ``bounds``, never zero width.
+
+    >>> t = np.arange(1.0, 11.0)  # cells (0, 1], ..., (9, 10]; every value is 4.3
+    >>> F = (t >= 4.3).astype(float)
+    >>> [float(v[0]) for v in _band_interval(t, F, np.full(10, 0.01), [0.5], 0.95, (0, 10))]
+    [4.0, 5.0]
+    >>> [float(v[0]) for v in _band_interval(t, F, np.full(10, 0.01), [0.5], 0.95, (0, 10), dithered=True)]
+    [4.025, 4.975]
     """
     from scipy.special import ndtri
 
     z = float(ndtri(0.5 + level / 2))
     t = np.asarray(thresholds, dtype=float)
+    cell = float(t[1] - t[0]) if t.size > 1 else float(t[0] - bounds[0])
     # the isotonic projection of the raw curve: a first crossing of a raw noisy curve over
     # thousands of grid points would be biased early (multiple comparisons)
     F = smooth(np.asarray(raw, dtype=float), "isotonic")
     up, down = F + z * np.asarray(se), F - z * np.asarray(se)
     i_lo = np.searchsorted(np.maximum.accumulate(up), qs, side="left")
     i_hi = np.searchsorted(np.maximum.accumulate(down), qs, side="left")
-    grid = np.concatenate([[lo_bound], t])  # t_{-1} = lower bound
-    top = t[-1]
-    lo = grid[np.clip(i_lo, 0, t.size)]  # t_{i_lo - 1}
-    hi = np.where(i_hi >= t.size, top, t[np.clip(i_hi, 0, t.size - 1)])
+    edges = np.concatenate([[t[0] - cell], t])  # the grid's cell edges, the first cell's lower one too
+    lo_edge = edges[np.clip(i_lo, 0, t.size)]  # t_{i_lo - 1}
+    hi_edge = edges[np.clip(i_hi, 0, t.size - 1) + 1]
+    trim = (1 - level) / 2 * cell if dithered else 0.0
+    lo_t, hi_t = lo_edge + trim, hi_edge - trim
+    # an end the trim takes past the far bound keeps its edge (the interval would have no width)
+    lo = np.clip(np.where(lo_t < bounds[1], lo_t, lo_edge), *bounds)
+    hi = np.clip(np.where(hi_t > bounds[0], hi_t, hi_edge), *bounds)
     return lo, np.maximum(hi, lo)
 
 
@@ -116,7 +132,8 @@ def quantiles(
     Uncertainty: ``est.ci(level)`` inverts the pointwise band of a raw private ECDF (the
     tree's own curve; for the exponential mechanisms a separate central ECDF with
     ``ci_fraction`` of ε, the point estimate getting the rest; ``ci_fraction=0``: no
-    interval).  ``stderr``: for the trees (central, secure, local) the spread of Algorithm 1 re-run on
+    interval), its ends brought in by (1 − level)/2 of a cell on a dithered grid (:func:`_band_interval`).
+    ``stderr``: for the trees (central, secure, local) the spread of Algorithm 1 re-run on
     the released curve plus draws of the mechanism's public noise law (:func:`release_law_stderr`,
     post-processing: ~0 deep inside a tied block, a gap's width times the chance of crossing it next to
     one; plus the dithered rounding, cell²/12); otherwise the 95% interval's half-width / 1.96.  Values are clipped into
@@ -412,7 +429,8 @@ def exponential_run(c: Call):
 
 
 def _finish_quantiles(est: Estimate, qs, band, bounds, postprocess) -> Estimate:
-    """Clip into bounds, order with q, attach the band-inverted intervals; ``stderr`` the release law's
+    """Clip into bounds, order with q, attach the band-inverted intervals (:func:`_band_interval`, its
+    ends brought in on a dithered grid); ``stderr`` the release law's
     spread where the band carries one, else the 95% interval's half-width / 1.96."""
     raw = np.asarray(est.value, dtype=float)
     details = dict(est.details)
@@ -427,11 +445,8 @@ def _finish_quantiles(est: Estimate, qs, band, bounds, postprocess) -> Estimate:
     if band is not None:
         t, F, se, *rest = band
         law_se = rest[0] if rest else None
-
-        def ci_fn(level, t=t, F=F, se=se, qs=qs, lo=bounds[0], hi=bounds[1]):
-            a, b = _band_interval(t, F, se, qs, level, lo)
-            return a, np.minimum(b, hi)  # a dithered grid's last cell reaches past hi
-
+        dithered = "grid_shift" in est.params  # the trees' and the shuffled bins' grids, not the exp. band's
+        ci_fn = functools.partial(_band_interval, t, F, se, qs, bounds=bounds, dithered=dithered)
         details["ci_fn"] = ci_fn
         lo95, hi95 = ci_fn(0.95)
         stderr = (hi95 - lo95) / (2 * 1.959963984540054) if law_se is None else np.asarray(law_se)
