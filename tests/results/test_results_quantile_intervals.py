@@ -2,7 +2,7 @@
 
 The interval inverts the pointwise band of the release's raw curve.  A tied value (an age, a block of
 zeros) sits in one grid cell and its block's margin dwarfs the noise, so the band held that whole cell
-in every release: coverage 1.000 on fair's ages (central, secure and shuffled).  On a dithered grid
+in every release: coverage 1.000 on fair's ages (every model).  On a dithered grid
 the tied value's place in its cell is uniform, so the interval's ends come in by (1 - level)/2 of a
 cell: a one-cell interval then misses exactly that much either side.
 """
@@ -22,7 +22,7 @@ Q = [0.25, 0.5, 0.75]
 RUNS = 300
 
 
-@pytest.mark.parametrize("model", ["central", "secure"])
+@pytest.mark.parametrize("model", ["central", "secure"])  # (local: the same grid, a slower law)
 def test_tied_values_are_covered_at_the_level_not_always(model):
     """300 seeds x 3 quantiles deep inside tied blocks: coverage in [0.95 − 4 binomial sd, 0.99] (the
     three share each release's shift: runs, not entries, are independent, so the sd is the runs').
@@ -42,11 +42,11 @@ def test_tied_values_are_covered_at_the_level_not_always(model):
 
 
 def test_a_fixed_grid_keeps_the_whole_cell():
-    """Without a dither (the local tree, the exponential mechanisms' band) a tied value's place in its
-    cell is fixed, and the interval keeps its cells' edges."""
+    """Without a dither (the exponential mechanisms' separate central ECDF band) a tied value's place in
+    its cell is fixed, and the interval keeps its cells' edges."""
     x = np.random.default_rng(3).choice(AGES, 2000, p=AGE_P)
-    est = privstats.quantiles(x, Q, epsilon=1.0, bounds=(17.0, 42.0), model="local", rng=1)
+    est = privstats.quantiles(x, Q, epsilon=1.0, bounds=(17.0, 42.0), method="joint", rng=1)
     lo, hi = est.ci(0.95)
-    t = est.details["ci_fn"].args[0]  # the curve's thresholds: every end is one of them or a bound
+    t = est.details["ci_fn"].args[0]  # the band's thresholds: every end is one of them or a bound
     edges = np.concatenate([[17.0, 42.0], t])
     assert all(np.isclose(edges, v).any() for v in np.concatenate([lo, hi]))

@@ -219,9 +219,9 @@ def tree_run(c: Call):
     """Algorithm 1 on the model's isotonic private ECDF; its raw curve's band gives the intervals."""
     k = tree_grid(c.model, c.n, c.epsilon, c.grid)
     bounds, rng, shift = c.bounds, c.rng, None
-    # the central tree and the secure one (a served DAP task draws its shift when it is made:
-    # SecureSpec.shift, the same law) shift the grid by a public uniform fraction of a cell
-    if c.model in ("central", "secure") and k >= 2:
+    # every tree (a served secure DAP task draws its shift when it is made: SecureSpec.shift, the same
+    # law) shifts the grid by a public uniform fraction of a cell
+    if k >= 2:
         src = as_source(c.rng)  # rng=None: the OS CSPRNG, and the ECDF draws its own from it
         rng = None if c.rng is None else src
         bounds, shift = dithered_bounds(c.bounds, k, float(src.random()))
@@ -493,9 +493,9 @@ def _tree_quantile_rmse(model: str, n: int, epsilon: float, grid: int, qs: tuple
         else:
             F = mech.estimate_counts(stat + mech.noise_to_statistic(noise[r]), n)[:grid]
         errs[r] = inverse_ecdf(t, smooth(F / n, "isotonic"), q) - truth
-    # the release is a cell's midpoint: the sample quantile sits uniformly inside that cell; the central
-    # and secure grids are dithered (:func:`dithered_bounds`): k cells of width/(k - 1)
-    scale = grid / (grid - 1.0) if model in ("central", "secure") and grid >= 2 else 1.0
+    # the release is a cell's midpoint: the sample quantile sits uniformly inside that cell; the trees'
+    # grids are dithered (:func:`dithered_bounds`): k cells of width/(k - 1)
+    scale = grid / (grid - 1.0) if grid >= 2 else 1.0
     return scale * float(np.sqrt(np.mean(errs**2) + 1.0 / (12.0 * grid**2)))
 
 
@@ -507,9 +507,9 @@ def tree_grid(model: str, n: int | None, epsilon: float, grid: int | None) -> in
     uniform data (:func:`_tree_quantile_rmse`, n = 300..10⁵, ε = 0.5..2) is least at about nε/8 cells,
     and 4096 cells cost 1.4-1.9x that at nε <= 2500.  On a fixed grid the rounding is a bias for fixed
     data (a tied value's place in its cell does not change between releases): at nε/8 it reached
-    1.1-1.5 sd on the real sets of issue 26, and 1.3 sd at nε/2 (randhie, n = 5,000, ε = 0.5).  Both
-    grids are now dithered (:func:`dithered_bounds`; a served secure task draws its shift when it is
-    made), their rounding unbiased noise.  The secure grid stays 4x finer (a coarser one was measured:
+    1.1-1.5 sd on the real sets of issue 26, and 1.3 sd at nε/2 (randhie, n = 5,000, ε = 0.5).  Every
+    tree's grid is now dithered (:func:`dithered_bounds`; a served secure task draws its shift when it
+    is made), its rounding unbiased noise.  The secure grid stays 4x finer (a coarser one was measured:
     its stderr got worse); the central takes the optimum: the finer grid there cost a stderr 2.2-3.3x
     too large on tied data (fair at n = 5,000, ε = 0.5: the taller tree's noise moved q = 0.75 off a
     tied value's cell, far and in 0.5% of releases, a tail one release overstates; 0.025% at nε/8)

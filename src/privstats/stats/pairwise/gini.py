@@ -170,11 +170,9 @@ def fieller_interval(num: float, num_sd: float, num_bias: float, den: float, den
 
     g = np.linspace(0.0, 1.0, 2001)
     sd = np.sqrt(num_sd**2 + g**2 * den_var)
-    ok = np.abs(num - g * den) <= bias_aware_halfwidth(level, sd, num_bias)
-    if not ok.any():  # nothing in [0, 1] fits: the end the residual points to, one grid step wide
-        end = 0 if num < 0 else g.size - 1
-        return float(g[max(end - 1, 0)]), float(g[min(end + 1, g.size - 1)])
-    idx = np.flatnonzero(ok)
+    excess = np.abs(num - g * den) - bias_aware_halfwidth(level, sd, num_bias)
+    # nothing in [0, 1] fits (the noise took N or D far off): the G that comes closest
+    idx = np.flatnonzero(excess <= 0) if np.any(excess <= 0) else np.array([np.argmin(excess)])
     return float(g[max(idx[0] - 1, 0)]), float(g[min(idx[-1] + 1, g.size - 1)])
 
 
