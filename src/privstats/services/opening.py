@@ -49,7 +49,7 @@ def open_result(
     """The statistic from the two noisy shares (elements mod 2^61 - 1, arrays or little-endian bytes).
 
     ``ecdf`` → :class:`~privstats.cdf.result.PrivateECDF`; ``quantiles`` → an Estimate at ``q`` (its
-    stderr the release law's, as ``privstats.quantiles(model="secure")``);
+    stderr and intervals as ``privstats.quantiles(model="secure")`` gives them);
     ``roc`` → ``(fpr, tpr, thresholds, estimate)`` with the AUC and its stderr, as
     :func:`privstats.roc_curve`; ``hosmer_lemeshow`` → an Estimate of H over ``groups`` groups
     (``rng`` seeds its bootstrap).  ``n`` is the batch size.
@@ -63,13 +63,13 @@ def open_result(
     opened = [(a + b) % FIELD_MODULUS for a, b in zip(lp, hp, strict=True)]
     noisy = np.array([v - FIELD_MODULUS if v > half else v for v in opened], dtype=np.int64)
     if spec.statistic == "quantiles":
-        return _with_law_stderr(spec, open_histogram(spec, noisy, n, q=q, n_invalid=n_invalid))
+        return _with_uncertainty(spec, open_histogram(spec, noisy, n, q=q, n_invalid=n_invalid))
     if spec.statistic != "roc":
         return open_histogram(spec, noisy, n, q=q, n_invalid=n_invalid, groups=groups, rng=rng)
     return _open_roc(spec, np.split(noisy, spec.n_parts), {"n_invalid": int(n_invalid)})
 
 
-def _with_law_stderr(spec: SecureSpec, est):
+def _with_uncertainty(spec: SecureSpec, est):
     """The quantiles' stderr and intervals as ``privstats.quantiles(model="secure")`` gives them
     (:func:`privstats.stats.distribution.quantiles.tree_release_stderr`, the curve's inverted band)."""
     import functools
