@@ -72,22 +72,20 @@ def open_result(
 def _with_uncertainty(spec: SecureSpec, est):
     """The quantiles' stderr and intervals as ``privstats.quantiles(model="secure")`` gives them
     (:func:`privstats.stats.distribution.quantiles.tree_release_stderr`, the curve's inverted band)."""
-    import functools
     from dataclasses import replace
 
-    from privstats.stats.distribution.quantiles import STDERR_METHOD, _band_interval, tree_release_stderr
+    from privstats.stats.distribution.quantiles import (
+        INTERVAL_METHOD,
+        STDERR_METHOD,
+        band_ci,
+        tree_release_stderr,
+    )
 
     qs = np.asarray(est.params["q"], dtype=float)
     curve = est.details["curve"]
     dithered = spec.shift is not None
-    ci_fn = functools.partial(
-        _band_interval, curve.quantiles, curve.raw, curve.stderr, qs, bounds=spec.bounds, dithered=dithered
-    )
-    details = {
-        **est.details,
-        "ci_fn": ci_fn,
-        "interval_method": "inverted pointwise band of a raw private ECDF",
-    }
+    ci_fn = band_ci(curve.quantiles, curve.raw, curve.stderr, qs, spec.bounds, dithered=dithered)
+    details = {**est.details, "ci_fn": ci_fn, "interval_method": INTERVAL_METHOD}
     law = tree_release_stderr(curve, qs, spec.cell_width, dithered=dithered)
     if law is None:
         return replace(est, details=details)

@@ -428,6 +428,15 @@ def exponential_run(c: Call):
     return values, protocol[c.method], params, {"messages_per_user": 0.0, "bits_per_user": 0.0}, band
 
 
+INTERVAL_METHOD = "inverted pointwise band of a raw private ECDF"
+
+
+def band_ci(t, F, se, qs, bounds, *, dithered: bool):
+    """``ci_fn(level)`` of the quantiles at ``qs`` from a raw curve's band (:func:`_band_interval`), the
+    in-process release's and a served secure task's alike."""
+    return functools.partial(_band_interval, t, F, se, qs, bounds=bounds, dithered=dithered)
+
+
 def _finish_quantiles(est: Estimate, qs, band, bounds, postprocess) -> Estimate:
     """Clip into bounds, order with q, attach the band-inverted intervals (:func:`_band_interval`, its
     ends brought in on a dithered grid); ``stderr`` the release law's
@@ -446,11 +455,11 @@ def _finish_quantiles(est: Estimate, qs, band, bounds, postprocess) -> Estimate:
         t, F, se, *rest = band
         law_se = rest[0] if rest else None
         dithered = "grid_shift" in est.params  # the trees' and the shuffled bins' grids, not the exp. band's
-        ci_fn = functools.partial(_band_interval, t, F, se, qs, bounds=bounds, dithered=dithered)
+        ci_fn = band_ci(t, F, se, qs, bounds, dithered=dithered)
         details["ci_fn"] = ci_fn
         lo95, hi95 = ci_fn(0.95)
         stderr = (hi95 - lo95) / (2 * 1.959963984540054) if law_se is None else np.asarray(law_se)
-        details["interval_method"] = "inverted pointwise band of a raw private ECDF"
+        details["interval_method"] = INTERVAL_METHOD
     return replace(
         est, value=value, stderr=stderr, details=details, support=(float(bounds[0]), float(bounds[1]))
     )
