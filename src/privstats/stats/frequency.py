@@ -18,6 +18,7 @@ protocol objects' ``encode``/``aggregate`` roles with the OS CSPRNG and a :class
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -541,7 +542,11 @@ def _ranges_central(c: Call) -> Estimate:
     )
     node_se = np.full(M, math.sqrt(discrete_laplace_variance(scale)))
     params = {"domain": c.B0, "dims": c.dim, "tree_leaves": c.B, "k": k, "scale": scale}
-    return _tree_estimate(c, noisy, node_se, PureDP(epsilon), "tree-discrete-laplace", params, 0, 0)
+    est = _tree_estimate(c, noisy, node_se, PureDP(epsilon), "tree-discrete-laplace", params, 0, 0)
+    # a box's noise is the exact sum of its nodes' discrete Laplace draws: the interval is that law's
+    weights = [list(t.values()) for t in c.terms]
+    law = {"discrete_laplace_scale": scale, "discrete_laplace_weights": weights}
+    return replace(est, details={**est.details, "ci_law": law})
 
 
 def _ranges_shuffle(c: Call) -> Estimate:
