@@ -73,15 +73,18 @@ def inverted_interval(h: np.ndarray, sims: np.ndarray, T: float):
 
     >>> h = np.array([0.0, 1.0, 2.0]); sims = h[:, None] + np.linspace(-1, 1, 101)[None, :]
     >>> [round(v, 3) for v in inverted_interval(h, sims, 1.0)(0.9)]
-    [0.1, 1.9]
+    [0.082, 1.918]
     """
     h = np.asarray(h, dtype=np.float64)
     sims = _centred(h, np.asarray(sims, dtype=np.float64))
 
     def ci(level: float) -> tuple[float, float]:
         a = (1.0 - float(level)) / 2.0
-        q_lo = np.maximum.accumulate(np.quantile(sims, a, axis=1))
-        q_hi = np.maximum.accumulate(np.quantile(sims, 1.0 - a, axis=1))
+        # at the true h, T and its B draws are exchangeable: the draws' (B + 1)·a-th order statistic
+        # ("weibull") leaves T below it with probability a; the default interpolation sits at the
+        # (B − 1)·a + 1-th and covered (B + 1 − 2((B − 1)a + 1))/(B + 1): 0.940 at B = 200
+        q_lo = np.maximum.accumulate(np.quantile(sims, a, axis=1, method="weibull"))
+        q_hi = np.maximum.accumulate(np.quantile(sims, 1.0 - a, axis=1, method="weibull"))
         lo = float(np.interp(T, q_hi, h)) if q_hi[0] < T else 0.0
         hi = float(np.interp(T, q_lo, h)) if q_lo[0] <= T else 0.0
         return lo, max(hi, lo, float(h[1]))
