@@ -17,9 +17,9 @@ cell's midpoint):
   noisy expected count made H vary by thousands).
 
 Uncertainty: the group statistics (r, E1, n) are linear in the released counts, with an exact
-joint noise covariance, so the stderr is the standard deviation of H when fresh noise is added to
-plug-in sums (draws of the mechanism's own noise, ``prefix_noise``, else normal noise of that
-covariance) (E as released, r shrunk by its noise variance so the
+joint noise covariance, so the stderr is the standard deviation of H when fresh noise (the servers'
+own discrete Laplace through the consistent estimate, ``prefix_noise``; else normal noise of that
+covariance) is added to plug-in sums (E as released, r shrunk by its noise variance so the
 noise is not counted twice, and scaled so that their statistic equals the estimate's), and the
 p-value is a parametric bootstrap under calibration (positives per group Binomial(n_g, E1_g/n_g))
 with the same noise.  The interval (``ci_fn``) inverts the estimate's simulated law over candidate
