@@ -421,6 +421,23 @@ class BaryTreeMechanism:
         }
 
 
+def count_noise_draws(mech, gen: np.random.Generator, reps: int, n: int | None = None) -> np.ndarray:
+    """``reps`` simulated draws (rows) of a tree release's count noise by its own law: discrete Laplace
+    on every node (from each server, for a secure ``DistributedNoiseMechanism``: ``variance_factor``
+    full shares), through the consistent estimate at total ``n``, which is affine in the node noise.
+    For uncertainty laws only (numpy's geometric differences, not the exact sampler); the covariance
+    of the rows is ``mech.count_covariance()``."""
+    base = getattr(mech, "mechanism", mech)
+    shares = max(1, round(getattr(mech, "variance_factor", 1.0)))
+    stat = base.statistic(np.full(base.n_points, 0 if n is None else n, dtype=np.int64))
+    ref = base.estimate_counts(stat, n)
+    unit = np.eye(base.n_nodes, dtype=np.int64)
+    L = np.array([base.estimate_counts(stat + base.noise_to_statistic(e), n) - ref for e in unit]).T
+    q = -np.expm1(-1.0 / float(base.scale))  # P(k) ∝ e^(-|k|/scale): a difference of two geometrics
+    shape = (reps, shares, base.n_nodes)
+    return (gen.geometric(q, shape) - gen.geometric(q, shape)).sum(axis=1).astype(np.float64) @ L.T
+
+
 def choose_mechanism(n_points: int, epsilon: float, neighbours: str = "replace", method: str = "auto"):
     """The mechanism for ``method`` ("binary", "b-ary", "b-ary:<b>" or "auto").
 

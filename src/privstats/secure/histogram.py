@@ -344,21 +344,11 @@ def _open_quantiles(spec: SecureSpec, noisy: np.ndarray, n: int, q, meta: dict):
 
 def prefix_noise_law(mech):
     """``draw(gen, reps)``: ``reps`` draws of one released curve's prefix-count noise by the mechanism's
-    own law (each server's full-scale discrete Laplace on the tree's nodes, through the consistent
-    estimate, which is linear in them); their covariance is ``mech.count_covariance()``."""
-    base = mech.mechanism
-    shares = max(1, round(mech.variance_factor))
-    stat0 = base.statistic(np.zeros(base.n_points, dtype=np.int64))
-    ref = base.estimate_counts(stat0, None)
-    unit = np.eye(base.n_nodes, dtype=np.int64)
-    L = np.array([base.estimate_counts(stat0 + base.noise_to_statistic(e), None) - ref for e in unit]).T
-    q = -math.expm1(-1.0 / float(base.scale))  # P(k) ∝ e^(-|k|/scale): a difference of two geometrics
+    own law (:func:`privstats.cdf.tree.count_noise_draws`: each server's discrete Laplace on the tree's
+    nodes, through the consistent estimate)."""
+    from privstats.cdf.tree import count_noise_draws
 
-    def draw(gen: np.random.Generator, reps: int) -> np.ndarray:
-        shape = (reps, shares, base.n_nodes)
-        return (gen.geometric(q, shape) - gen.geometric(q, shape)).sum(axis=1).astype(np.float64) @ L.T
-
-    return draw
+    return lambda gen, reps: count_noise_draws(mech, gen, reps)
 
 
 def _open_hl(spec: SecureSpec, parts, n: int | None, meta: dict, groups: int, rng: RNGLike):

@@ -13,7 +13,7 @@ import numpy as np
 from privstats.cdf.local import LocalPrefixNoise
 from privstats.cdf.quantiles import OutputGrid, independent_exponential_quantiles, joint_exponential_quantiles
 from privstats.cdf.smoothing import smooth
-from privstats.cdf.tree import choose_mechanism, dithered_bounds, uniform_grid
+from privstats.cdf.tree import choose_mechanism, count_noise_draws, dithered_bounds, uniform_grid
 from privstats.estimate import Estimate
 from privstats.plan import Option, check_model
 from privstats.privacy.randomness import RNGLike, as_source
@@ -314,21 +314,11 @@ def _noise_draws(res, draws: int, seed: int = LAW_SEED) -> np.ndarray | None:
         return _local_noise_draws(mech, np.asarray(res.raw, dtype=float), round(nm["total"]), draws, seed)
     if mech is None or not hasattr(mech, "noise_to_statistic"):
         return None
-    base = getattr(mech, "mechanism", mech)  # the secure model: the central tree, shares summed
-    shares = max(1, round(getattr(mech, "variance_factor", 1.0)))
     total = float(nm["total"])
     n = round(total) if nm["public_total"] else None
     k = np.asarray(res.raw).size
-    # the consistent estimate is affine in the noisy statistic: its noise is the difference from the
-    # estimate at a noiseless statistic (any consistent one: a flat curve at n)
-    stat = base.statistic(np.full(base.n_points, n if n is not None else 0, dtype=np.int64))
-    ref = base.estimate_counts(stat, n)[:k]
-    gen = np.random.default_rng(seed)
-    noise = _dlap_sim(gen, float(base.scale), (draws, shares, base.n_nodes)).sum(axis=1)
-    E = np.empty((draws, k))
-    for r in range(draws):
-        E[r] = (base.estimate_counts(stat + base.noise_to_statistic(noise[r]), n)[:k] - ref) / total
-    return E
+    # the secure model: the central tree's noise from each server, summed
+    return count_noise_draws(mech, np.random.default_rng(seed), draws, n)[:, :k] / total
 
 
 def _local_noise_draws(mech, raw: np.ndarray, n: int, draws: int, seed: int) -> np.ndarray | None:
