@@ -433,9 +433,14 @@ def count_noise_draws(mech, gen: np.random.Generator, reps: int, n: int | None =
     ref = base.estimate_counts(stat, n)
     unit = np.eye(base.n_nodes, dtype=np.int64)
     L = np.array([base.estimate_counts(stat + base.noise_to_statistic(e), n) - ref for e in unit]).T
-    q = -np.expm1(-1.0 / float(base.scale))  # P(k) ∝ e^(-|k|/scale): a difference of two geometrics
-    shape = (reps, shares, base.n_nodes)
-    return (gen.geometric(q, shape) - gen.geometric(q, shape)).sum(axis=1).astype(np.float64) @ L.T
+    return simulate_discrete_laplace(gen, float(base.scale), (reps, shares, base.n_nodes)).sum(axis=1) @ L.T
+
+
+def simulate_discrete_laplace(gen: np.random.Generator, scale: float, shape) -> np.ndarray:
+    """Discrete Laplace draws, P(k) ∝ e^(-|k|/scale), for simulation only (a difference of two
+    geometrics; releases use the exact sampler)."""
+    q = -np.expm1(-1.0 / scale)
+    return (gen.geometric(q, shape) - gen.geometric(q, shape)).astype(np.float64)
 
 
 def choose_mechanism(n_points: int, epsilon: float, neighbours: str = "replace", method: str = "auto"):

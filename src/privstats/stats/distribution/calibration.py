@@ -9,6 +9,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import stats
 
+from privstats.cdf.tree import simulate_discrete_laplace
 from privstats.central import discrete_laplace_variance
 from privstats.estimate import Estimate
 from privstats.plan import Option, UselessResultWarning, check_model
@@ -16,7 +17,7 @@ from privstats.privacy import PureDP, discrete_laplace
 from privstats.privacy.randomness import RNGLike, as_source
 from privstats.secure.hosmer_lemeshow import inverted_interval, lack_of_fit_grid, median_unbiased
 from privstats.stats.distribution.ecdf import ecdf
-from privstats.stats.distribution.plumbing import _central_curve, _dlap_sim
+from privstats.stats.distribution.plumbing import _central_curve
 from privstats.stats.units import Call, choose, unit
 from privstats.validation import (
     as_binary_labels,
@@ -255,8 +256,8 @@ def hl_n_needed(epsilon: float, groups: int, depth: int, budget: str = "split") 
 def _hl_simulate(E1, E0, O1, O0, scale_e_steps, scale_o, min_expected, gen, reps):
     """H of ``reps`` re-noised copies of the given true-count plug-ins (post-processing only)."""
     Q = E1.size
-    ne = _dlap_sim(gen, scale_e_steps, (reps, 2, Q)) / HL_STEPS
-    no = _dlap_sim(gen, scale_o, (reps, 2, Q))
+    ne = simulate_discrete_laplace(gen, scale_e_steps, (reps, 2, Q)) / HL_STEPS
+    no = simulate_discrete_laplace(gen, scale_o, (reps, 2, Q))
     return _hl_statistic(E1 + ne[:, 0], E0 + ne[:, 1], O1 + no[:, 0], O0 + no[:, 1], min_expected)
 
 
@@ -300,8 +301,8 @@ def _hl_renoise(E1, E0, d, acc: dict, gen, reps: int):
     """:func:`_hl_pooled` of ``reps`` releases of true sums (E1, E0, O1 = E1 + d, O0 = E0 − d)."""
     scale_e, scale_o = float(acc["scale_expected_steps"]), float(acc["scale_observed"])
     Q = np.shape(E1)[-1]
-    ne = _dlap_sim(gen, scale_e, (reps, 2, Q)) / HL_STEPS
-    no = _dlap_sim(gen, scale_o, (reps, 2, Q))
+    ne = simulate_discrete_laplace(gen, scale_e, (reps, 2, Q)) / HL_STEPS
+    no = simulate_discrete_laplace(gen, scale_o, (reps, 2, Q))
     return _hl_pooled(
         E1 + ne[:, 0], E0 + ne[:, 1], E1 + d + no[:, 0], E0 - d + no[:, 1], *hl_noise_parts(acc)
     )

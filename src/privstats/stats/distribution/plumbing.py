@@ -17,12 +17,6 @@ if TYPE_CHECKING:
 NEIGHBOURS = ("replace", "add-remove")
 
 
-def _dlap_sim(gen: np.random.Generator, scale: float, shape) -> np.ndarray:
-    """Discrete Laplace draws for simulation only (difference of two geometrics)."""
-    q = -np.expm1(-1.0 / scale)
-    return (gen.geometric(q, shape) - gen.geometric(q, shape)).astype(np.float64)
-
-
 def _width(bounds):
     return 1.0 if bounds is None else float(bounds[1]) - float(bounds[0])
 

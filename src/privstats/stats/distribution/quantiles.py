@@ -13,14 +13,19 @@ import numpy as np
 from privstats.cdf.local import LocalPrefixNoise
 from privstats.cdf.quantiles import OutputGrid, independent_exponential_quantiles, joint_exponential_quantiles
 from privstats.cdf.smoothing import smooth
-from privstats.cdf.tree import choose_mechanism, count_noise_draws, dithered_bounds, uniform_grid
+from privstats.cdf.tree import (
+    choose_mechanism,
+    count_noise_draws,
+    dithered_bounds,
+    simulate_discrete_laplace,
+    uniform_grid,
+)
 from privstats.estimate import Estimate
 from privstats.plan import Option, check_model
 from privstats.privacy.randomness import RNGLike, as_source
 from privstats.stats.distribution.ecdf import _plan_ecdf_central, _plan_ecdf_local, _plan_ecdf_secure, ecdf
 from privstats.stats.distribution.plumbing import (
     NEIGHBOURS,
-    _dlap_sim,
     _pure_estimate,
     _quantile_levels,
     _width,
@@ -484,7 +489,9 @@ def _tree_quantile_rmse(model: str, n: int, epsilon: float, grid: int, qs: tuple
         stat = mech.statistic(np.cumsum(counts))
         shares = 2 if model == "secure" else 1  # the secure model opens two full noise shares
         # every draw's node noise at once, by the simulation sampler (a prediction: no data involved)
-        noise = _dlap_sim(gen, float(mech.scale), (errs.shape[0], shares, mech.n_nodes)).sum(axis=1)
+        noise = simulate_discrete_laplace(gen, float(mech.scale), (errs.shape[0], shares, mech.n_nodes)).sum(
+            axis=1
+        )
     for r in range(errs.shape[0]):  # a few hundred draws of the aggregate, not per user
         if model == "local":
             state = hh.simulate_counts(counts, gen)
