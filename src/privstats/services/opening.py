@@ -71,14 +71,14 @@ def open_result(
 
 def _with_uncertainty(spec: SecureSpec, est):
     """The quantiles' stderr and intervals as ``privstats.quantiles(model="secure")`` gives them
-    (:func:`privstats.stats.distribution.quantiles.tree_release_stderr`, the curve's inverted band)."""
+    (:func:`privstats.stats.distribution.quantiles.tree_release_law`, the curve's inverted band)."""
     from dataclasses import replace
 
     from privstats.stats.distribution.quantiles import (
         INTERVAL_METHOD,
         STDERR_METHOD,
         band_ci,
-        tree_release_stderr,
+        tree_release_law,
     )
 
     qs = np.asarray(est.params["q"], dtype=float)
@@ -86,10 +86,10 @@ def _with_uncertainty(spec: SecureSpec, est):
     dithered = spec.shift is not None
     ci_fn = band_ci(curve.quantiles, curve.raw, curve.stderr, qs, spec.bounds, dithered=dithered)
     details = {**est.details, "ci_fn": ci_fn, "interval_method": INTERVAL_METHOD}
-    law = tree_release_stderr(curve, qs, spec.cell_width, dithered=dithered)
+    law = tree_release_law(curve, qs, spec.cell_width, dithered=dithered)
     if law is None:
         return replace(est, details=details)
-    return replace(est, stderr=law, params={**est.params, "stderr_method": STDERR_METHOD}, details=details)
+    return replace(est, stderr=law[0], params={**est.params, "stderr_method": STDERR_METHOD}, details=details)
 
 
 def _open_roc(spec: SecureSpec, parts, meta: dict):
