@@ -152,7 +152,8 @@ def quantiles(
     Uncertainty: ``est.ci(level)`` inverts the pointwise band of a raw private ECDF (the
     tree's own curve; for the exponential mechanisms a separate central ECDF with
     ``ci_fraction`` of ε, the point estimate getting the rest; ``ci_fraction=0``: no
-    interval), its ends brought in by (1 − level)/2 of a cell on a dithered grid (:func:`_band_interval`).
+    interval), its ends brought in by (1 − level)/2 of a cell on a dithered grid (:func:`_band_interval`);
+    the local tree's band is then cut to its release law's reach.
     ``stderr``: for the trees (central, secure, local) the spread of Algorithm 1 re-run on
     the released curve plus draws of the mechanism's public noise law (:func:`release_law`,
     post-processing: ~0 deep inside a tied block, a gap's width times the chance of crossing it next to
