@@ -224,16 +224,17 @@ def shuffle_run(c: Call):
     d = est.details
     edges = d["grid_start"] + d["bin_width"] * np.arange(1, d["prefix_counts"].size + 1)
     n = est.n or 1
-    law = moves = None
+    law = None
     if "prefix_covariance" in d:  # the release law (as the trees'), plus the dithered bin's rounding
         from privstats.stats.distribution.roc import _noise_factor
 
         cov = np.asarray(d["prefix_covariance"]) / n**2
         E = np.random.default_rng(LAW_SEED).standard_normal((LAW_DRAWS, cov.shape[0])) @ _noise_factor(cov).T
-        spread, moves = _release_law(np.clip(d["prefix_counts"] / n, 0.0, 1.0), E, edges, np.atleast_1d(c.qs))
+        spread, _ = _release_law(np.clip(d["prefix_counts"] / n, 0.0, 1.0), E, edges, np.atleast_1d(c.qs))
         law = np.sqrt(spread**2 + d["bin_width"] ** 2 / 12.0)
         est = replace(est, params={**est.params, "stderr_method": STDERR_METHOD})
-    return est, (edges, d["prefix_counts"] / n, np.asarray(d["prefix_stderr"]) / n, law, moves)
+    # no moves: the shuffled bins keep the band alone (``LAW_CUT_MODELS``)
+    return est, (edges, d["prefix_counts"] / n, np.asarray(d["prefix_stderr"]) / n, law, None)
 
 
 def tree_run(c: Call):
