@@ -31,6 +31,8 @@ model's ``hl_estimand``, the planner told that value as the anticipated ``lack_o
 Results go to ``OUT/cells.jsonl`` (one line per cell, resumable: finished cells are skipped) and
 ``OUT/table.md``; ``--md PATH`` also writes the table there (docs/results.md includes
 ``experiments/coverage_real.md``, made with the four sets breast_cancer, fair, randhie, anes96).
+``--seed S`` draws each cell's noise from its seeds S … S + runs − 1 (default 0, the table's; the rows
+drawn stay those of the data set's seed n): ``--seed 400 --runs 1600`` re-measures cells on fresh seeds.
 """
 
 from __future__ import annotations
@@ -73,22 +75,20 @@ MODELS = {
     )
 }
 CORNERS = [(300, 0.5), (300, 2.0), (5000, 0.5), (5000, 2.0), (1000, 1.0)]
-# seeds per cell are capped where one release takes a quarter second or more (isotonic re-noising,
-# simulated messages); these pairs run at every corner, as the others (until issue 26's last round,
-# at (300, 0.5) and (5,000, 2) only, with 10-100 seeds: 10 hid the shuffle quantiles' rounding bias).
-# Central and secure ROC (100-240 seeds, when a release took 1-2 s) and the shuffle pairs (100-200) ran
-# at fewer seeds, where the binomial sd of a coverage near 0.95 is 0.014-0.022; every pair runs at 400.
-RUNS_CAP = {
-    ("roc_curve", "central"): 400,  # ~0.5 s per release (was 100)
-    ("roc_curve", "secure"): 400,  # ~0.5 s per release (was 120-240)
-    ("roc_curve", "local"): 400,  # ~15 ms per release (was 15)
-    ("quantiles", "shuffle"): 400,  # 15 ms-1 s per release (was 200)
-    ("quantiles", "local"): 400,  # ~0.5 s per release (its release-law stderr; was 30 seeds)
-    ("frequencies", "shuffle"): 400,  # ~0.3 s per release (was 100)
-    ("range_counts", "shuffle"): 400,  # 10-300 ms per release (was 100)
+# the pairs whose release takes a quarter second or more (isotonic re-noising, simulated messages) run
+# after the cheap cells of every corner.  Until issue 26's last rounds they ran at fewer seeds (a cap:
+# central and secure ROC 100-240, the shuffle pairs 100-200, local quantiles 30), where the binomial sd
+# of a coverage near 0.95 is 0.014-0.022; every pair runs at ``--runs`` now (the table: 400).
+COSTLY = {
+    ("roc_curve", "central"),  # ~0.5 s per release
+    ("roc_curve", "secure"),  # ~0.5 s per release
+    ("roc_curve", "local"),  # ~15 ms per release
+    ("quantiles", "shuffle"),  # 15 ms-1 s per release
+    ("quantiles", "local"),  # ~0.5 s per release (its release-law stderr)
+    ("frequencies", "shuffle"),  # ~0.3 s per release
+    ("range_counts", "shuffle"),  # 10-300 ms per release
 }
 SMOKE = {(300, 1.0)}
-COSTLY = {k for k in RUNS_CAP}
 # seeds per cell are raised where 100 seeds cannot measure the stderr ratio: secure quantiles on fair at
 # (5,000, 0.5), where q = 0.75 sits just under the end of age 32's block and the release leaves that
 # cell in 4.5% of runs, far (up to 5 years), so the spread and the reported stderr's mean square are
@@ -276,12 +276,12 @@ def predicted(stat: str, model: str, n: int, eps: float, kw: dict) -> tuple[floa
 
 
 def cell_runs(cell: dict, runs: int) -> int:
-    """Seeds for one cell: ``runs``, capped by RUNS_CAP (costly releases), raised to RUNS_FLOOR (heavy tails)."""
-    runs = min(runs, RUNS_CAP.get((cell["stat"], cell["model"]), runs))
+    """Seeds for one cell: ``runs``, raised to RUNS_FLOOR (heavy tails)."""
     return max(runs, RUNS_FLOOR.get((cell["stat"], cell["model"], *_key(cell)[:3]), 0))
 
 
-def run_cell(cell: dict, runs: int) -> dict:
+def run_cell(cell: dict, runs: int, first: int = 0) -> dict:
+    """One cell's row over seeds ``first`` … ``first + runs − 1`` (past the cell's own seed base)."""
     runs = cell_runs(cell, runs)
     data, resampled = subsample(load(cell["data"]), cell["n"], seed=cell["n"])
     s = spec(cell["stat"], data, cell["n"])
@@ -302,7 +302,7 @@ def run_cell(cell: dict, runs: int) -> dict:
     # seeds differ between cells (the same standardised noise in every data set would tie their rows)
     base = int.from_bytes(hashlib.sha256(repr(_key(cell)).encode()).digest()[:4], "little") * 1000
     t0 = time.perf_counter()
-    for r in range(runs):
+    for r in range(first, first + runs):
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
             est = s["call"](cell["model"], cell["eps"], base + r)
@@ -325,6 +325,7 @@ def run_cell(cell: dict, runs: int) -> dict:
     return {
         **cell,
         "runs": runs,
+        "first_seed": first,
         "resampled": resampled,
         "exact": ex.tolist() if ex.size <= 4 else None,
         "coverage": float(H[:, inside].mean()) if inside.any() else math.nan,
@@ -431,9 +432,9 @@ def summary(rows: list[dict]) -> str:
     )
 
 
-def _outcome(cell: dict, runs: int):
+def _outcome(cell: dict, runs: int, first: int = 0):
     try:
-        return run_cell(cell, runs)
+        return run_cell(cell, runs, first)
     except ValueError as exc:
         return exc
 
@@ -448,14 +449,14 @@ def _one_blas_thread() -> None:
     threadpool_limits(1)
 
 
-def _results(todo: list[dict], runs: int, jobs: int):
+def _results(todo: list[dict], runs: int, jobs: int, first: int = 0):
     """(cell, row or the ValueError a protocol refused it with), in a process pool when jobs > 1."""
     if jobs <= 1:
         for c in todo:
-            yield c, _outcome(c, runs)
+            yield c, _outcome(c, runs, first)
         return
     with ProcessPoolExecutor(jobs, initializer=_one_blas_thread) as pool:
-        futs = {pool.submit(_outcome, c, runs): c for c in todo}
+        futs = {pool.submit(_outcome, c, runs, first): c for c in todo}
         for fut in as_completed(futs):
             yield futs[fut], fut.result()
 
@@ -486,10 +487,11 @@ def main(argv=None) -> int:
         c
         for c in todo
         if _key(c) not in done
+        or done[_key(c)].get("first_seed", 0) != args.seed
         or ("error" not in done[_key(c)] and done[_key(c)]["runs"] < cell_runs(c, runs))
     ]
     with C.Progress(len(todo), NAME) as prog, path.open("a") as f:
-        for cell, result in _results(todo, runs, args.jobs):
+        for cell, result in _results(todo, runs, args.jobs, args.seed):
             if isinstance(result, ValueError):  # a protocol that refuses these parameters is a row
                 print(f"cell {cell} refused: {result!r}", file=sys.stderr)
                 result = {**cell, "runs": 0, "error": f"{type(result).__name__}: {str(result)[:90]}"}

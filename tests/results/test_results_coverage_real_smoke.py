@@ -28,3 +28,20 @@ def test_coverage_real_smoke_writes_a_row_per_cell(tmp_path):
     for r in rows:
         assert r["runs"] == 2 and 0 <= r["coverage"] <= 1 and r["stderr_reported"] > 0
     assert md.read_text().startswith(f"{len(rows)} cells")
+
+
+@pytest.mark.skipif(not EXP.is_file(), reason="not a source checkout")
+def test_seed_moves_each_cells_noise_seeds(tmp_path):
+    """``--seed S`` runs seeds S … S + runs − 1 (a re-measurement on fresh seeds): the row of seeds 0-1
+    is the root mean square of the rows of seed 0 and of seed 1 alone; ``--seed`` was ignored before."""
+    spec = importlib.util.spec_from_file_location("coverage_real", EXP)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    cell = {"data": "breast_cancer", "n": 300, "eps": 1.0, "stat": "auc", "model": "central"}
+    e0, e1 = (mod.run_cell(cell, 1, first)["rmse"] for first in (0, 1))
+    assert e0 != e1
+    assert mod.run_cell(cell, 2)["rmse"] == pytest.approx(((e0**2 + e1**2) / 2) ** 0.5, rel=1e-12)
+    argv = ["--out", str(tmp_path / "o"), "--data", "breast_cancer", "--corners", "300:1", "--stats", "auc"]
+    assert mod.main([*argv, "--models", "central", "--runs", "1", "--seed", "1"]) == 0
+    (row,) = [json.loads(line) for line in (tmp_path / "o" / "cells.jsonl").read_text().splitlines()]
+    assert row["first_seed"] == 1 and row["rmse"] == pytest.approx(e1, rel=1e-12)
