@@ -91,7 +91,7 @@ def _zeta(v: Any, name: str = "zeta") -> tuple[float, float]:
 
 def _options() -> dict[str, tuple[str, ...]]:
     from privstats.cdf.smoothing import SMOOTHING_METHODS
-    from privstats.ustat.kernels import QUANTISATIONS
+    from privstats.ustat.kernels import GMD_QUANTISATIONS
     from privstats.ustat.tree import DISCARDS, SPLITTINGS
 
     return {
@@ -101,7 +101,7 @@ def _options() -> dict[str, tuple[str, ...]]:
         "splitting": SPLITTINGS,
         "discard": DISCARDS,
         "variant": ("a", "b"),
-        "quantization": QUANTISATIONS,
+        "quantization": GMD_QUANTISATIONS,  # "dither" is the GMD's; a kernel's plan refuses it
         "neighbours": ("replace", "add-remove"),
     }
 

@@ -26,6 +26,7 @@ from collections.abc import Callable
 import numpy as np
 
 __all__ = [
+    "GMD_QUANTISATIONS",
     "QUANTISATIONS",
     "auc_matrix",
     "bin_centres",
@@ -40,6 +41,9 @@ __all__ = [
 ]
 
 QUANTISATIONS = ("mid", "avg", "center")
+# the local Gini mean difference also takes "dither": "center" on a grid shifted by a public uniform
+# fraction of a cell, which makes the binned value unbiased for any data
+GMD_QUANTISATIONS = ("dither", *QUANTISATIONS)
 
 
 def quantize(values: np.ndarray, bounds: tuple[float, float], k: int) -> np.ndarray:

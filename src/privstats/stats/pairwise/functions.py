@@ -211,6 +211,12 @@ def gini_mean_difference(
 ) -> Estimate:
     """Private Gini mean difference Σ_{i<j}|x_i − x_j| / C(n, 2) of values in public ``bounds``.
 
+    Local model: each user reports its cell of a grid of ``bins`` cells.  On the fixed grid ("avg", the
+    default; "mid", "center") the interval bounds the binning's bias for densities linear within each
+    cell, which data much narrower than a cell exceed.  ``quantization="dither"`` shifts the grid by a
+    public uniform fraction of a cell, drawn per release, which makes the binned value unbiased for any
+    data; its stderr omits the shift's own zero-mean error (docs/results.md, issue 26).
+
     ``backend="spu"`` (secure pairs): real two-party computation of |x_i − x_j| with each value
     rounded to a public grid of ``(hi − lo)·2^-grid_bits`` and discrete Laplace on that grid.
 
@@ -222,8 +228,9 @@ def gini_mean_difference(
     """
     opts = {"P": P, "oracle": oracle, "bins": bins, "quantization": quantization}
     epsilon, delta, model = _validate(
-        "gini_mean_difference", epsilon, delta, model, method, postprocess, backend, **opts
-    )
+        "gini_mean_difference", epsilon, delta, model, method, postprocess, backend,
+        quantizations=K.GMD_QUANTISATIONS, **opts,
+    )  # fmt: skip
     lo, hi = check_bounds(bounds)
     xs = as_float_array(x, "x", bounds=(lo, hi))
     n, w = _at_least_two_users(xs.size), hi - lo

@@ -64,7 +64,7 @@ def _common(epsilon, delta, model, method, statistic="ustatistic", postprocess="
     return epsilon, delta, model
 
 
-def _options(*, P=None, oracle="auto", bins=None, quantization="avg") -> None:
+def _options(*, P=None, oracle="auto", bins=None, quantization="avg", quantizations=K.QUANTISATIONS) -> None:
     """Protocol options are checked whatever the model, so a bad value is never silently ignored."""
     if P is not None:
         check_positive_int(P, "P")
@@ -72,7 +72,7 @@ def _options(*, P=None, oracle="auto", bins=None, quantization="avg") -> None:
         check_choice(oracle, "oracle", ORACLES)
     if bins is not None:
         check_positive_int(bins, "bins", minimum=2)
-    check_choice(quantization, "quantization", K.QUANTISATIONS)
+    check_choice(quantization, "quantization", quantizations)
 
 
 def _validate(
@@ -88,6 +88,7 @@ def _validate(
     oracle="auto",
     bins=None,
     quantization="avg",
+    quantizations=K.QUANTISATIONS,
     local=(),
 ):
     """The checks every pairwise statistic makes first, in one order: the backend's model, ε, δ, the
@@ -102,7 +103,7 @@ def _validate(
     )
     epsilon, delta, model = _common(epsilon, delta, model, method, statistic, postprocess, local_options)
     _check_backend(backend, model, method)
-    _options(P=P, oracle=oracle, bins=bins, quantization=quantization)
+    _options(P=P, oracle=oracle, bins=bins, quantization=quantization, quantizations=quantizations)
     return epsilon, delta, model
 
 
