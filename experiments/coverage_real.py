@@ -194,13 +194,15 @@ def _hl_exact(y, p) -> float:
     return float(_hl_statistic(E1 / HL_STEPS, E0 / HL_STEPS, O1, O0, 0.5))
 
 
-def spec(stat: str, d: dict, n: int) -> dict:
-    """call(model, eps, rng) -> Estimate; exact values; support; plan kwargs."""
+def spec(stat: str, d: dict, n: int, quantization: str = "avg") -> dict:
+    """call(model, eps, rng) -> Estimate; exact values; support; plan kwargs (``quantization``: the local
+    Gini mean difference's and coefficient's grid)."""
     from scipy.stats import kendalltau
 
     import privstats as P
 
     sh = lambda m: {"delta": DELTA} if m == "shuffle" else {}  # noqa: E731
+    qz = lambda m: {"quantization": quantization} if m == "local" else {}  # noqa: E731
     x, xb = d["x"], d["xb"]
     if stat == "auc":
         return dict(
@@ -219,13 +221,14 @@ def spec(stat: str, d: dict, n: int) -> dict:
         )  # fmt: skip
     if stat == "gini_mean_difference":
         return dict(
-            call=lambda m, e, r: P.gini_mean_difference(x, epsilon=e, bounds=xb, model=m, rng=r),
-            exact=_gmd(x), support=(0, xb[1] - xb[0]), plan=dict(bounds=xb),
+            call=lambda m, e, r: P.gini_mean_difference(x, epsilon=e, bounds=xb, model=m, rng=r, **qz(m)),
+            exact=_gmd(x), support=(0, xb[1] - xb[0]), plan=dict(bounds=xb, quantization=quantization),
         )  # fmt: skip
     if stat == "gini_coefficient":
         return dict(
-            call=lambda m, e, r: P.gini_coefficient(x, epsilon=e, bounds=xb, model=m, rng=r),
-            exact=_gmd(x) * (n - 1) / (2 * n * float(x.mean())), support=(0, 1), plan=dict(bounds=xb),
+            call=lambda m, e, r: P.gini_coefficient(x, epsilon=e, bounds=xb, model=m, rng=r, **qz(m)),
+            exact=_gmd(x) * (n - 1) / (2 * n * float(x.mean())), support=(0, 1),
+            plan=dict(bounds=xb, quantization=quantization),
         )  # fmt: skip
     if stat == "ecdf":
         t = xb[0] + (xb[1] - xb[0]) * np.arange(1, ECDF_GRID + 1) / ECDF_GRID
@@ -284,7 +287,7 @@ def run_cell(cell: dict, runs: int, first: int = 0) -> dict:
     """One cell's row over seeds ``first`` … ``first + runs − 1`` (past the cell's own seed base)."""
     runs = cell_runs(cell, runs)
     data, resampled = subsample(load(cell["data"]), cell["n"], seed=cell["n"])
-    s = spec(cell["stat"], data, cell["n"])
+    s = spec(cell["stat"], data, cell["n"], cell.get("quantization", "avg"))
     ex = np.atleast_1d(np.asarray(s["exact"], dtype=float))
     if cell["stat"] == "hosmer_lemeshow":
         # each model's documented estimand (``hl_estimand``): exact sums over the cuts the private ECDF
@@ -343,8 +346,9 @@ def run_cell(cell: dict, runs: int, first: int = 0) -> dict:
     }
 
 
-def cells(datasets, corners, stats, models=None) -> list[dict]:
+def cells(datasets, corners, stats, models=None, quantization="avg") -> list[dict]:
     out = []
+    extra = {} if quantization == "avg" else {"quantization": quantization}
     for costly in (False, True):  # the cheap cells of every corner first
         for n, eps in corners:
             for stat in stats:
@@ -352,7 +356,7 @@ def cells(datasets, corners, stats, models=None) -> list[dict]:
                     if ((stat, model) in COSTLY) != costly or (models and model not in models):
                         continue
                     for ds in datasets:
-                        out.append({"data": ds, "n": n, "eps": eps, "stat": stat, "model": model})
+                        out.append({"data": ds, "n": n, "eps": eps, "stat": stat, "model": model, **extra})
     return out
 
 
@@ -469,6 +473,9 @@ def main(argv=None) -> int:
     ap.add_argument("--data", nargs="*", default=list(DATASETS), help="data sets (default: all five)")
     ap.add_argument("--models", nargs="*", default=None, help="trust models (default: every one)")
     ap.add_argument("--corners", nargs="*", default=None, help="n:eps pairs (default: the five corners)")
+    ap.add_argument(
+        "--quantization", default="avg", choices=("avg", "dither"), help="the local Gini grid (default avg)"
+    )
     args = ap.parse_args(argv)
     out = C.prepare(args)
     corners = list(SMOKE) if args.smoke else CORNERS
@@ -476,7 +483,7 @@ def main(argv=None) -> int:
         corners = [(int(a), float(b)) for a, b in (t.split(":") for t in args.corners)]
     runs = 2 if args.smoke else args.runs
     stats = ["auc", "frequencies"] if args.smoke else args.stats
-    todo = cells(args.data[:1] if args.smoke else args.data, corners, stats, args.models)
+    todo = cells(args.data[:1] if args.smoke else args.data, corners, stats, args.models, args.quantization)
     path = out / "cells.jsonl"
     done = {}
     if path.exists():

@@ -45,3 +45,32 @@ def test_seed_moves_each_cells_noise_seeds(tmp_path):
     assert mod.main([*argv, "--models", "central", "--runs", "1", "--seed", "1"]) == 0
     (row,) = [json.loads(line) for line in (tmp_path / "o" / "cells.jsonl").read_text().splitlines()]
     assert row["first_seed"] == 1 and row["rmse"] == pytest.approx(e1, rel=1e-12)
+
+
+@pytest.mark.skipif(not EXP.is_file(), reason="not a source checkout")
+def test_quantization_reaches_the_local_gini_releases_and_their_plan(tmp_path):
+    """``--quantization dither`` reproduces docs/results.md's dithered rows: the local GMD and coefficient
+    run on the dithered grid and are planned on it; the other models and statistics are untouched."""
+    spec = importlib.util.spec_from_file_location("coverage_real", EXP)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    data, _ = mod.subsample(mod.load("breast_cancer"), 300, seed=300)
+    for stat in ("gini_mean_difference", "gini_coefficient"):
+        s = mod.spec(stat, data, 300, "dither")
+        assert s["call"]("local", 1.0, 0).params["quantization"] == "dither"
+        assert "quantization" not in s["call"]("central", 1.0, 0).params
+        assert s["plan"]["quantization"] == "dither"
+    argv = ["--out", str(tmp_path / "o"), "--data", "breast_cancer", "--corners", "300:1"]
+    argv += [
+        "--stats",
+        "gini_mean_difference",
+        "--models",
+        "local",
+        "--runs",
+        "1",
+        "--quantization",
+        "dither",
+    ]
+    assert mod.main(argv) == 0
+    (row,) = [json.loads(line) for line in (tmp_path / "o" / "cells.jsonl").read_text().splitlines()]
+    assert row["quantization"] == "dither"
