@@ -33,6 +33,7 @@ Results go to ``OUT/cells.jsonl`` (one line per cell, resumable: finished cells 
 ``experiments/coverage_real.md``, made with the four sets breast_cancer, fair, randhie, anes96).
 ``--seed S`` draws each cell's noise from its seeds S … S + runs − 1 (default 0, the table's; the rows
 drawn stay those of the data set's seed n): ``--seed 400 --runs 1600`` re-measures cells on fresh seeds.
+``--quantization dither`` runs the local Gini mean difference and coefficient on the dithered grid.
 """
 
 from __future__ import annotations
@@ -495,6 +496,7 @@ def main(argv=None) -> int:
         for c in todo
         if _key(c) not in done
         or done[_key(c)].get("first_seed", 0) != args.seed
+        or done[_key(c)].get("quantization", "avg") != c.get("quantization", "avg")
         or ("error" not in done[_key(c)] and done[_key(c)]["runs"] < cell_runs(c, runs))
     ]
     with C.Progress(len(todo), NAME) as prog, path.open("a") as f:
