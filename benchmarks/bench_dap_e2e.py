@@ -34,6 +34,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from privstats.ustat.mpc.wire import free_port
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 
@@ -69,14 +71,6 @@ def _wait_idle(pids: list[int], timeout: float = 120.0) -> None:
         if all(b - a < 0.02 for a, b in zip(before, now, strict=True)):
             return
         before = now
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _start(role: str, task: Path, db: str, port: int) -> subprocess.Popen:
@@ -165,7 +159,7 @@ def run(n: int, conns: int, db: str) -> dict[str, float]:
     from privstats.services.tasks import write_task
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-dap-"))
-    ports = {"leader": _free_port(), "helper": _free_port()}
+    ports = {"leader": free_port(), "helper": free_port()}
     urls = {r: f"http://127.0.0.1:{p}" for r, p in ports.items()}
     task, secrets = new_dap_task(
         "ecdf", bounds=(0, 1), grid=1023, epsilon=1.0, min_batch=100, urls=urls, chunk_length=32

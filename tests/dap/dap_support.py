@@ -4,19 +4,14 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from privstats.ustat.mpc.wire import free_port
+
 NODE_SCRIPT = Path(__file__).with_name("node_upload.mjs")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def node_upload(node_modules: Path, task: Path, cells: list[int], tmp: Path) -> int:

@@ -8,7 +8,6 @@ killed with SIGKILL mid-run (the run stops cleanly, resumes, and never counts a 
 import json
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -26,18 +25,9 @@ from privstats.ustat import central as C
 from privstats.ustat.mpc import JobSpec, SpuSession
 from privstats.ustat.mpc.backend import reconstruct
 from privstats.ustat.mpc.circuit import require_spu, runtime_config
+from privstats.ustat.mpc.wire import free_port
 
 pytestmark = pytest.mark.timeout(900)
-
-
-def _ports(k):
-    socks = [socket.socket() for _ in range(k)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def _cli(*args, check=True):
@@ -48,7 +38,7 @@ def _cli(*args, check=True):
 
 
 def _new_task(tmp_path, *args):
-    pl, pr, ll, lr = _ports(4)
+    pl, pr, ll, lr = (free_port() for _ in range(4))
     task = tmp_path / "task.json"
     _cli(
         "task", "new", "--model", "secure", "--backend", "spu", *args,

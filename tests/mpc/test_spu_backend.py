@@ -25,6 +25,7 @@ from privstats.ustat.mpc import (
     encode,
     laplace_plan,
 )
+from privstats.ustat.mpc.wire import free_port
 from privstats.ustat.pairs import simulated_two_party
 
 from .test_mpc_plan import centred, gof_pvalue, realised_pmf
@@ -227,17 +228,11 @@ class _Capture:
             dst.sendall(chunk)
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_link_carries_no_plaintext_input():
     """Every byte between the two parties goes through a recording proxy; neither party's plaintext
     (raw float64 values nor their int64 encodings) appears in the stream, while the stream does carry
     the protocol (the link's session id) and far more bytes than the inputs."""
-    pl, pr = _free_port(), _free_port()
+    pl, pr = free_port(), free_port()
     cap_to_left, cap_to_right = _Capture(pl), _Capture(pr)
     sess = SpuSession(
         link_addrs=(
@@ -294,7 +289,7 @@ def test_runner_roles_hold_their_own_data(tmp_path):
     left_vals, right_vals = np.round(g.random(500), 2), np.round(g.random(400), 2)
     np.save(tmp_path / "left.npy", left_vals)
     np.save(tmp_path / "right.npy", right_vals)
-    pl, pr = _free_port(), _free_port()
+    pl, pr = free_port(), free_port()
     procs, ports = [], []
     for role, own, other, data in (("left", pl, pr, "left.npy"), ("right", pr, pl, "right.npy")):
         p = subprocess.Popen(

@@ -15,7 +15,6 @@ import glob
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,18 +24,14 @@ from pathlib import Path
 
 import pytest
 
+from privstats.ustat.mpc.wire import free_port
+
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 pytest.importorskip("sqlalchemy")
 pytest.importorskip("httpx")
 
 SLOW = os.environ.get("PRIVSTATS_SLOW_SERVICES") == "1"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Server:

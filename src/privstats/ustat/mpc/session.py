@@ -14,15 +14,9 @@ import sys
 import threading
 
 from .circuit import require_spu
-from .wire import addr, recv_msg, send_msg
+from .wire import addr, free_port, recv_msg, send_msg
 
 __all__ = ["SpuSession", "default_session"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class SpuSession:
@@ -45,7 +39,7 @@ class SpuSession:
         self.lock = threading.Lock()
         if parties is None:
             if link_addrs is None:
-                pl, pr = _free_port(), _free_port()
+                pl, pr = free_port(), free_port()
                 link_addrs = ((f"127.0.0.1:{pl}", f"127.0.0.1:{pr}"), (f"127.0.0.1:{pr}", f"127.0.0.1:{pl}"))
             ports = []
             for role, (self_addr, peer_addr) in zip(("left", "right"), link_addrs, strict=False):

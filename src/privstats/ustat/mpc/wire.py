@@ -10,7 +10,35 @@ import json
 import socket
 import struct
 
-__all__ = ["addr", "frame", "own_share", "pack_share", "recv_msg", "send_msg", "unframe", "unpack_share"]
+__all__ = [
+    "addr",
+    "frame",
+    "free_port",
+    "own_share",
+    "pack_share",
+    "recv_msg",
+    "send_msg",
+    "unframe",
+    "unpack_share",
+]
+
+
+_ISSUED: set[int] = set()
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1 that this process has not handed out before.
+
+    Closing the probing socket frees the port, so the kernel may offer it again to the next call; two
+    servers given the same port would collide.
+    """
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port not in _ISSUED:
+            _ISSUED.add(port)
+            return port
 
 
 def send_msg(sock: socket.socket, header: dict, blobs: list[bytes] = ()) -> None:  # type: ignore[assignment]
