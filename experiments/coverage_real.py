@@ -292,9 +292,9 @@ def run_cell(cell: dict, runs: int, first: int = 0) -> dict:
     ex = np.atleast_1d(np.asarray(s["exact"], dtype=float))
     if cell["stat"] == "hosmer_lemeshow":
         # each model's documented estimand (``hl_estimand``): exact sums over the cuts the private ECDF
-        # places, averaged over its noise (central), or the secure grid's cells at their midpoints cut
-        # on the exact pooled curve (secure); each group's weight capped where the noise cannot resolve
-        # its variance
+        # places, averaged over its noise (central), or the secure grid's cells at their midpoints,
+        # averaged over the groups the release's noisy pooled curve cuts (secure); each group's weight
+        # capped where the noise cannot resolve its variance
         from privstats.stats.distribution.calibration import hl_estimand
 
         ex = np.atleast_1d(hl_estimand(data["y"], data["p"], epsilon=cell["eps"], model=cell["model"]))

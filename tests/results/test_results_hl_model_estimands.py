@@ -4,8 +4,8 @@ Before (issue 26, table at n = 5,000, ε = 2): secure HL was compared with the c
 deciles (coverage 0.01–0.59, bias up to 5 sd, planner 0.07–0.5×); central against the noise-free grid
 deciles covered 0.68–0.94, the private cuts' noise missing from its stderr.  Now:
 
-* secure estimates :func:`hl_estimand` ``model="secure"``: its cell midpoints, groups cut on the exact
-  pooled curve, its own V floor;
+* secure estimates :func:`hl_estimand` ``model="secure"``: its cell midpoints, its own V floor, averaged
+  over the groups its noisy pooled curve cuts (test_results_hl_secure_cuts.py);
 * central estimates the exact-sum statistic averaged over the cuts the private ECDF places, and its
   stderr carries the cuts' spread;
 * both stderrs use plug-in residuals scaled to the estimate's lack of fit (the positive part of

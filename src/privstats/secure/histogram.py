@@ -394,7 +394,7 @@ def _open_hl(spec: SecureSpec, parts, n: int | None, meta: dict, groups: int, rn
             **{k: r[k] for k in keys},
             "H_plain": r["H"],
             "p_value_method": "parametric bootstrap under calibration (Binomial per group) with the release noise",
-            "stderr_method": "normal re-noising of shrunk plug-in group sums with their exact noise covariance",
+            "stderr_method": "re-noising of the plug-in cells by the mechanism's law, groups re-cut per draw",
             **meta,
         },
     )

@@ -181,10 +181,12 @@ def hl_estimand(
 
     ``"secure"`` (depth 6): the same pooled statistic on what the two class curves can resolve
     (:func:`privstats.secure.hosmer_lemeshow.hl_estimand_from_class_counts`): each probability
-    represented by its 2^depth grid cell's midpoint, groups cut on the grid at the pooled curve's
-    deciles, and the V floor of the release's own noise covariance.  The midpoints are the
-    resolution of the released data; at large n a cell's spread of scores (up to 1/2^depth) moves the
-    group expectations and the statistic can differ from the classical H by more than its noise.
+    represented by its 2^depth grid cell's midpoint, groups cut on the grid at the deciles of the
+    pooled curve the release's noise perturbs (``cut_draws`` draws of that noise, fixed seed; 0: the
+    exact curve's deciles), and the V floor of the release's own noise covariance.  The midpoints are
+    the resolution of the released data; at large n a cell's spread of scores (up to 1/2^depth)
+    moves the group expectations and the statistic can differ from the classical H by more than its
+    noise.
 
     Either is what a user checking calibration can learn at this (n, ε): the classical lack-of-fit
     of the groups the release resolves, with groups the noise hides down-weighted instead of dominating.
@@ -194,7 +196,7 @@ def hl_estimand(
     y = as_binary_labels(y_true, "y_true").astype(np.float64)
     p = as_float_array(y_prob, "y_prob", bounds=check_probability_bounds(bounds))
     if model == "secure":
-        return _hl_secure_estimand(y, p, epsilon, groups, 6 if depth is None else depth, bounds)
+        return _hl_secure_estimand(y, p, epsilon, groups, 6 if depth is None else depth, bounds, cut_draws)
     depth = 10 if depth is None else depth
     acc = hosmer_lemeshow_accounting(epsilon, depth, budget)
     s2, floor = hl_noise_parts(acc)
@@ -211,10 +213,10 @@ def hl_estimand(
     return float(np.mean(vals))
 
 
-def _hl_secure_estimand(y, p, epsilon: float, groups: int, depth: int, bounds) -> float:
+def _hl_secure_estimand(y, p, epsilon: float, groups: int, depth: int, bounds, cut_draws: int) -> float:
     """:func:`hl_estimand` of the secure release: its exact class curves through its post-processing."""
     from privstats.secure.aggregation import DistributedNoiseMechanism
-    from privstats.secure.histogram import SecureSpec
+    from privstats.secure.histogram import SecureSpec, prefix_noise_law
     from privstats.secure.hosmer_lemeshow import hl_estimand_from_class_counts
     from privstats.secure.noise import noise_variance_factor
 
@@ -224,8 +226,12 @@ def _hl_secure_estimand(y, p, epsilon: float, groups: int, depth: int, bounds) -
     k = int(spec.internal.size)
     hist = np.bincount(spec.cells(p, y.astype(np.int64)).ravel(), minlength=spec.length)
     pos, neg = np.cumsum(hist[: k + 1]), np.cumsum(hist[k + 1 :])
-    cov = DistributedNoiseMechanism(spec.mechanism, noise_variance_factor(2)).count_covariance()
-    return hl_estimand_from_class_counts(pos, neg, cov, cov, spec.internal, spec.bounds[0], groups=groups)
+    mech = DistributedNoiseMechanism(spec.mechanism, noise_variance_factor(2))
+    cov = mech.count_covariance()
+    return hl_estimand_from_class_counts(
+        pos, neg, cov, cov, spec.internal, spec.bounds[0], groups=groups,
+        prefix_noise=prefix_noise_law(mech), cut_draws=int(cut_draws),
+    )  # fmt: skip
 
 
 def hl_noise_parts(accounting: dict) -> tuple[float, float]:
