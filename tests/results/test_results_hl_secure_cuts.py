@@ -3,7 +3,7 @@
 Before (issue 26, digits held out, n = 5,000, ε = 2): the exact pooled curve passed 0.2 by 7 users,
 so the noise moved some cut in 81% of releases; those averaged 88 against 94 at the exact cuts.  The
 estimand was H at the exact cuts and the simulated law held the cuts fixed: coverage 0.902 over 1,000
-seeds, bias −0.34 sd, stderr 0.92× the spread.  Now the estimand averages over the cuts the noisy
+seeds, bias −0.32 sd, stderr 0.90× the spread.  Now the estimand averages over the cuts the noisy
 curve places, and the simulated law adds the spread that moving the cuts gives where it exceeds what
 the released residuals' own noise gives (:func:`_cut_spread`): 0.938 over 1,000 fresh seeds, bias
 0.02 sd, stderr 0.95×.

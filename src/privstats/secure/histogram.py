@@ -394,7 +394,7 @@ def _open_hl(spec: SecureSpec, parts, n: int | None, meta: dict, groups: int, rn
             **{k: r[k] for k in keys},
             "H_plain": r["H"],
             "p_value_method": "parametric bootstrap under calibration (Binomial per group) with the release noise",
-            "stderr_method": "re-noising of the plug-in cells by the mechanism's law, groups re-cut per draw",
+            "stderr_method": "the servers' noise law re-added to shrunk plug-in group sums, plus the groups' moving",
             **meta,
         },
     )
