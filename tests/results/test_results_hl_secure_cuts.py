@@ -29,6 +29,13 @@ from privstats.secure.hosmer_lemeshow import (
 from privstats.stats.distribution.calibration import hl_estimand
 
 
+@pytest.mark.parametrize("bad", [-1, 2.5, True, 10**6])
+def test_cut_draws_is_checked(bad):
+    y, p = np.array([0, 1] * 50), np.linspace(0.05, 0.95, 100)
+    with pytest.raises(ValueError, match="cut_draws"):
+        hl_estimand(y, p, epsilon=1.0, model="secure", cut_draws=bad)
+
+
 def _noise_cov(epsilon: float):
     from privstats.secure.aggregation import DistributedNoiseMechanism
     from privstats.secure.noise import noise_variance_factor

@@ -193,6 +193,7 @@ def hl_estimand(
     The p-values are simulated from each statistic's own null law.
     """
     check_model("hosmer_lemeshow", model)
+    cut_draws = check_positive_int(cut_draws, "cut_draws", minimum=0, maximum=100_000)
     y = as_binary_labels(y_true, "y_true").astype(np.float64)
     p = as_float_array(y_prob, "y_prob", bounds=check_probability_bounds(bounds))
     if model == "secure":
@@ -205,7 +206,7 @@ def hl_estimand(
         E1, E0, O1, O0 = sums(hl_grid_cuts(p, groups, depth, bounds))
         return float(_hl_pooled(E1 / HL_STEPS, E0 / HL_STEPS, O1, O0, s2, floor, debias=False))
     src, vals = as_source(20261126), []
-    for _ in range(int(cut_draws)):
+    for _ in range(cut_draws):
         E1, E0, O1, O0 = sums(
             _private_cuts(p, acc, groups, depth, check_probability_bounds(bounds), "auto", src)[1]
         )
@@ -230,7 +231,7 @@ def _hl_secure_estimand(y, p, epsilon: float, groups: int, depth: int, bounds, c
     cov = mech.count_covariance()
     return hl_estimand_from_class_counts(
         pos, neg, cov, cov, spec.internal, spec.bounds[0], groups=groups,
-        prefix_noise=prefix_noise_law(mech), cut_draws=int(cut_draws),
+        prefix_noise=prefix_noise_law(mech), cut_draws=cut_draws,
     )  # fmt: skip
 
 
