@@ -337,8 +337,8 @@ def _cut_spread(pos_prefix, neg_prefix, cov_pos, cov_neg, internal, lower, group
     residuals' own noise regrouped, not the cuts' effect.  So the term is 0 unless its variance
     passes the 99th percentile of what ``NOISE_ONLY`` residuals of pure mechanism noise give through
     the same groups, and then their mean share is removed.  At small n, where the released residuals
-    are noise, it is 0 in all but about 1% of releases; counted in every release it raised the
-    stderr 1.2–2× there.
+    are noise, it is 0 in all but 1–2% of releases (calibrated models at n = 300–400); counted in
+    every release it raised the stderr 1.2–2× there.
     """
     k, mid = _cells(internal, lower)
     d1, d0 = _cell_counts(pos_prefix, k), _cell_counts(neg_prefix, k)
