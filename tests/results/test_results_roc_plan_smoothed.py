@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import privstats
+from privstats.stats.distribution import roc
 
 RUNS = 60
 
@@ -30,7 +31,7 @@ def test_plan_matches_the_smoothed_auc_rmse_at_small_n():
     assert "isotonic" in best.note
 
 
-def test_local_curve_states_its_grid_bias_in_the_plan_and_the_interval():
+def test_local_curve_states_its_grid_bias_in_the_plan_and_the_interval(monkeypatch):
     """The local curve's grid is coarse at small n (4 points at n = 300, ε = 0.5): its discretisation
     bias (worst case over linear class densities, 1/(3k²), at uniform histograms) is in the plan, and the
     release's scale (read off its class curves) widens the interval
@@ -45,6 +46,10 @@ def test_local_curve_states_its_grid_bias_in_the_plan_and_the_interval():
     # uniform histograms, 1/(3k) with both classes in one cell; test_results_local_roc_bias_scale.py)
     k = est.params["curve_grid_points"]
     assert 0 < est.details["bias_bound"] <= 1 / (3 * k)
-    _, hi = est.ci()
-    assert hi < 1  # the upper end is not cut by the range: the half-width is z·σ + b
-    assert hi - est.value == pytest.approx(1.959964 * est.stderr + est.details["bias_bound"], rel=1e-5)
+    lo, hi = est.details["ci_fn"](0.95)  # before it meets the range [0, 1]
+    assert est.ci()[1] == hi < 1
+    # the same release without the bias scale: each end moves in by b
+    monkeypatch.setattr(roc, "_roc_cell_pair_bias", lambda *_: 0.0)
+    lo0, hi0 = privstats.roc_curve(y, s, epsilon=0.5, model="local", rng=2)[-1].details["ci_fn"](0.95)
+    b = est.details["bias_bound"]
+    assert (lo0 - lo, hi - hi0) == (pytest.approx(b, rel=1e-9), pytest.approx(b, rel=1e-9))
