@@ -224,16 +224,20 @@ def _smoothed_auc_draws(pos, neg, covs, smoothing: str, rng) -> np.ndarray:
     the release).  Their spread is the stderr: the raw AUC's exact stderr overstates the smoothed
     value's spread many times where smoothing binds (local model, AUC near 1: 1.25 against 0.05)."""
     gen = np.random.default_rng(as_source(rng).uint64(2).tolist())  # rng=None: seeded from the CSPRNG
-    curves = []
-    for cur, cov in zip((pos, neg), covs, strict=True):
-        z = gen.standard_normal((ROC_DRAWS, cov.shape[0])) @ _noise_factor(cov).T
-        curves.append(np.array([smooth(row, smoothing) for row in cur.probabilities + z]))
-    tpr = np.concatenate(
-        [np.zeros((ROC_DRAWS, 1)), 1.0 - curves[0][:, ::-1], np.ones((ROC_DRAWS, 1))], axis=1
-    )
-    fpr = np.concatenate(
-        [np.zeros((ROC_DRAWS, 1)), 1.0 - curves[1][:, ::-1], np.ones((ROC_DRAWS, 1))], axis=1
-    )
+    return _renoised_aucs((pos.probabilities, neg.probabilities), covs, gen, ROC_DRAWS, smoothing)
+
+
+def _renoised_aucs(
+    curves, covs, gen: np.random.Generator, draws: int, smoothing: str = "isotonic"
+) -> np.ndarray:
+    """The AUCs of ``draws`` copies of the two curves (F of the positives', the negatives' scores at the
+    grid) plus Gaussian noise of ``covs``, each copy smoothed: the release's law and the planner's."""
+    rates = []
+    for cur, cov in zip(curves, covs, strict=True):
+        z = gen.standard_normal((draws, cov.shape[0])) @ _noise_factor(cov).T
+        sm = np.array([smooth(row, smoothing) for row in cur + z])
+        rates.append(np.concatenate([np.zeros((draws, 1)), 1.0 - sm[:, ::-1], np.ones((draws, 1))], axis=1))
+    tpr, fpr = rates
     return np.sum(np.diff(fpr, axis=1) * (tpr[:, 1:] + tpr[:, :-1]) / 2, axis=1)
 
 
@@ -333,16 +337,7 @@ PLAN_DRAWS = 200  # re-noisings behind the planner's smoothed-AUC prediction
 
 def _smoothed_auc_spread(curve: np.ndarray, covs) -> float:
     """Spread of the isotonic AUC of the uniform curves plus Gaussian noise of ``covs`` (fixed seed)."""
-    gen = np.random.default_rng(26)
-    ends = (np.zeros((PLAN_DRAWS, 1)), np.ones((PLAN_DRAWS, 1)))
-    rates = []
-    for cov in covs:
-        z = gen.standard_normal((PLAN_DRAWS, cov.shape[0])) @ _noise_factor(cov).T
-        sm = np.array([smooth(row, "isotonic") for row in curve + z])
-        rates.append(np.concatenate([ends[0], 1.0 - sm[:, ::-1], ends[1]], axis=1))
-    tpr, fpr = rates
-    aucs = np.sum(np.diff(fpr, axis=1) * (tpr[:, 1:] + tpr[:, :-1]) / 2, axis=1)
-    return float(np.std(aucs, ddof=1))
+    return float(np.std(_renoised_aucs((curve, curve), covs, np.random.default_rng(26), PLAN_DRAWS), ddof=1))
 
 
 for _m in ("central", "secure", "local"):
