@@ -80,10 +80,19 @@ class PrivateECDF:
         return out if out.ndim else float(out)
 
     def confidence_interval(self, confidence_level: float = 0.95) -> ConfidenceInterval:
-        """Pointwise normal band from the exact noise variance (clipped to [0, 1]).
+        """Pointwise band: the raw (unbiased) curve's interval at each threshold, as ``estimate.ci``
+        gives it (±z·stderr, met with [0, 1]), widened where needed to hold the released curve.
 
-        For a smoothed curve the band is centred on the smoothed values with the raw
-        release's standard error (an approximation: smoothing usually shrinks the error).
+        A band centred on the smoothed curve missed where smoothing is biased, next to a tied block:
+        on statsmodels' randhie (central, n = 300, ε = 0.5) one threshold was covered in 33% of 200
+        releases and 11 of 56 below 90%; this band's worst threshold there reads 0.915 (issue 26).
+
+        >>> import numpy as np
+        >>> r = PrivateECDF(np.array([0.5, 1.0]), np.array([0.3, 1.0]), np.array([0.1, 0.0]),
+        ...                 raw=np.array([0.5, 1.0]))
+        >>> band = r.confidence_interval(0.95)  # raw 0.5 ± 0.196, widened to hold the released 0.3
+        >>> [round(float(v), 3) for v in band.low.probabilities], [round(float(v), 3) for v in band.high.probabilities]
+        ([0.3, 1.0], [0.696, 1.0])
         """
         if self.stderr is None:
             raise ValueError("this ECDF has no standard error")
@@ -91,9 +100,12 @@ class PrivateECDF:
 
         if not 0 < check_real(confidence_level, "confidence_level") < 1:
             raise ValueError(f"confidence_level must be in (0, 1), got {confidence_level!r}")
-        z = stats.norm.ppf(0.5 + confidence_level / 2)
-        lo = np.clip(self.probabilities - z * self.stderr, 0, 1)
-        hi = np.clip(self.probabilities + z * self.stderr, 0, 1)
+        if self.estimate is not None:
+            lo, hi = (np.asarray(v, dtype=np.float64) for v in self.estimate.ci(float(confidence_level)))
+        else:
+            h = stats.norm.ppf(0.5 + confidence_level / 2) * self.stderr
+            lo, hi = np.clip(self.raw - h, 0, 1), np.clip(self.raw + h, 0, 1)
+        lo, hi = np.minimum(lo, self.probabilities), np.maximum(hi, self.probabilities)
         return ConfidenceInterval(
             PrivateECDF(self.quantiles, lo, None), PrivateECDF(self.quantiles, hi, None)
         )

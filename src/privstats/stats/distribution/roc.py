@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import numpy as np
 
@@ -191,9 +191,22 @@ def _release(c: Call, pos, neg):
             + ")" * (smoothing == "isotonic"),
             "positives": pos,
             "negatives": neg,
+            "curve_ci": partial(_curve_interval, pos, neg),
         },
     )
     return fpr, tpr, thresholds, est
+
+
+def _curve_interval(pos, neg, level: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(fpr_lo, fpr_hi, tpr_lo, tpr_hi)``: pointwise ``level`` intervals of the returned curve's
+    points, from the class curves' bands (:meth:`~privstats.cdf.result.PrivateECDF.confidence_interval`:
+    tpr = 1 − F of the positives' scores, fpr = 1 − F of the negatives'); its ends (0, 0) and (1, 1)
+    are exact.  Post-processing of the release."""
+    out = []
+    for cur in (neg, pos):
+        band = cur.confidence_interval(level)
+        out += [np.concatenate([[0.0], 1.0 - b.probabilities[::-1], [1.0]]) for b in (band.high, band.low)]
+    return out[0], out[1], out[2], out[3]
 
 
 def _roc_cell_pair_bias(pos_raw, neg_raw) -> float:
