@@ -192,3 +192,27 @@ def test_inputs_are_checked():
         release_in_process(SecureSpec("roc", epsilon=1.0, bounds=(0, 1), grid=8), [0.2], [1])
     with pytest.raises(ValueError, match="field"):
         open_result(spec, [FIELD_MODULUS] * 8, [0] * 8, 1)
+
+
+def test_served_bands_are_the_in_process_ones():
+    """A served ECDF's band is the raw curve's interval met with [0, 1], widened to hold the released
+    curve, as ``privstats.ecdf``'s (its Estimate had no raw centre and no range, so the band was the
+    smoothed curve's and could leave [0, 1]); a served ROC carries ``curve_ci`` as ``roc_curve`` does."""
+    x = np.random.default_rng(4).beta(0.3, 3.0, size=300)  # a crowd at 0: the smoothed curve is biased there
+    res = release_in_process(SecureSpec("ecdf", epsilon=0.5, bounds=(0, 1), grid=64), x, rng=3)
+    assert np.array_equal(res.estimate.unclipped, res.raw) and res.estimate.support == (0.0, 1.0)
+    band = res.confidence_interval(0.95)
+    lo, hi = res.estimate.ci(0.95)
+    assert np.array_equal(band.low.probabilities, np.minimum(lo, res.probabilities))
+    assert np.array_equal(band.high.probabilities, np.maximum(hi, res.probabilities))
+    assert np.all(band.low.probabilities >= 0) and np.all(band.high.probabilities <= 1)
+    assert np.any(np.abs(res.raw - res.probabilities) > 0.05)  # where the two centres differ
+
+    spec = SecureSpec("roc", epsilon=1.0, bounds=(0, 1), grid=31)
+    x, y = _data("roc", 2000)
+    noisy = noisy_statistic(spec, np.bincount(spec.cells(x, y).ravel(), minlength=spec.length), rng=5)
+    fpr, tpr, _, est = open_result(spec, noisy % FIELD_MODULUS, np.zeros(noisy.size, np.uint64), x.size)
+    fpr_lo, fpr_hi, tpr_lo, tpr_hi = est.details["curve_ci"](0.9)
+    pos = est.details["positives"].confidence_interval(0.9)
+    assert np.array_equal(tpr_lo[1:-1], 1.0 - pos.high.probabilities[::-1])
+    assert np.all((fpr_lo <= fpr) & (fpr <= fpr_hi) & (tpr_lo <= tpr) & (tpr <= tpr_hi))

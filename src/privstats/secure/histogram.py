@@ -309,7 +309,9 @@ def open_curve(spec: SecureSpec, noisy: np.ndarray, n: int | None, smoothing: st
         neighbours=spec.neighbours,
         messages_per_user=1.0,
         bits_per_user=report_bits(spec.length),
-        details={"thresholds": spec.thresholds, "raw": F[:k], "noise_model": noise_model},
+        # as the in-process release's: the interval is the raw curve's, met with [0, 1]
+        details={"thresholds": spec.thresholds, "raw": F[:k], "unbiased": F[:k], "noise_model": noise_model},
+        support=(0.0, 1.0),
     )
     return PrivateECDF(spec.thresholds, values, se[:k], estimate=est, raw=F[:k])
 

@@ -93,9 +93,12 @@ def _with_uncertainty(spec: SecureSpec, est):
 
 
 def _open_roc(spec: SecureSpec, parts, meta: dict):
+    from functools import partial
+
     from privstats.cdf.covariance import roc_points
     from privstats.estimate import Estimate
     from privstats.privacy import PureDP
+    from privstats.stats.distribution.roc import curve_interval
 
     smoothing = spec.smoothing or "isotonic"
     pos, neg = (open_curve(spec, p, None, smoothing) for p in parts)
@@ -124,6 +127,7 @@ def _open_roc(spec: SecureSpec, parts, meta: dict):
             "stderr_method": "delta method (curves divided by noisy class totals)",
             "positives": pos,
             "negatives": neg,
+            "curve_ci": partial(curve_interval, pos, neg),
             **meta,
         },
     )

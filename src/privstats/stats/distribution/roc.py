@@ -191,13 +191,13 @@ def _release(c: Call, pos, neg):
             + ")" * (smoothing == "isotonic"),
             "positives": pos,
             "negatives": neg,
-            "curve_ci": partial(_curve_interval, pos, neg),
+            "curve_ci": partial(curve_interval, pos, neg),
         },
     )
     return fpr, tpr, thresholds, est
 
 
-def _curve_interval(pos, neg, level: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def curve_interval(pos, neg, level: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(fpr_lo, fpr_hi, tpr_lo, tpr_hi)``: pointwise ``level`` intervals of the returned curve's
     points, from the class curves' bands (:meth:`~privstats.cdf.result.PrivateECDF.confidence_interval`:
     tpr = 1 − F of the positives' scores, fpr = 1 − F of the negatives'); its ends (0, 0) and (1, 1)
