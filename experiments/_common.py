@@ -170,6 +170,14 @@ def write_rows(out: Path, stem: str, rows: list[dict], columns: list[tuple[str, 
     (out / f"{stem}.md").write_text(markdown_table(rows, cols) + "\n", encoding="utf-8")
 
 
+def publish(out: Path, text: str, md: Path | None) -> None:
+    """Write a real-data table to OUT/table.md (and to ``md`` if given) and print it."""
+    (out / "table.md").write_text(text)
+    if md:
+        md.write_text(text)
+    print(text)
+
+
 def pyplot():
     import matplotlib
 

@@ -140,26 +140,14 @@ def main(argv=None) -> int:
     todo = [c for c in todo if cr._key(c) not in done]
     with C.Progress(len(todo), NAME) as prog, path.open("a") as f:
         jobs = [(c, min(runs, SHUFFLE_RUNS) if c["model"] == "shuffle" else runs, args.seed) for c in todo]
-        if args.jobs > 1:
-            with ProcessPoolExecutor(args.jobs) as pool:
-                results = pool.map(_job, jobs)
-                for r in results:
-                    done[cr._key(r)] = r
-                    f.write(json.dumps(r) + "\n")
-                    f.flush()
-                    prog.advance()
-        else:
-            for job in jobs:
-                r = _job(job)
+        with ProcessPoolExecutor(max(args.jobs, 1)) as pool:  # workers start only when jobs > 1 uses them
+            for r in pool.map(_job, jobs) if args.jobs > 1 else map(_job, jobs):
                 done[cr._key(r)] = r
                 f.write(json.dumps(r) + "\n")
                 f.flush()
                 prog.advance()
     text = table(list(done.values()))
-    (out / "table.md").write_text(text)
-    if args.md:
-        args.md.write_text(text)
-    print(text)
+    C.publish(out, text, args.md)
     return 0
 
 

@@ -512,10 +512,7 @@ def main(argv=None) -> int:
             prog.advance()
     rows = list(done.values())
     text = summary(rows) + "\n" + table(rows)
-    (out / "table.md").write_text(text)
-    if args.md:
-        args.md.write_text(text)
-    print(text)
+    C.publish(out, text, args.md)
     return 0
 
 

@@ -26,12 +26,18 @@ import privstats
 def coverage_real_experiment() -> ModuleType:
     """``experiments/coverage_real.py`` loaded as a module (skips outside a source checkout or without
     the real data sets' packages)."""
-    path = Path(__file__).resolve().parents[2] / "experiments" / "coverage_real.py"
+    return real_data_experiment("coverage_real")
+
+
+def real_data_experiment(name: str) -> ModuleType:
+    """``experiments/NAME.py`` (one of the real-data experiments) loaded as a module; skips as
+    :func:`coverage_real_experiment`."""
+    path = Path(__file__).resolve().parents[2] / "experiments" / f"{name}.py"
     if not path.is_file():
         pytest.skip("not a source checkout")
     pytest.importorskip("sklearn")
     pytest.importorskip("statsmodels")
-    spec = importlib.util.spec_from_file_location("coverage_real", path)
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

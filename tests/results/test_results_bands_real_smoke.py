@@ -3,23 +3,13 @@ writes one row per (curve, model) cell, outside the source tree."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
-import pytest
-
-pytest.importorskip("sklearn")
-pytest.importorskip("statsmodels")
-
-EXP = Path(__file__).resolve().parents[2] / "experiments" / "bands_real.py"
+from harness import real_data_experiment
 
 
-@pytest.mark.skipif(not EXP.is_file(), reason="not a source checkout")
 def test_bands_real_smoke_writes_a_row_per_cell(tmp_path):
-    spec = importlib.util.spec_from_file_location("bands_real", EXP)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = real_data_experiment("bands_real")
     md = tmp_path / "table.md"
     assert mod.main(["--smoke", "--out", str(tmp_path / "out"), "--md", str(md)]) == 0
     rows = [json.loads(line) for line in (tmp_path / "out" / "cells.jsonl").read_text().splitlines()]
