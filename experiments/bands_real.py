@@ -4,7 +4,7 @@ intervals entry by entry (issue 26).
 
 The coverage table (coverage_real.py) scores a vector statistic by its intervals' coverage averaged over
 the entries; a band a user plots must hold at each point.  Per cell (the data sets and corners of that
-table, the ECDF on its 64 grid points, the ROC curve on the release's own grid) this prints the mean
+table, all five corners; the ECDF on its 64 grid points, the ROC curve on the release's own grid) this prints the mean
 coverage over the interior points (exact value strictly inside (0, 1)), the worst point's, how many
 points fall below 0.9, and the mean width.  At 200 seeds a point whose coverage is 0.95 reads below
 0.90 about one time in 860 (binomial sd 0.0154), and the worst of 50-2,000 such points reads
@@ -29,7 +29,7 @@ import _common as C
 import coverage_real as cr
 
 NAME = "bands_real"
-CORNERS = [(300, 0.5), (300, 2.0), (5000, 0.5), (5000, 2.0)]
+CORNERS = cr.CORNERS  # the table's five: n in {300, 5,000} x eps in {0.5, 2}, and (1,000, 1)
 DATASETS = ("fair", "anes96", "breast_cancer", "randhie")
 CURVES = ("ecdf", "roc_curve", "frequencies", "range_counts")
 MODELS = ("central", "secure", "shuffle", "local")
@@ -37,15 +37,15 @@ CURVE_MODELS = {c: cr.MODELS.get(c, ()) for c in CURVES}  # every model the libr
 SHUFFLE_RUNS = 100  # the shuffled counts take ~0.3 s a release
 
 
-def _points(curve: str, d: dict, model: str, eps: float, seed: int):
-    """(lows, highs, exacts) of one release: one array per curve of the band (ECDF: one; ROC: fpr, tpr)."""
+def _points(curve: str, d: dict, model: str, eps: float, seed: int, counts: dict | None = None):
+    """(lows, highs, exacts) of one release: one array per curve of the band (ECDF: one; ROC: fpr, tpr);
+    ``counts``: the frequencies' or range counts' ``coverage_real.spec``."""
     import privstats as P
 
-    if curve in ("frequencies", "range_counts"):  # counts over n: "inside" is strictly within (0, n)
-        s = cr.spec(curve, d, d["y"].size)
-        lo, hi = s["call"](model, eps, seed).ci(0.95)
+    if counts is not None:  # counts over n: "inside" is strictly within (0, n)
+        lo, hi = counts["call"](model, eps, seed).ci(0.95)
         n = d["y"].size
-        return [(np.asarray(lo) / n, np.asarray(hi) / n, np.asarray(s["exact"]) / n)]
+        return [(np.asarray(lo) / n, np.asarray(hi) / n, np.asarray(counts["exact"]) / n)]
     if curve == "ecdf":
         x, (lo, hi) = d["x"], d["xb"]
         t = lo + (hi - lo) * np.arange(1, cr.ECDF_GRID + 1) / cr.ECDF_GRID
@@ -65,12 +65,15 @@ def run_cell(cell: dict, runs: int, first: int = 0) -> dict:
     """One cell's row over seeds ``first`` … ``first + runs − 1`` (past the cell's own seed base)."""
     data, resampled = cr.subsample(cr.load(cell["data"]), cell["n"], seed=cell["n"])
     base = int.from_bytes(hashlib.sha256(repr(cr._key(cell)).encode()).digest()[:4], "little") * 1000
+    counts = (
+        cr.spec(cell["stat"], data, cell["n"]) if cell["stat"] in ("frequencies", "range_counts") else None
+    )
     hits: list[list[np.ndarray]] = []
     widths, exacts = [], None
     for r in range(first, first + runs):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            parts = _points(cell["stat"], data, cell["model"], cell["eps"], base + r)
+            parts = _points(cell["stat"], data, cell["model"], cell["eps"], base + r, counts)
         hits.append([(lo <= ex + 1e-12) & (ex <= hi + 1e-12) for lo, hi, ex in parts])
         widths.append(np.mean([np.mean(hi - lo) for lo, hi, _ in parts]))
         exacts = [ex for _, _, ex in parts]
